@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvtier top-level build. See README.md and Documentation/admin-guide/
+# kvtier-install.rst.
+#
+#   make                 module (against KDIR), libraries and tools
+#   make check           build for both supported kernels, boot each in QEMU,
+#                        run the test suite, print one summary line
+#   make demo            boot a VM and show a tier doing its job
+#   make install         module via DKMS, uapi header, libraries, kvtierctl,
+#                        man pages, udev rule
+#   make checkpatch      checkpatch.pl --strict over kmod/ and include/
+
+KDIR ?= /lib/modules/$(shell uname -r)/build
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
+BUILD ?= $(CURDIR)/build
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+.PHONY: all module module-clean lib tools tests clean check demo install \
+	dkms-install checkpatch modules-all
+
+all: module lib tools
+
+# --- kernel module ----------------------------------------------------------
+
+# compat_generated.h depends on which kernel KDIR is: remember it, and probe
+# again when it changes.
+KDIR_STAMP := kmod/.conftest-kdir
+$(shell mkdir -p kmod; [ "$$(cat $(KDIR_STAMP) 2>/dev/null)" = "$(KDIR)" ] || echo "$(KDIR)" > $(KDIR_STAMP))
+
+kmod/compat_generated.h: $(KDIR_STAMP) kmod/conftest.sh $(wildcard kmod/conftest/*.c)
+	kmod/conftest.sh $(KDIR) $@
+
+module: kmod/compat_generated.h
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+module-clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -f kmod/compat_generated.h $(KDIR_STAMP)
+
+# Build for every supported kernel (tests/vm/kernels.sh) at W=1 in a private
+# copy of the sources, failing on any compiler warning.
+modules-all:
+	tests/build-modules.sh $(BUILD)
+
+# --- user space -------------------------------------------------------------
+
+lib:
+	$(MAKE) -C lib
+
+tools: lib
+	$(MAKE) -C tools
+
+tests: lib
+	$(MAKE) -C tests BUILD=$(BUILD)
+
+# --- test rig ---------------------------------------------------------------
+
+check: lib tools
+	tests/check.sh $(BUILD)
+
+demo: lib tools
+	tests/demo.sh $(BUILD)
+
+checkpatch:
+	tests/checkpatch.sh $(BUILD)
+
+# --- install ----------------------------------------------------------------
+
+install: lib tools dkms-install
+	$(MAKE) -C lib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	install -D -m 0644 include/uapi/linux/kvtier.h $(DESTDIR)$(PREFIX)/include/linux/kvtier.h
+	install -D -m 0644 udev/60-kvtier.rules $(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
+	getent group kvtier >/dev/null || groupadd --system kvtier
+
+# DKMS builds from its own copy in /usr/src/kvtier-VERSION: give it only the
+# files the module needs (never build/, which holds VM images).
+dkms-install:
+	rm -rf $(DESTDIR)/usr/src/kvtier-$(VERSION)
+	mkdir -p $(DESTDIR)/usr/src/kvtier-$(VERSION)
+	tar -cf - --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
+		--exclude='*.mod*' --exclude=compat_generated.h \
+		--exclude=.conftest-kdir Kbuild Makefile dkms.conf include kmod \
+		| tar -xf - -C $(DESTDIR)/usr/src/kvtier-$(VERSION)
+	if [ -z "$(DESTDIR)" ]; then \
+		dkms remove kvtier/$(VERSION) --all >/dev/null 2>&1 || true; \
+		dkms add kvtier/$(VERSION) && dkms install kvtier/$(VERSION); \
+	fi
+
+clean: module-clean
+	$(MAKE) -C lib clean
+	$(MAKE) -C tools clean
+	$(MAKE) -C tests clean BUILD=$(BUILD)

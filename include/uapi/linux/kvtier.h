@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * kvtier user-space ABI: the ioctls of /dev/kvtierN.
+ *
+ * Documented in Documentation/userspace-api/kvtier.rst. Structures are
+ * fixed-size and versioned by KVTIER_ABI_VERSION; reserved fields are zero.
+ */
+#ifndef _UAPI_LINUX_KVTIER_H
+#define _UAPI_LINUX_KVTIER_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define KVTIER_ABI_VERSION	1
+
+/* Character devices are /dev/kvtier0 .. /dev/kvtier<num_tiers - 1>. */
+#define KVTIER_DEV_PREFIX	"/dev/kvtier"
+
+/* struct kvtier_tier_info.flags */
+#define KVTIER_TIER_ATTACHED	(1U << 0)	/* a namespace is attached */
+
+/**
+ * struct kvtier_tier_info - KVTIER_IOC_TIER_INFO result
+ * @abi_version: KVTIER_ABI_VERSION of the running module
+ * @tier_id: N of /dev/kvtierN
+ * @flags: KVTIER_TIER_* bits
+ * @logical_block_size: of the attached namespace, in bytes (0 if detached)
+ * @capacity_bytes: size of the attached namespace in bytes (0 if detached)
+ * @reserved: zero
+ */
+struct kvtier_tier_info {
+	__u32 abi_version;
+	__u32 tier_id;
+	__u32 flags;
+	__u32 logical_block_size;
+	__u64 capacity_bytes;
+	__u64 reserved[4];
+};
+
+#define KVTIER_IOC_MAGIC	0xCB
+
+#define KVTIER_IOC_TIER_INFO	_IOR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_tier_info)
+
+#endif /* _UAPI_LINUX_KVTIER_H */

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Attaching and detaching a tier's namespace: an exclusively claimed block
+ * device. The claim's holder is the tier, so a second tier, a mount or any
+ * other exclusive opener of the same device gets -EBUSY from the block layer.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/slab.h>
+
+#include "kvtier.h"
+
+/* Caller holds tier->lock. */
+bool kvtier_backing_attached(const struct kvtier_tier *tier)
+{
+	lockdep_assert_held(&tier->lock);
+	return tier->backing.kb.bdev;
+}
+
+/*
+ * Caller holds tier->lock.
+ *
+ * Errors: -EBUSY if a namespace is already attached or the device is claimed
+ * by someone else, -ENOENT if @path does not exist, -EINVAL if it is not a
+ * block device or its logical block size exceeds PAGE_SIZE, -ENOMEM, or what
+ * the block layer returns for the open.
+ */
+int kvtier_backing_attach(struct kvtier_tier *tier, const char *path)
+{
+	struct kvtier_backing *b = &tier->backing;
+	unsigned int lbs;
+	char *copy;
+	int ret;
+
+	lockdep_assert_held(&tier->lock);
+	if (kvtier_backing_attached(tier))
+		return -EBUSY;
+
+	copy = kstrdup(path, GFP_KERNEL);
+	if (!copy)
+		return -ENOMEM;
+
+	ret = kvtier_bdev_open_excl(path, tier, &b->kb);
+	if (ret) {
+		/* lookup_bdev() says -ENOTBLK for a path that is not a block device. */
+		if (ret == -ENOTBLK)
+			ret = -EINVAL;
+		goto err_free;
+	}
+
+	lbs = bdev_logical_block_size(b->kb.bdev);
+	if (lbs > PAGE_SIZE) {
+		dev_err(&tier->dev, "%s: logical block size %u exceeds page size\n",
+			path, lbs);
+		ret = -EINVAL;
+		goto err_close;
+	}
+
+	b->path = copy;
+	b->lbs = lbs;
+	b->nr_sectors = bdev_nr_sectors(b->kb.bdev);
+	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks)\n",
+		 path, (unsigned long long)b->nr_sectors << SECTOR_SHIFT, lbs);
+	return 0;
+
+err_close:
+	kvtier_bdev_close(&b->kb, tier);
+err_free:
+	kfree(copy);
+	return ret;
+}
+
+/*
+ * Caller holds tier->lock.
+ *
+ * Detaching a detached tier is a no-op. Errors: -EBUSY while the tier is open.
+ */
+int kvtier_backing_detach(struct kvtier_tier *tier)
+{
+	struct kvtier_backing *b = &tier->backing;
+
+	lockdep_assert_held(&tier->lock);
+	if (!kvtier_backing_attached(tier))
+		return 0;
+	if (tier->nr_open)
+		return -EBUSY;
+
+	kvtier_bdev_close(&b->kb, tier);
+	dev_info(&tier->dev, "detached %s\n", b->path);
+	kfree(b->path);
+	b->path = NULL;
+	b->nr_sectors = 0;
+	b->lbs = 0;
+	return 0;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The one place that knows which kernel kvtier is built for.
+ *
+ * HAVE_* symbols come from compat_generated.h, written by conftest.sh from
+ * compile probes against the target kernel's headers. Everything else in
+ * kmod/ calls the kvtier_* wrappers below and never tests a kernel version.
+ */
+#ifndef KVTIER_COMPAT_H
+#define KVTIER_COMPAT_H
+
+#include <linux/blkdev.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include "compat_generated.h"
+
+/*
+ * An exclusively claimed block device. 6.9+ hands out a struct file that
+ * owns the claim; 6.1 returns the block_device and releases by mode.
+ */
+struct kvtier_bdev {
+	struct block_device *bdev;
+#ifdef HAVE_BDEV_FILE_OPEN_BY_PATH
+	struct file *file;
+#endif
+};
+
+#if defined(HAVE_BDEV_FILE_OPEN_BY_PATH)
+static inline int kvtier_bdev_open_excl(const char *path, void *holder,
+					struct kvtier_bdev *kb)
+{
+	struct file *file;
+
+	file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE,
+				      holder, NULL);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	kb->file = file;
+	kb->bdev = file_bdev(file);
+	return 0;
+}
+
+static inline void kvtier_bdev_close(struct kvtier_bdev *kb, void *holder)
+{
+	fput(kb->file);
+	kb->file = NULL;
+	kb->bdev = NULL;
+}
+#elif defined(HAVE_BLKDEV_GET_BY_PATH_FMODE)
+#define KVTIER_BDEV_MODE	(FMODE_READ | FMODE_WRITE | FMODE_EXCL)
+
+static inline int kvtier_bdev_open_excl(const char *path, void *holder,
+					struct kvtier_bdev *kb)
+{
+	struct block_device *bdev;
+
+	bdev = blkdev_get_by_path(path, KVTIER_BDEV_MODE, holder);
+	if (IS_ERR(bdev))
+		return PTR_ERR(bdev);
+	kb->bdev = bdev;
+	return 0;
+}
+
+static inline void kvtier_bdev_close(struct kvtier_bdev *kb, void *holder)
+{
+	blkdev_put(kb->bdev, KVTIER_BDEV_MODE);
+	kb->bdev = NULL;
+}
+#else
+#error "kvtier: no known exclusive block device open API (see kmod/conftest)"
+#endif
+
+/* 6.3+ made vma->vm_flags read-only outside the accessors. */
+static inline void kvtier_vm_flags_set(struct vm_area_struct *vma,
+				       unsigned long flags)
+{
+#ifdef HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+#endif /* KVTIER_COMPAT_H */

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtier: a memory tier for LLM KV data below the GPU.
+ *
+ * Module load and unload: the num_tiers parameter, the "kvtier" class,
+ * the character device region and one tier per minor.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/kdev_t.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+
+#include "kvtier.h"
+
+static unsigned int num_tiers = 1;
+
+static int num_tiers_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret || n < 1 || n > KVTIER_MAX_TIERS) {
+		pr_err("num_tiers=%s: not a number in 1..%u\n", val, KVTIER_MAX_TIERS);
+		return -EINVAL;
+	}
+	*(unsigned int *)kp->arg = n;
+	return 0;
+}
+
+static const struct kernel_param_ops num_tiers_ops = {
+	.set = num_tiers_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(num_tiers, &num_tiers_ops, &num_tiers, 0444);
+MODULE_PARM_DESC(num_tiers,
+		 "Number of tiers, /dev/kvtier0..N-1 (count, default 1, range 1-64)");
+
+struct class kvtier_class = {
+	.name = KVTIER_NAME,
+};
+
+static dev_t kvtier_devt;
+static struct kvtier_tier **kvtier_tiers;
+
+static void kvtier_destroy_tiers(unsigned int n)
+{
+	while (n--)
+		kvtier_tier_destroy(kvtier_tiers[n]);
+}
+
+static int __init kvtier_init(void)
+{
+	unsigned int i;
+	int ret;
+
+	kvtier_tiers = kcalloc(num_tiers, sizeof(*kvtier_tiers), GFP_KERNEL);
+	if (!kvtier_tiers)
+		return -ENOMEM;
+
+	ret = class_register(&kvtier_class);
+	if (ret)
+		goto err_free;
+
+	ret = alloc_chrdev_region(&kvtier_devt, 0, num_tiers, KVTIER_NAME);
+	if (ret)
+		goto err_class;
+
+	kvtier_debugfs_init();
+
+	for (i = 0; i < num_tiers; i++) {
+		struct kvtier_tier *tier;
+
+		tier = kvtier_tier_create(i, MKDEV(MAJOR(kvtier_devt), i));
+		if (IS_ERR(tier)) {
+			ret = PTR_ERR(tier);
+			goto err_tiers;
+		}
+		kvtier_tiers[i] = tier;
+	}
+
+	pr_info("loaded: %u tier(s), major %d\n", num_tiers, MAJOR(kvtier_devt));
+	return 0;
+
+err_tiers:
+	kvtier_destroy_tiers(i);
+	kvtier_debugfs_exit();
+	unregister_chrdev_region(kvtier_devt, num_tiers);
+err_class:
+	class_unregister(&kvtier_class);
+err_free:
+	kfree(kvtier_tiers);
+	return ret;
+}
+
+static void __exit kvtier_exit(void)
+{
+	kvtier_destroy_tiers(num_tiers);
+	kvtier_debugfs_exit();
+	unregister_chrdev_region(kvtier_devt, num_tiers);
+	class_unregister(&kvtier_class);
+	kfree(kvtier_tiers);
+	pr_info("unloaded\n");
+}
+
+module_init(kvtier_init);
+module_exit(kvtier_exit);
+
+MODULE_DESCRIPTION("kvtier: a host-memory and NVMe tier for LLM KV data");
+MODULE_AUTHOR("The kvtier authors");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(KVTIER_VERSION);

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libkvtier: opening tiers, querying them, attaching namespaces.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "kvtier.h"
+
+#define KVTIER_EXPORT __attribute__((visibility("default")))
+
+struct kvtier_tier {
+	unsigned int id;
+	int fd;
+};
+
+KVTIER_EXPORT int kvtier_tier_open(unsigned int id, struct kvtier_tier **tierp)
+{
+	struct kvtier_tier *tier;
+	char path[64];
+
+	if (!tierp)
+		return -EINVAL;
+	snprintf(path, sizeof(path), KVTIER_DEV_PREFIX "%u", id);
+	tier = calloc(1, sizeof(*tier));
+	if (!tier)
+		return -ENOMEM;
+	tier->id = id;
+	tier->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (tier->fd < 0) {
+		int ret = -errno;
+
+		free(tier);
+		return ret;
+	}
+	*tierp = tier;
+	return 0;
+}
+
+KVTIER_EXPORT void kvtier_tier_close(struct kvtier_tier *tier)
+{
+	if (!tier)
+		return;
+	close(tier->fd);
+	free(tier);
+}
+
+KVTIER_EXPORT int kvtier_tier_fd(const struct kvtier_tier *tier)
+{
+	return tier ? tier->fd : -EINVAL;
+}
+
+KVTIER_EXPORT int kvtier_tier_info(struct kvtier_tier *tier,
+				   struct kvtier_tier_info *info)
+{
+	if (!tier || !info)
+		return -EINVAL;
+	if (ioctl(tier->fd, KVTIER_IOC_TIER_INFO, info))
+		return -errno;
+	return 0;
+}
+
+/* Write @val to the tier's sysfs attribute @attr in one write(). */
+static int write_attr(unsigned int id, const char *attr, const char *val)
+{
+	char path[128];
+	ssize_t n;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u/%s", id, attr);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		ret = -errno;
+	else if ((size_t)n != strlen(val))
+		ret = -EIO;
+	close(fd);
+	return ret;
+}
+
+KVTIER_EXPORT int kvtier_attach(unsigned int id, const char *path)
+{
+	/* "none" is the detach keyword of backing_dev, not a path. */
+	if (!path || !*path || !strcmp(path, "none"))
+		return -EINVAL;
+	return write_attr(id, "backing_dev", path);
+}
+
+KVTIER_EXPORT int kvtier_detach(unsigned int id)
+{
+	return write_attr(id, "backing_dev", "none");
+}

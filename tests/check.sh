@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make check`: everything that proves kvtier works, in one run.
+#
+#   host:  checkpatch --strict, W=1 builds for each supported kernel,
+#          DKMS add/build/install for each (private trees)
+#   guest: for each kernel, boot it in QEMU with emulated NVMe namespaces
+#          and run the kselftest suite (tests/run-suite.sh); the guest's
+#          kernel log must be clean (tests/vm/run.sh gates it)
+#
+# Prints TAP per phase and kernel, the time each phase took, and ends with
+# one line "N passed, N failed, N skipped". Exits non-zero on any failure.
+#
+# usage: tests/check.sh BUILD [TEST...]   (TEST: test programs to run)
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=$(mkdir -p "${1:?usage: check.sh BUILD}" && cd "$1" && pwd)
+shift
+cache=$build/cache
+
+pass=0 fail=0 skip=0
+declare -a summary
+
+# ok|not-ok NAME: count a host-side check.
+result() {
+	if [[ $1 == ok ]]; then
+		pass=$((pass + 1))
+		echo "ok - $2"
+	else
+		fail=$((fail + 1))
+		echo "not ok - $2"
+	fi
+}
+
+# phase NAME CMD...: run CMD, time it, count it as one check.
+phase() {
+	local name=$1 start=$SECONDS
+	shift
+	echo "# phase: $name"
+	if "$@"; then
+		result ok "$name"
+	else
+		result not-ok "$name"
+	fi
+	summary+=("$(printf '%-40s %4d s' "$name" $((SECONDS - start)))")
+}
+
+# count_tap FILE: add a guest TAP log's results; sets $tally for the kernel.
+count_tap() {
+	local p f s
+	p=$(grep -cE '^ok [0-9]+ ' "$1" || true)
+	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$1" || true)
+	f=$(grep -cE '^not ok ' "$1" || true)
+	pass=$((pass + p - s))
+	skip=$((skip + s))
+	fail=$((fail + f))
+	tally="$((p - s)) passed, $f failed, $s skipped"
+}
+
+t0=$SECONDS
+phase "kselftest headers (linux-source)" "$top/tests/get-ksrc.sh" "$build"
+phase "checkpatch --strict" "$top/tests/checkpatch.sh" "$build"
+phase "module builds, W=1, all kernels" "$top/tests/build-modules.sh" "$build"
+phase "test programs" make -s -C "$top/tests" BUILD="$build"
+phase "dkms add/build/install, all kernels" "$top/tests/dkms-check.sh" "$build"
+
+while read -r short kver; do
+	out=$build/vm-$kver
+	rm -rf "$out"
+	phase "boot image $short ($kver)" "$top/tests/vm/prepare.sh" "$kver" "$cache"
+	start=$SECONDS
+	echo "# phase: suite on $kver"
+	"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
+		--nvme-count 2 --nvme-size 512M --timeout 900 -- \
+		"$top/tests/run-suite.sh" "$build" "$out" "$@"
+	rc=$?
+	if [[ -f $out/tap.log ]]; then
+		count_tap "$out/tap.log"
+	else
+		tally="no TAP output"
+	fi
+	# The guest's status and its kernel log are one more check.
+	if ((rc == 0)); then
+		result ok "$kver: suite exited 0, guest kernel log clean"
+	else
+		result not-ok "$kver: suite or guest kernel log failed (rc $rc, see $out)"
+	fi
+	summary+=("$(printf '%-40s %4d s   %s' "suite on $short" $((SECONDS - start)) "$tally")")
+done < <("$top/tests/vm/kernels.sh" list)
+
+echo "#"
+echo "# phase times and per-kernel results:"
+for line in "${summary[@]}"; do
+	echo "#   $line"
+done
+echo "#   total $((SECONDS - t0)) s"
+echo "$pass passed, $fail failed, $skip skipped"
+((fail == 0))

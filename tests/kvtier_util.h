@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the kvtier kselftests: loading the module under test,
+ * sysfs access, and the namespaces the VM provides.
+ *
+ * Environment (set by tests/run-suite.sh in the VM):
+ *   KVTIER_KO    path of the kvtier.ko built for the running kernel
+ *   KVTIER_NS0   first dedicated namespace (e.g. /dev/nvme0n1)
+ *   KVTIER_NS1   second one, for tests that need two
+ */
+#ifndef KVTIER_TEST_UTIL_H
+#define KVTIER_TEST_UTIL_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Load kvtier.ko with @params. Returns 0 or -errno. */
+static inline int kvt_load(const char *params)
+{
+	const char *ko = getenv("KVTIER_KO");
+	int fd, ret = 0;
+
+	if (!ko)
+		return -ENOENT;
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Unload kvtier. Returns 0 or -errno (-EAGAIN while in use). */
+static inline int kvt_unload(void)
+{
+	if (syscall(SYS_delete_module, "kvtier", O_NONBLOCK))
+		return -errno;
+	return 0;
+}
+
+static inline int kvt_loaded(void)
+{
+	struct stat st;
+
+	return stat("/sys/module/kvtier", &st) == 0;
+}
+
+static inline int kvt_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/* Write @val to sysfs file @path in one write(). Returns 0 or -errno. */
+static inline int kvt_write(const char *path, const char *val)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n < 0 ? (int)n : 0;
+}
+
+/* Read sysfs file @path into @buf without the trailing newline. */
+static inline int kvt_read(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return 0;
+}
+
+/* Path of sysfs attribute @attr of tier @id, in @buf. */
+static inline const char *kvt_attr(char *buf, size_t len, int id,
+				   const char *attr)
+{
+	snprintf(buf, len, "/sys/class/kvtier/kvtier%d/%s", id, attr);
+	return buf;
+}
+
+static inline int kvt_tier_write(int id, const char *attr, const char *val)
+{
+	char p[128];
+
+	return kvt_write(kvt_attr(p, sizeof(p), id, attr), val);
+}
+
+static inline int kvt_tier_read(int id, const char *attr, char *buf, size_t len)
+{
+	char p[128];
+
+	return kvt_read(kvt_attr(p, sizeof(p), id, attr), buf, len);
+}
+
+/* The namespace named by environment variable @var if it is a block device. */
+static inline const char *kvt_ns(const char *var)
+{
+	const char *ns = getenv(var);
+	struct stat st;
+
+	if (!ns || stat(ns, &st) || !S_ISBLK(st.st_mode))
+		return NULL;
+	return ns;
+}
+
+#endif /* KVTIER_TEST_UTIL_H */

@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs inside the test VM (tests/vm/run.sh): every kselftest program of the
+# suite against the kvtier.ko built for the running kernel. Output is TAP,
+# also written to OUT/tap.log for tests/check.sh to count.
+#
+# usage: tests/run-suite.sh BUILD OUT [TEST...]
+#   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/*)
+#   OUT    writable directory for results
+#   TEST   test programs to run (default: all of BUILD/tests/*_test)
+set -uo pipefail
+
+build=${1:?usage: run-suite.sh BUILD OUT [TEST...]}
+out=${2:?usage: run-suite.sh BUILD OUT [TEST...]}
+shift 2
+
+kver=$(uname -r)
+export KVTIER_KO=$build/$kver/kvtier.ko
+if [[ ! -f $KVTIER_KO ]]; then
+	echo "run-suite: no module for $kver at $KVTIER_KO" >&2
+	exit 1
+fi
+
+# Name the namespaces by the serial the rig gave them (kvt0, kvt1), not by
+# probe order.
+for ctrl in /sys/class/nvme/nvme*; do
+	[[ -e $ctrl/serial ]] || continue
+	serial=$(tr -d ' ' <"$ctrl/serial")
+	for ns in "$ctrl"/nvme*n1; do
+		[[ -e $ns ]] || continue
+		case $serial in
+		kvt0) export KVTIER_NS0=/dev/${ns##*/} ;;
+		kvt1) export KVTIER_NS1=/dev/${ns##*/} ;;
+		esac
+	done
+done
+
+# Tests that mount need the filesystem registered; the rig's modprobe works.
+modprobe -q ext4 || true
+
+if [[ $# -eq 0 ]]; then
+	set -- "$build"/tests/*_test
+fi
+
+rc=0
+: >"$out/tap.log"
+for t in "$@"; do
+	name=${t##*/}
+	echo "# running $name" | tee -a "$out/tap.log"
+	"$t" 2>&1 | tee "$out/$name.tap"
+	st=${PIPESTATUS[0]}
+	cat "$out/$name.tap" >>"$out/tap.log"
+	# kselftest: 0 pass, 4 skip; anything else is a failure of the program.
+	if [[ $st -ne 0 && $st -ne 4 ]]; then
+		rc=1
+	fi
+	if ! grep -q '^# Totals:' "$out/$name.tap"; then
+		echo "not ok $name # exited $st without a TAP summary" | tee -a "$out/tap.log"
+		rc=1
+	fi
+done
+exit $rc
