@@ -19,7 +19,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
-	dkms-install checkpatch modules-all
+	dkms-install checkpatch modules-all deps
 
 all: module lib tools
 
@@ -58,10 +58,19 @@ tests: lib
 
 # --- test rig ---------------------------------------------------------------
 
-check: lib tools
+# Debian packages the build and the VM rig need, installed if missing
+# (tests/deps.sh). check and demo run it before building anything, so a fresh
+# Debian 12 machine needs nothing else; hence the recursive make below rather
+# than prerequisites, whose order -j would not keep.
+deps:
+	tests/deps.sh
+
+check: deps
+	$(MAKE) lib tools
 	tests/check.sh $(BUILD)
 
-demo: lib tools
+demo: deps
+	$(MAKE) lib tools
 	tests/demo.sh $(BUILD)
 
 checkpatch:
@@ -74,7 +83,9 @@ install: lib tools dkms-install
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	install -D -m 0644 include/uapi/linux/kvtier.h $(DESTDIR)$(PREFIX)/include/linux/kvtier.h
 	install -D -m 0644 udev/60-kvtier.rules $(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
-	getent group kvtier >/dev/null || groupadd --system kvtier
+	if [ -z "$(DESTDIR)" ]; then \
+		getent group kvtier >/dev/null || groupadd --system kvtier; \
+	fi
 
 # DKMS builds from its own copy in /usr/src/kvtier-VERSION: give it only the
 # files the module needs (never build/, which holds VM images).
