@@ -84,11 +84,20 @@ install: lib tools dkms-install
 	install -D -m 0644 include/uapi/linux/kvtier.h $(DESTDIR)$(PREFIX)/include/linux/kvtier.h
 	install -D -m 0644 udev/60-kvtier.rules $(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
 	if [ -z "$(DESTDIR)" ]; then \
+		ldconfig; \
 		getent group kvtier >/dev/null || groupadd --system kvtier; \
 	fi
 
 # DKMS builds from its own copy in /usr/src/kvtier-VERSION: give it only the
 # files the module needs (never build/, which holds VM images).
+# It builds for DKMS_KERNELS: the running kernel when its headers are
+# installed, else every kernel that has them (status 77 from dkms: excluded
+# by dkms.conf's BUILD_EXCLUSIVE_*, skipped). AUTOINSTALL covers kernels
+# installed later.
+DKMS_KERNELS ?= $(shell k=$$(uname -r); \
+	if [ -e /lib/modules/$$k/build/Makefile ]; then echo $$k; else \
+	for d in /lib/modules/*/build/Makefile; do [ -e "$$d" ] && \
+	basename "$$(dirname "$$(dirname "$$d")")"; done; fi)
 dkms-install:
 	rm -rf $(DESTDIR)/usr/src/kvtier-$(VERSION)
 	mkdir -p $(DESTDIR)/usr/src/kvtier-$(VERSION)
@@ -98,7 +107,11 @@ dkms-install:
 		| tar -xf - -C $(DESTDIR)/usr/src/kvtier-$(VERSION)
 	if [ -z "$(DESTDIR)" ]; then \
 		dkms remove kvtier/$(VERSION) --all >/dev/null 2>&1 || true; \
-		dkms add kvtier/$(VERSION) && dkms install kvtier/$(VERSION); \
+		dkms add kvtier/$(VERSION) || exit 1; \
+		for k in $(DKMS_KERNELS); do \
+			dkms install kvtier/$(VERSION) -k $$k; rc=$$?; \
+			[ $$rc -eq 0 ] || [ $$rc -eq 77 ] || exit $$rc; \
+		done; \
 	fi
 
 clean: module-clean
