@@ -17,6 +17,9 @@
 #   kvt_out=<abs path>   host dir shared as mount_tag "out" (writable)
 #   kvt_mods=<abs path>  host path of the full module tree for `uname -r`
 #                        (optional; bound over /lib/modules/<kver> in the chroot)
+#   kvt_src=<abs path>   host dir shared as mount_tag "src" (read-only): the
+#                        caller's tree; mounted at the same path if one of our
+#                        own mounts (/tmp, /run, /var/tmp, /dev) covers it
 
 PATH=/sbin:/bin:/usr/sbin:/usr/bin
 export PATH
@@ -39,12 +42,14 @@ mount -t devtmpfs devtmpfs /dev
 kver=$(uname -r)
 out=
 mods=
+tree=
 # Word splitting is intended: the command line is one space-separated line.
 read -r cmdline </proc/cmdline
 for arg in $cmdline; do
 	case "$arg" in
 	kvt_out=*) out=${arg#kvt_out=} ;;
 	kvt_mods=*) mods=${arg#kvt_mods=} ;;
+	kvt_src=*) tree=${arg#kvt_src=} ;;
 	esac
 done
 [ -n "$out" ] || die "kvt_out= missing from kernel command line"
@@ -103,6 +108,17 @@ if [ ! -d "/host/lib/modules/$kver" ]; then
 fi
 mount -o bind "$src" "/host/lib/modules/$kver" ||
 	log "warning: cannot bind $src over /lib/modules/$kver"
+
+# The caller's tree, read-only at the same path, where our own mounts above
+# hid it (elsewhere the host root share shows it already).  Before <outdir>,
+# so a writable <outdir> inside the tree (e.g. <repo>/build/vm-x) goes on top.
+case "$tree" in
+/tmp/* | /run/* | /var/tmp/* | /dev/*)
+	mkdir -p "/host$tree" 2>/dev/null
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 src "/host$tree" ||
+		log "warning: cannot mount src share at $tree"
+	;;
+esac
 
 # The writable share at the same absolute path as on the host, so paths
 # in the test command mean the same thing on both sides.
