@@ -57,15 +57,20 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path)
 		goto err_close;
 	}
 
+	b->nr_sectors = bdev_nr_sectors(b->kb.bdev);
+	ret = kvtier_slots_init(&tier->slots,
+				b->nr_sectors >> (PAGE_SHIFT - SECTOR_SHIFT));
+	if (ret)
+		goto err_close;
 	b->path = copy;
 	b->lbs = lbs;
-	b->nr_sectors = bdev_nr_sectors(b->kb.bdev);
 	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks)\n",
 		 path, (unsigned long long)b->nr_sectors << SECTOR_SHIFT, lbs);
 	return 0;
 
 err_close:
 	kvtier_bdev_close(&b->kb, tier);
+	b->nr_sectors = 0;
 err_free:
 	kfree(copy);
 	return ret;
@@ -86,6 +91,7 @@ int kvtier_backing_detach(struct kvtier_tier *tier)
 	if (tier->nr_open)
 		return -EBUSY;
 
+	kvtier_slots_exit(&tier->slots);
 	kvtier_bdev_close(&b->kb, tier);
 	dev_info(&tier->dev, "detached %s\n", b->path);
 	kfree(b->path);

@@ -12,6 +12,8 @@
 #include <linux/blkdev.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/shrinker.h>
+#include <linux/slab.h>
 #include "compat_generated.h"
 
 /*
@@ -80,5 +82,79 @@ static inline void kvtier_vm_flags_set(struct vm_area_struct *vma,
 	vma->vm_flags |= flags;
 #endif
 }
+
+/*
+ * Shrinkers: 6.7+ allocates them (shrinker_alloc) and carries private_data;
+ * 6.1 embeds them and registers with a name. The callbacks find their
+ * owner with kvtier_shrinker_priv().
+ */
+typedef unsigned long (*kvtier_shrink_fn)(struct shrinker *,
+					  struct shrink_control *);
+
+#ifdef HAVE_SHRINKER_ALLOC
+static inline struct shrinker *kvtier_shrinker_create(kvtier_shrink_fn count,
+						      kvtier_shrink_fn scan,
+						      void *priv,
+						      const char *name)
+{
+	struct shrinker *s = shrinker_alloc(0, "kvtier-%s", name);
+
+	if (!s)
+		return ERR_PTR(-ENOMEM);
+	s->count_objects = count;
+	s->scan_objects = scan;
+	s->private_data = priv;
+	shrinker_register(s);
+	return s;
+}
+
+static inline void *kvtier_shrinker_priv(struct shrinker *s)
+{
+	return s->private_data;
+}
+
+static inline void kvtier_shrinker_destroy(struct shrinker *s)
+{
+	shrinker_free(s);
+}
+#else
+struct kvtier_shrinker {
+	struct shrinker s;
+	void *priv;
+};
+
+static inline struct shrinker *kvtier_shrinker_create(kvtier_shrink_fn count,
+						      kvtier_shrink_fn scan,
+						      void *priv,
+						      const char *name)
+{
+	struct kvtier_shrinker *ks = kzalloc(sizeof(*ks), GFP_KERNEL);
+	int ret;
+
+	if (!ks)
+		return ERR_PTR(-ENOMEM);
+	ks->s.count_objects = count;
+	ks->s.scan_objects = scan;
+	ks->s.seeks = DEFAULT_SEEKS;
+	ks->priv = priv;
+	ret = register_shrinker(&ks->s, "kvtier-%s", name);
+	if (ret) {
+		kfree(ks);
+		return ERR_PTR(ret);
+	}
+	return &ks->s;
+}
+
+static inline void *kvtier_shrinker_priv(struct shrinker *s)
+{
+	return container_of(s, struct kvtier_shrinker, s)->priv;
+}
+
+static inline void kvtier_shrinker_destroy(struct shrinker *s)
+{
+	unregister_shrinker(s);
+	kfree(container_of(s, struct kvtier_shrinker, s));
+}
+#endif
 
 #endif /* KVTIER_COMPAT_H */

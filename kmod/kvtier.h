@@ -2,16 +2,34 @@
 /*
  * kvtier internals shared by the files of kmod/.
  *
- * File map:
- *   main.c     module load/unload, the num_tiers parameter, the class
+ * File map (where to look first):
+ *   region.c   a region: mmap, the page fault handler (kvtier_vm_fault),
+ *              page_mkwrite, pread/pwrite, fadvise, fsync
+ *   pool.c     the host page pool: budget, LRU, eviction (kvtier_evict_*),
+ *              background write-back worker, shrinker
+ *   io.c       where bytes hit the namespace: read and write bios, flush,
+ *              discard, the in-flight cap
+ *   slots.c    namespace space: the slot allocator
  *   tier.c     one tier: its character device and file operations
  *   backing.c  attaching and detaching the namespace (block device)
- *   sysfs.c    /sys/class/kvtier/kvtierN/ attributes
- *   debugfs.c  /sys/kernel/debug/kvtier/
+ *   sysfs.c    /sys/class/kvtier/kvtierN/ attributes (knobs)
+ *   debugfs.c  /sys/kernel/debug/kvtier/ (stats)
+ *   main.c     module load/unload, the num_tiers parameter, the class
  *   compat.h   kernel API differences, from conftest.sh's HAVE_* probes
  *
+ * A page's life: absent (reads as zero, no memory, no slot) -> resident
+ * clean or dirty (in the pool, mapped on demand) -> written back (has a
+ * slot on the namespace, clean) -> evicted (only the slot remains; the
+ * xarray holds the slot number) -> refaulted (read back from the slot).
+ *
  * Lock order (outermost first):
- *   kvtier_tier.lock
+ *   mmap_lock / per-VMA lock (fault path)
+ *     kvtier_tier.lock (attach/detach, open/release only)
+ *     page lock (PG_locked of a resident page; held across its I/O)
+ *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
+ *       kvtier_region.pages xa_lock
+ *         kvtier_pool.lock
+ *           kvtier_slots.lock
  */
 #ifndef KVTIER_H
 #define KVTIER_H
@@ -19,7 +37,12 @@
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
 
 #include "compat.h"
 
@@ -41,6 +64,87 @@ struct kvtier_backing {
 };
 
 /**
+ * struct kvtier_slots - namespace space, in PAGE_SIZE slots
+ * @lock: protects @map and @used
+ * @map: one bit per slot, set when allocated
+ * @nr: slots on the namespace
+ * @used: slots allocated
+ * @hint: where the next search starts (keeps runs contiguous)
+ */
+struct kvtier_slots {
+	spinlock_t lock;		/* protects map, used, hint */
+	unsigned long *map;
+	unsigned long nr;
+	unsigned long used;
+	unsigned long hint;
+};
+
+#define KVTIER_NO_SLOT		ULONG_MAX
+
+/* Counters in debugfs stats, named by cause. Racy sums; see admin guide. */
+enum kvtier_stat {
+	KVT_STAT_FAULT_MINOR,
+	KVT_STAT_FAULT_MAJOR,
+	KVT_STAT_FAULT_ZERO,
+	KVT_STAT_FAULT_AROUND,
+	KVT_STAT_READAHEAD,
+	KVT_STAT_EVICT_CLEAN,
+	KVT_STAT_EVICT_DIRTY,
+	KVT_STAT_WB_PAGES,
+	KVT_STAT_WB_BYTES,
+	KVT_STAT_WB_BIOS,
+	KVT_STAT_READ_PAGES,
+	KVT_STAT_READ_BYTES,
+	KVT_STAT_READ_BIOS,
+	KVT_STAT_BUDGET_STALL,
+	KVT_STAT_PREFETCH,
+	KVT_STAT_IO_ERROR,
+	KVT_STAT_NOSPACE,
+	KVT_STAT_DISCARD,
+	KVT_STAT_SHRINK_SCAN,
+	KVT_STAT_SHRINK_FREE,
+	KVT_STAT_FLUSH,
+	KVT_STAT_NR,
+};
+
+extern const char * const kvtier_stat_names[KVT_STAT_NR];
+
+/**
+ * struct kvtier_knobs - tunables, written through sysfs
+ *
+ * Read without a lock (READ_ONCE): a change applies to the next decision.
+ */
+struct kvtier_knobs {
+	unsigned int host_budget_mb;
+	unsigned int watermark_high;	/* percent of budget */
+	unsigned int watermark_low;	/* percent of budget */
+	unsigned int readahead_kb;
+	unsigned int writeback_batch_kb;
+	unsigned int max_inflight_kb;
+	bool discard;
+};
+
+/**
+ * struct kvtier_pool - the tier's host pages
+ * @lock: protects @lru, @nr_pages and the KVT_PG_LRU bit of every page
+ * @lru: resident pages, most recently faulted at the head
+ * @nr_pages: pages charged to the budget: resident plus being read
+ * @nr_dirty: resident pages with KVT_PG_DIRTY (racy, for stats)
+ * @wait: tasks waiting for budget
+ * @reclaim_work: background write-back and eviction down to watermark_low
+ * @shrinker: gives pages back under global memory pressure
+ */
+struct kvtier_pool {
+	spinlock_t lock;		/* protects lru, nr_pages, KVT_PG_LRU */
+	struct list_head lru;
+	unsigned long nr_pages;
+	atomic_long_t nr_dirty;
+	wait_queue_head_t wait;
+	struct work_struct reclaim_work;
+	struct shrinker *shrinker;
+};
+
+/**
  * struct kvtier_tier - one tier: /dev/kvtierN, its host pool, its namespace
  * @id: N
  * @dev: the class device; its release frees the tier
@@ -51,6 +155,12 @@ struct kvtier_backing {
  * @nr_open: open files of /dev/kvtierN (protected by @lock); while any
  *           exists the namespace cannot be detached
  * @debugfs: /sys/kernel/debug/kvtier/kvtierN
+ * @knobs: tunables (sysfs)
+ * @pool: host pages
+ * @slots: namespace space; valid while attached
+ * @inflight_bytes: tier I/O submitted and not completed
+ * @inflight_wait: submitters waiting under max_inflight_kb
+ * @stats: counters
  */
 struct kvtier_tier {
 	unsigned int id;
@@ -60,7 +170,102 @@ struct kvtier_tier {
 	struct kvtier_backing backing;
 	unsigned int nr_open;
 	struct dentry *debugfs;
+	struct kvtier_knobs knobs;
+	struct kvtier_pool pool;
+	struct kvtier_slots slots;
+	atomic_long_t inflight_bytes;
+	wait_queue_head_t inflight_wait;
+	atomic64_t stats[KVT_STAT_NR];
 };
+
+static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
+				long n)
+{
+	atomic64_add(n, &tier->stats[s]);
+}
+
+/**
+ * struct kvtier_region - a mapped KV region of a tier
+ * @tier: the tier whose pool and namespace hold the pages
+ * @inode: private anonymous inode; its i_mapping is the address_space
+ *         every mapping of the region is linked into, so eviction can
+ *         unmap a page from all processes with unmap_mapping_range()
+ * @nr_pages: size in pages
+ * @pages: index -> struct kvtier_page * (resident) or xa_mk_value(slot)
+ *         (only on the namespace); absent means never written (zero).
+ *         Entries change under the xa_lock with the page locked.
+ * @ref: the file's reference plus one per in-progress evictor/worker
+ * @err: sticky first write-back error (-errno), reported by fsync
+ */
+struct kvtier_region {
+	struct kvtier_tier *tier;
+	struct inode *inode;
+	pgoff_t nr_pages;
+	struct xarray pages;
+	refcount_t ref;
+	int err;
+};
+
+/* Per-page state of a resident page (zram-style, behind accessors). */
+enum kvtier_page_flag {
+	KVT_PG_UPTODATE,	/* contents valid: zero-filled or read */
+	KVT_PG_DIRTY,		/* newer than the namespace copy */
+	KVT_PG_ERROR,		/* the read from the namespace failed */
+	KVT_PG_REFERENCED,	/* used since the clock hand last passed */
+	KVT_PG_LRU,		/* on pool->lru (changes under pool->lock) */
+};
+
+/**
+ * struct kvtier_page - a resident page of a region
+ * @page: the host page; the pool holds one reference
+ * @region: owner
+ * @index: page index in @region
+ * @slot: namespace slot holding its last written-back copy, or KVTIER_NO_SLOT
+ * @flags: KVT_PG_* bits
+ * @lru: on pool->lru
+ */
+struct kvtier_page {
+	struct page *page;
+	struct kvtier_region *region;
+	pgoff_t index;
+	unsigned long slot;
+	unsigned long flags;
+	struct list_head lru;
+};
+
+static inline bool kvt_pg_test(const struct kvtier_page *kp,
+			       enum kvtier_page_flag f)
+{
+	return test_bit(f, &kp->flags);
+}
+
+static inline void kvt_pg_set(struct kvtier_page *kp, enum kvtier_page_flag f)
+{
+	set_bit(f, &kp->flags);
+}
+
+static inline void kvt_pg_clear(struct kvtier_page *kp, enum kvtier_page_flag f)
+{
+	clear_bit(f, &kp->flags);
+}
+
+static inline bool kvt_pg_test_and_clear(struct kvtier_page *kp,
+					 enum kvtier_page_flag f)
+{
+	return test_and_clear_bit(f, &kp->flags);
+}
+
+static inline bool kvt_pg_test_and_set(struct kvtier_page *kp,
+				       enum kvtier_page_flag f)
+{
+	return test_and_set_bit(f, &kp->flags);
+}
+
+static inline unsigned long kvtier_budget_pages(struct kvtier_tier *tier)
+{
+	return (unsigned long)READ_ONCE(tier->knobs.host_budget_mb)
+		<< (20 - PAGE_SHIFT);
+}
 
 static inline struct kvtier_tier *dev_to_tier(struct device *dev)
 {
@@ -69,6 +274,72 @@ static inline struct kvtier_tier *dev_to_tier(struct device *dev)
 
 /* main.c */
 extern struct class kvtier_class;
+extern struct vfsmount *kvtier_mnt;
+extern struct kmem_cache *kvtier_page_cache;
+extern struct workqueue_struct *kvtier_wq;
+
+/**
+ * struct kvtier_file - an open file of /dev/kvtierN
+ * @tier: the tier
+ * @inode: private anonymous inode whose i_mapping is the file's f_mapping
+ * @lock: serialises binding @region (first mmap or KVTIER_IOC_REGION_CREATE)
+ * @region: the file's region, or NULL; once set it never changes
+ */
+struct kvtier_file {
+	struct kvtier_tier *tier;
+	struct inode *inode;
+	struct mutex lock;		/* binds region */
+	struct kvtier_region *region;
+};
+
+/* tier.c */
+int kvtier_file_create_region(struct kvtier_file *kf, loff_t size);
+
+/* region.c */
+struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
+					   struct inode *inode, loff_t size);
+int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma);
+ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to);
+ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from);
+int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
+		      int datasync);
+int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
+			int advice);
+bool kvtier_region_tryget(struct kvtier_region *region);
+void kvtier_region_put(struct kvtier_region *region);
+void kvtier_region_destroy(struct kvtier_region *region);
+void kvtier_page_free(struct kvtier_page *kp);
+
+/* pool.c */
+int kvtier_pool_init(struct kvtier_tier *tier);
+void kvtier_pool_exit(struct kvtier_tier *tier);
+int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait);
+void kvtier_pool_uncharge(struct kvtier_tier *tier, unsigned long nr);
+void kvtier_pool_add(struct kvtier_tier *tier, struct kvtier_page *kp);
+void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp);
+void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp);
+long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback);
+void kvtier_pool_kick(struct kvtier_tier *tier);
+int kvtier_evict_page(struct kvtier_page *kp);
+int kvtier_writeback_locked(struct kvtier_tier *tier,
+			    struct kvtier_page **kps, unsigned int nr);
+
+/* io.c */
+int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
+		   unsigned int nr);
+int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
+		    unsigned int nr, int *errs);
+int kvtier_io_flush(struct kvtier_tier *tier);
+void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
+		       unsigned long nr);
+
+/* slots.c */
+int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr);
+void kvtier_slots_exit(struct kvtier_slots *slots);
+unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
+				 unsigned long want, unsigned long *got);
+void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
+		       unsigned long nr);
 
 /* tier.c */
 struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt);

@@ -8,9 +8,12 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/fs_context.h>
 #include <linux/kdev_t.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
 #include <linux/slab.h>
 
 #include "kvtier.h"
@@ -44,6 +47,24 @@ struct class kvtier_class = {
 	.name = KVTIER_NAME,
 };
 
+/* Pseudo filesystem for the per-file anonymous inodes (address_spaces). */
+#define KVTIER_FS_MAGIC	0x6b767469	/* "kvti" */
+
+static int kvtier_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, KVTIER_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type kvtier_fs_type = {
+	.name = KVTIER_NAME,
+	.init_fs_context = kvtier_fs_init_fs_context,
+	.kill_sb = kill_anon_super,
+};
+
+struct vfsmount *kvtier_mnt;
+struct kmem_cache *kvtier_page_cache;
+struct workqueue_struct *kvtier_wq;
+
 static dev_t kvtier_devt;
 static struct kvtier_tier **kvtier_tiers;
 
@@ -62,9 +83,23 @@ static int __init kvtier_init(void)
 	if (!kvtier_tiers)
 		return -ENOMEM;
 
+	ret = -ENOMEM;
+	kvtier_page_cache = KMEM_CACHE(kvtier_page, 0);
+	if (!kvtier_page_cache)
+		goto err_free;
+	/* Write-back runs here under memory pressure: it must make progress. */
+	kvtier_wq = alloc_workqueue("kvtier", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!kvtier_wq)
+		goto err_cache;
+	kvtier_mnt = kern_mount(&kvtier_fs_type);
+	if (IS_ERR(kvtier_mnt)) {
+		ret = PTR_ERR(kvtier_mnt);
+		goto err_wq;
+	}
+
 	ret = class_register(&kvtier_class);
 	if (ret)
-		goto err_free;
+		goto err_mnt;
 
 	ret = alloc_chrdev_region(&kvtier_devt, 0, num_tiers, KVTIER_NAME);
 	if (ret)
@@ -92,6 +127,12 @@ err_tiers:
 	unregister_chrdev_region(kvtier_devt, num_tiers);
 err_class:
 	class_unregister(&kvtier_class);
+err_mnt:
+	kern_unmount(kvtier_mnt);
+err_wq:
+	destroy_workqueue(kvtier_wq);
+err_cache:
+	kmem_cache_destroy(kvtier_page_cache);
 err_free:
 	kfree(kvtier_tiers);
 	return ret;
@@ -103,6 +144,9 @@ static void __exit kvtier_exit(void)
 	kvtier_debugfs_exit();
 	unregister_chrdev_region(kvtier_devt, num_tiers);
 	class_unregister(&kvtier_class);
+	kern_unmount(kvtier_mnt);
+	destroy_workqueue(kvtier_wq);
+	kmem_cache_destroy(kvtier_page_cache);
 	kfree(kvtier_tiers);
 	pr_info("unloaded\n");
 }

@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -67,9 +68,159 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(state);
 
+/*
+ * Numeric knobs: one table row each (unit in the name), validated against
+ * [min, max] and a granularity. max == 0 means "total RAM in MiB".
+ */
+struct kvtier_knob {
+	struct device_attribute attr;
+	size_t offset;			/* in struct kvtier_knobs */
+	unsigned int min, max, align;
+};
+
+static ssize_t knob_show(struct device *dev, struct device_attribute *attr,
+			 char *buf);
+static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
+			  const char *buf, size_t len);
+
+#define KNOB_ATTR(name)	__ATTR(name, 0644, knob_show, knob_store)
+#define KNOB_OFF(name)	offsetof(struct kvtier_knobs, name)
+
+static struct kvtier_knob kvtier_knobs[] = {
+	{ KNOB_ATTR(host_budget_mb), KNOB_OFF(host_budget_mb), 1, 0, 1 },
+	{ KNOB_ATTR(watermark_high), KNOB_OFF(watermark_high), 1, 100, 1 },
+	{ KNOB_ATTR(watermark_low), KNOB_OFF(watermark_low), 0, 99, 1 },
+	{ KNOB_ATTR(readahead_kb), KNOB_OFF(readahead_kb), 0, 1024,
+	  PAGE_SIZE >> 10 },
+	{ KNOB_ATTR(writeback_batch_kb), KNOB_OFF(writeback_batch_kb),
+	  PAGE_SIZE >> 10, 65536, PAGE_SIZE >> 10 },
+	{ KNOB_ATTR(max_inflight_kb), KNOB_OFF(max_inflight_kb),
+	  PAGE_SIZE >> 10, 1048576, PAGE_SIZE >> 10 },
+};
+
+static unsigned int *knob_ptr(struct kvtier_tier *tier,
+			      const struct kvtier_knob *k)
+{
+	return (unsigned int *)((char *)&tier->knobs + k->offset);
+}
+
+static ssize_t knob_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct kvtier_knob *k = container_of(attr, struct kvtier_knob, attr);
+
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*knob_ptr(dev_to_tier(dev), k)));
+}
+
+static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
+			  const char *buf, size_t len)
+{
+	struct kvtier_knob *k = container_of(attr, struct kvtier_knob, attr);
+	struct kvtier_tier *tier = dev_to_tier(dev);
+	unsigned int v, max = k->max;
+	unsigned long budget;
+	int ret;
+
+	ret = kstrtouint(buf, 0, &v);
+	if (ret)
+		return -EINVAL;
+	if (!max)
+		max = totalram_pages() >> (20 - PAGE_SHIFT);
+	if (v < k->min || v > max || v % k->align)
+		return -EINVAL;
+
+	/* tier->lock orders the cross-checks of the two watermarks. */
+	mutex_lock(&tier->lock);
+	if ((k->offset == offsetof(struct kvtier_knobs, watermark_low) &&
+	     v >= tier->knobs.watermark_high) ||
+	    (k->offset == offsetof(struct kvtier_knobs, watermark_high) &&
+	     v <= tier->knobs.watermark_low)) {
+		mutex_unlock(&tier->lock);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*knob_ptr(tier, k), v);
+	mutex_unlock(&tier->lock);
+
+	/* A lower budget takes effect now: evict down to it. */
+	if (k->offset == offsetof(struct kvtier_knobs, host_budget_mb)) {
+		budget = kvtier_budget_pages(tier);
+		while (READ_ONCE(tier->pool.nr_pages) > budget) {
+			if (kvtier_reclaim(tier, READ_ONCE(tier->pool.nr_pages) -
+					   budget, true) <= 0)
+				break;
+		}
+	}
+	kvtier_pool_kick(tier);
+	return len;
+}
+
+static ssize_t discard_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(dev_to_tier(dev)->knobs.discard));
+}
+
+static ssize_t discard_store(struct device *dev, struct device_attribute *attr,
+			     const char *buf, size_t len)
+{
+	bool v;
+
+	if (kstrtobool(buf, &v))
+		return -EINVAL;
+	WRITE_ONCE(dev_to_tier(dev)->knobs.discard, v);
+	return len;
+}
+static DEVICE_ATTR_RW(discard);
+
+/* Bytes of the attached namespace (0 when detached). */
+static ssize_t capacity_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+	u64 bytes;
+
+	mutex_lock(&tier->lock);
+	bytes = (u64)tier->backing.nr_sectors << SECTOR_SHIFT;
+	mutex_unlock(&tier->lock);
+	return sysfs_emit(buf, "%llu\n", bytes);
+}
+static DEVICE_ATTR_RO(capacity);
+
+/* Bytes of the namespace holding written-back pages. */
+static ssize_t used_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+
+	return sysfs_emit(buf, "%llu\n",
+			  (u64)READ_ONCE(tier->slots.used) << PAGE_SHIFT);
+}
+static DEVICE_ATTR_RO(used);
+
+/* Bytes of host memory charged to the budget (resident and being read). */
+static ssize_t resident_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+
+	return sysfs_emit(buf, "%llu\n",
+			  (u64)READ_ONCE(tier->pool.nr_pages) << PAGE_SHIFT);
+}
+static DEVICE_ATTR_RO(resident);
+
 static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_backing_dev.attr,
 	&dev_attr_state.attr,
+	&kvtier_knobs[0].attr.attr,
+	&kvtier_knobs[1].attr.attr,
+	&kvtier_knobs[2].attr.attr,
+	&kvtier_knobs[3].attr.attr,
+	&kvtier_knobs[4].attr.attr,
+	&kvtier_knobs[5].attr.attr,
+	&dev_attr_discard.attr,
+	&dev_attr_capacity.attr,
+	&dev_attr_used.attr,
+	&dev_attr_resident.attr,
 	NULL,
 };
 

@@ -6,6 +6,7 @@
 
 #include <linux/fs.h>
 #include <linux/module.h>
+#include <linux/mount.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -17,22 +18,99 @@ static int kvtier_open(struct inode *inode, struct file *file)
 {
 	struct kvtier_tier *tier = container_of(inode->i_cdev,
 						struct kvtier_tier, cdev);
+	struct kvtier_file *kf;
+
+	kf = kzalloc(sizeof(*kf), GFP_KERNEL);
+	if (!kf)
+		return -ENOMEM;
+	/*
+	 * Each file gets its own address_space before any mmap, so all
+	 * mappings of its region are linked into one i_mmap tree that
+	 * eviction can unmap through.
+	 */
+	kf->inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+	if (IS_ERR(kf->inode)) {
+		int ret = PTR_ERR(kf->inode);
+
+		kfree(kf);
+		return ret;
+	}
+	kf->tier = tier;
+	mutex_init(&kf->lock);
+	file->f_mapping = kf->inode->i_mapping;
+	file->private_data = kf;
 
 	mutex_lock(&tier->lock);
 	tier->nr_open++;
 	mutex_unlock(&tier->lock);
-	file->private_data = tier;
 	return 0;
 }
 
 static int kvtier_release(struct inode *inode, struct file *file)
 {
-	struct kvtier_tier *tier = file->private_data;
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_tier *tier = kf->tier;
+
+	if (kf->region)
+		kvtier_region_destroy(kf->region);
+	iput(kf->inode);
+	kfree(kf);
 
 	mutex_lock(&tier->lock);
 	tier->nr_open--;
 	mutex_unlock(&tier->lock);
 	return 0;
+}
+
+/*
+ * Give @kf its region. Caller holds kf->lock. Errors: EEXIST (already has
+ * one), EINVAL (size 0), ENODEV (no namespace attached), ENOSPC (larger
+ * than the namespace), ENOMEM.
+ */
+int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
+{
+	struct kvtier_tier *tier = kf->tier;
+	struct kvtier_region *region;
+	loff_t capacity;
+
+	lockdep_assert_held(&kf->lock);
+	if (kf->region)
+		return -EEXIST;
+	if (size <= 0)
+		return -EINVAL;
+
+	/* nr_open > 0 keeps the namespace attached from here on. */
+	mutex_lock(&tier->lock);
+	capacity = kvtier_backing_attached(tier) ?
+		(loff_t)tier->slots.nr << PAGE_SHIFT : -1;
+	mutex_unlock(&tier->lock);
+	if (capacity < 0)
+		return -ENODEV;
+	if (size > capacity)
+		return -ENOSPC;
+
+	region = kvtier_region_create(tier, kf->inode,
+				      round_up(size, PAGE_SIZE));
+	if (IS_ERR(region))
+		return PTR_ERR(region);
+	kf->region = region;
+	return 0;
+}
+
+static long kvtier_ioctl_region_create(struct kvtier_file *kf,
+				       struct kvtier_region_create __user *uarg)
+{
+	struct kvtier_region_create arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || !arg.size || arg.size > (u64)MAX_LFS_FILESIZE)
+		return -EINVAL;
+	mutex_lock(&kf->lock);
+	ret = kvtier_file_create_region(kf, arg.size);
+	mutex_unlock(&kf->lock);
+	return ret;
 }
 
 static long kvtier_ioctl_tier_info(struct kvtier_tier *tier,
@@ -58,11 +136,13 @@ static long kvtier_ioctl_tier_info(struct kvtier_tier *tier,
 
 static long kvtier_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct kvtier_tier *tier = file->private_data;
+	struct kvtier_file *kf = file->private_data;
 
 	switch (cmd) {
 	case KVTIER_IOC_TIER_INFO:
-		return kvtier_ioctl_tier_info(tier, (void __user *)arg);
+		return kvtier_ioctl_tier_info(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_CREATE:
+		return kvtier_ioctl_region_create(kf, (void __user *)arg);
 	default:
 		return -ENOTTY;
 	}
@@ -74,7 +154,23 @@ static const struct file_operations kvtier_fops = {
 	.release = kvtier_release,
 	.unlocked_ioctl = kvtier_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.llseek = noop_llseek,
+	.mmap = kvtier_file_mmap,
+	.read_iter = kvtier_file_read_iter,
+	.write_iter = kvtier_file_write_iter,
+	.fsync = kvtier_file_fsync,
+	.fadvise = kvtier_file_fadvise,
+	.llseek = default_llseek,
+};
+
+/* Defaults of the sysfs knobs, documented in sysfs-class-kvtier. */
+static const struct kvtier_knobs kvtier_knob_defaults = {
+	.host_budget_mb = 256,
+	.watermark_high = 90,
+	.watermark_low = 75,
+	.readahead_kb = 128,
+	.writeback_batch_kb = 1024,
+	.max_inflight_kb = 16384,
+	.discard = true,
 };
 
 static void kvtier_tier_release(struct device *dev)
@@ -93,6 +189,9 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 
 	tier->id = id;
 	mutex_init(&tier->lock);
+	tier->knobs = kvtier_knob_defaults;
+	atomic_long_set(&tier->inflight_bytes, 0);
+	init_waitqueue_head(&tier->inflight_wait);
 
 	device_initialize(&tier->dev);
 	tier->dev.class = &kvtier_class;
@@ -102,16 +201,21 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	ret = dev_set_name(&tier->dev, KVTIER_NAME "%u", id);
 	if (ret)
 		goto err_put;
+	ret = kvtier_pool_init(tier);
+	if (ret)
+		goto err_put;
 
 	cdev_init(&tier->cdev, &kvtier_fops);
 	tier->cdev.owner = THIS_MODULE;
 	ret = cdev_device_add(&tier->cdev, &tier->dev);
 	if (ret)
-		goto err_put;
+		goto err_pool;
 
 	kvtier_debugfs_tier_add(tier);
 	return tier;
 
+err_pool:
+	kvtier_pool_exit(tier);
 err_put:
 	put_device(&tier->dev);
 	return ERR_PTR(ret);
@@ -131,5 +235,6 @@ void kvtier_tier_destroy(struct kvtier_tier *tier)
 		kvtier_backing_detach(tier);
 	mutex_unlock(&tier->lock);
 
+	kvtier_pool_exit(tier);
 	put_device(&tier->dev);
 }

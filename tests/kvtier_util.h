@@ -129,4 +129,84 @@ static inline const char *kvt_ns(const char *var)
 	return ns;
 }
 
+/* Counter @name of tier @id from debugfs stats, or -1. */
+static inline long long kvt_stat(int id, const char *name)
+{
+	char path[128], key[64];
+	long long v, ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvtier/kvtier%d/stats", id);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &v) == 2) {
+		if (!strcmp(key, name)) {
+			ret = v;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Numeric sysfs attribute of tier @id, or -1. */
+static inline long long kvt_tier_num(int id, const char *attr)
+{
+	char buf[64];
+
+	if (kvt_tier_read(id, attr, buf, sizeof(buf)))
+		return -1;
+	return strtoll(buf, NULL, 0);
+}
+
+/* Set a numeric knob; returns 0 or -errno. */
+static inline int kvt_knob(int id, const char *attr, long long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", v);
+	return kvt_tier_write(id, attr, buf);
+}
+
+/*
+ * The byte pattern the tests write: every 8-byte word names its region
+ * offset and a seed, so a page read back from the wrong slot, a stale
+ * copy or a zero page is caught.
+ */
+static inline __attribute__((optimize("O2"))) unsigned long long kvt_pattern(unsigned long long off,
+					     unsigned long long seed)
+{
+	unsigned long long x = off * 0x9e3779b97f4a7c15ULL + seed;
+
+	x ^= x >> 29;
+	return x | 1;	/* never zero: zero-fill is detectable */
+}
+
+#define KVT_FAST __attribute__((optimize("O2")))
+
+static inline KVT_FAST void kvt_fill(void *p, size_t len, unsigned long long base,
+			    unsigned long long seed)
+{
+	unsigned long long *w = p;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		w[i] = kvt_pattern(base + i * 8, seed);
+}
+
+/* Offset of the first wrong word, or -1 if all match. */
+static inline KVT_FAST long long kvt_check(const void *p, size_t len,
+				  unsigned long long base,
+				  unsigned long long seed)
+{
+	const unsigned long long *w = p;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] != kvt_pattern(base + i * 8, seed))
+			return (long long)(base + i * 8);
+	return -1;
+}
+
 #endif /* KVTIER_TEST_UTIL_H */

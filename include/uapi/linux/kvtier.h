@@ -37,8 +37,22 @@ struct kvtier_tier_info {
 	__u64 reserved[4];
 };
 
+/**
+ * struct kvtier_region_create - KVTIER_IOC_REGION_CREATE argument
+ * @size: region size in bytes, rounded up to the page size; > 0
+ * @flags: zero (no flags are defined yet)
+ *
+ * Gives a fresh file an unnamed, zero-filled region without mapping it, for
+ * pread/pwrite. mmap(MAP_SHARED) of a fresh file does the same implicitly.
+ */
+struct kvtier_region_create {
+	__u64 size;
+	__u64 flags;
+};
+
 #define KVTIER_IOC_MAGIC	0xCB
 
 #define KVTIER_IOC_TIER_INFO	_IOR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_tier_info)
+#define KVTIER_IOC_REGION_CREATE _IOW(KVTIER_IOC_MAGIC, 0x01, struct kvtier_region_create)
 
 #endif /* _UAPI_LINUX_KVTIER_H */

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Where bytes hit the namespace: read and write bios of runs of pages whose
+ * slots are consecutive, cache flushes and discards. Every bio of a tier
+ * counts against max_inflight_kb while it is in flight.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+
+#include "kvtier.h"
+
+/* One bio's worth of pages. */
+struct kvtier_io {
+	struct kvtier_tier *tier;
+	unsigned int nr;
+	long bytes;
+	atomic_t *pending;		/* writes: batch completion */
+	struct completion *done;
+	int *errs;			/* writes: per-page status, from index */
+	unsigned int first;
+	struct kvtier_page *kps[];
+};
+
+static inline sector_t slot_to_sector(unsigned long slot)
+{
+	return (sector_t)slot << (PAGE_SHIFT - SECTOR_SHIFT);
+}
+
+/* Wait until @bytes more fit under max_inflight_kb (or nothing is in flight). */
+static void kvtier_inflight_get(struct kvtier_tier *tier, long bytes)
+{
+	long max = (long)READ_ONCE(tier->knobs.max_inflight_kb) << 10;
+
+	wait_event(tier->inflight_wait,
+		   atomic_long_read(&tier->inflight_bytes) == 0 ||
+		   atomic_long_read(&tier->inflight_bytes) + bytes <= max);
+	atomic_long_add(bytes, &tier->inflight_bytes);
+}
+
+static void kvtier_inflight_put(struct kvtier_tier *tier, long bytes)
+{
+	atomic_long_sub(bytes, &tier->inflight_bytes);
+	wake_up_all(&tier->inflight_wait);
+}
+
+static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
+					 unsigned int nr)
+{
+	struct kvtier_io *io;
+
+	io = kmalloc(struct_size(io, kps, nr), GFP_NOIO);
+	if (!io)
+		return NULL;
+	io->tier = tier;
+	io->nr = nr;
+	io->bytes = (long)nr << PAGE_SHIFT;
+	return io;
+}
+
+static struct bio *kvtier_bio_build(struct kvtier_io *io, blk_opf_t opf,
+				    bio_end_io_t end_io)
+{
+	struct kvtier_tier *tier = io->tier;
+	struct bio *bio;
+	unsigned int i;
+
+	bio = bio_alloc(tier->backing.kb.bdev, io->nr, opf, GFP_NOIO);
+	bio->bi_iter.bi_sector = slot_to_sector(io->kps[0]->slot);
+	bio->bi_end_io = end_io;
+	bio->bi_private = io;
+	for (i = 0; i < io->nr; i++)
+		__bio_add_page(bio, io->kps[i]->page, PAGE_SIZE, 0);
+	return bio;
+}
+
+/*
+ * Read completion: mark each page up to date or failed and unlock it; the
+ * faulting task waits on its own page's lock, not on the whole bio.
+ */
+static void kvtier_read_end_io(struct bio *bio)
+{
+	struct kvtier_io *io = bio->bi_private;
+	struct kvtier_tier *tier = io->tier;
+	bool ok = !bio->bi_status;
+	unsigned int i;
+
+	if (ok) {
+		kvtier_count(tier, KVT_STAT_READ_PAGES, io->nr);
+		kvtier_count(tier, KVT_STAT_READ_BYTES, io->bytes);
+	} else {
+		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		pr_err_ratelimited("kvtier%u: read error %d at sector %llu\n",
+				   tier->id, blk_status_to_errno(bio->bi_status),
+				   (unsigned long long)slot_to_sector(io->kps[0]->slot));
+	}
+	for (i = 0; i < io->nr; i++) {
+		struct kvtier_page *kp = io->kps[i];
+
+		kvt_pg_set(kp, ok ? KVT_PG_UPTODATE : KVT_PG_ERROR);
+		unlock_page(kp->page);
+	}
+	kvtier_inflight_put(tier, io->bytes);
+	bio_put(bio);
+	kfree(io);
+}
+
+/*
+ * Read @nr locked pages whose slots are consecutive, in one bio. Returns
+ * without waiting; each page is unlocked when its data (or error) is in.
+ */
+int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
+		   unsigned int nr)
+{
+	struct kvtier_io *io;
+
+	io = kvtier_io_alloc(tier, nr);
+	if (!io)
+		return -ENOMEM;
+	memcpy(io->kps, kps, nr * sizeof(*kps));
+	kvtier_inflight_get(tier, io->bytes);
+	kvtier_count(tier, KVT_STAT_READ_BIOS, 1);
+	submit_bio(kvtier_bio_build(io, REQ_OP_READ, kvtier_read_end_io));
+	return 0;
+}
+
+static void kvtier_write_end_io(struct bio *bio)
+{
+	struct kvtier_io *io = bio->bi_private;
+	struct kvtier_tier *tier = io->tier;
+	int err = blk_status_to_errno(bio->bi_status);
+	unsigned int i;
+
+	if (!err) {
+		kvtier_count(tier, KVT_STAT_WB_PAGES, io->nr);
+		kvtier_count(tier, KVT_STAT_WB_BYTES, io->bytes);
+	} else {
+		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		pr_err_ratelimited("kvtier%u: write error %d at sector %llu\n",
+				   tier->id, err,
+				   (unsigned long long)slot_to_sector(io->kps[0]->slot));
+	}
+	for (i = 0; i < io->nr; i++)
+		io->errs[io->first + i] = err;
+	kvtier_inflight_put(tier, io->bytes);
+	if (atomic_dec_and_test(io->pending))
+		complete(io->done);
+	bio_put(bio);
+	kfree(io);
+}
+
+/*
+ * Write @nr locked pages, each with a slot, and wait for all of them.
+ * Pages whose slots are consecutive share a bio. errs[i] gets each page's
+ * status. Returns the first error, or 0.
+ */
+int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
+		    unsigned int nr, int *errs)
+{
+	DECLARE_COMPLETION_ONSTACK(done);
+	atomic_t pending = ATOMIC_INIT(1);
+	unsigned int i = 0, j, k;
+	int ret = 0;
+
+	while (i < nr) {
+		struct kvtier_io *io;
+
+		for (j = i + 1; j < nr && j - i < BIO_MAX_VECS &&
+		     kps[j]->slot == kps[j - 1]->slot + 1; j++)
+			;
+		io = kvtier_io_alloc(tier, j - i);
+		if (!io) {
+			for (k = i; k < nr; k++)
+				errs[k] = -ENOMEM;
+			break;
+		}
+		memcpy(io->kps, kps + i, (j - i) * sizeof(*kps));
+		io->pending = &pending;
+		io->done = &done;
+		io->errs = errs;
+		io->first = i;
+		atomic_inc(&pending);
+		kvtier_inflight_get(tier, io->bytes);
+		kvtier_count(tier, KVT_STAT_WB_BIOS, 1);
+		submit_bio(kvtier_bio_build(io, REQ_OP_WRITE, kvtier_write_end_io));
+		i = j;
+	}
+	if (!atomic_dec_and_test(&pending))
+		wait_for_completion_io(&done);
+
+	for (i = 0; i < nr; i++) {
+		if (errs[i] && !ret)
+			ret = errs[i];
+	}
+	return ret;
+}
+
+/* Make completed writes durable: flush the device's volatile cache. */
+int kvtier_io_flush(struct kvtier_tier *tier)
+{
+	int ret;
+
+	kvtier_count(tier, KVT_STAT_FLUSH, 1);
+	ret = blkdev_issue_flush(tier->backing.kb.bdev);
+	if (ret)
+		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+	return ret;
+}
+
+/* Tell the SSD a run of freed slots is unused, if discard is on. */
+void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
+		       unsigned long nr)
+{
+	struct block_device *bdev = tier->backing.kb.bdev;
+
+	if (!READ_ONCE(tier->knobs.discard) || !bdev_max_discard_sectors(bdev))
+		return;
+	/* Best effort: a failed discard loses nothing. */
+	if (!blkdev_issue_discard(bdev, slot_to_sector(slot),
+				  slot_to_sector(nr), GFP_KERNEL))
+		kvtier_count(tier, KVT_STAT_DISCARD, nr);
+}

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The host page pool of a tier: the budget every resident or in-flight page
+ * is charged to, the LRU eviction picks from, write-back of dirty pages in
+ * batches, the background worker that keeps the pool between the
+ * watermarks, and the shrinker that gives memory back to the kernel.
+ *
+ * Eviction of a page (kvtier_evict_page): with the page locked, unmap it
+ * from every mapping of its region (unmap_mapping_range on the region's
+ * address_space), then, if nobody else holds a reference (a GUP pin, a
+ * concurrent lookup), replace its xarray entry by its slot number (or
+ * nothing, if it never reached the namespace and so reads as zero) and
+ * free it. A dirty page is written back first (kvtier_writeback_locked).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+
+#include "kvtier.h"
+
+/* Pages the shrinker never takes, so a busy tier keeps a working set. */
+#define KVTIER_SHRINK_FLOOR_DIV	8
+
+static bool kvtier_pool_above(struct kvtier_tier *tier, unsigned int pct)
+{
+	return tier->pool.nr_pages * 100 > kvtier_budget_pages(tier) * pct;
+}
+
+/* Queue background reclaim if the pool is above watermark_high. */
+void kvtier_pool_kick(struct kvtier_tier *tier)
+{
+	if (kvtier_pool_above(tier, READ_ONCE(tier->knobs.watermark_high)))
+		queue_work(kvtier_wq, &tier->pool.reclaim_work);
+}
+
+/* Charge one page to the budget without waiting. */
+static bool kvtier_pool_try_charge(struct kvtier_tier *tier)
+{
+	struct kvtier_pool *pool = &tier->pool;
+	bool ok;
+
+	spin_lock(&pool->lock);
+	ok = pool->nr_pages < kvtier_budget_pages(tier);
+	if (ok)
+		pool->nr_pages++;
+	spin_unlock(&pool->lock);
+	if (ok)
+		kvtier_pool_kick(tier);
+	return ok;
+}
+
+/*
+ * Charge one page to the budget. With @may_wait, a full pool is reclaimed
+ * synchronously (a budget stall): clean pages are dropped, dirty ones
+ * written back. Errors: -ENOMEM (full, !@may_wait, or nothing evictable),
+ * -ENOSPC (only dirty pages, and no namespace space to write them to),
+ * -EINTR (fatal signal while waiting).
+ */
+int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
+{
+	unsigned int idle = 0;
+	bool stalled = false;
+	long freed;
+
+	while (!kvtier_pool_try_charge(tier)) {
+		if (!may_wait)
+			return -ENOMEM;
+		if (!stalled) {
+			kvtier_count(tier, KVT_STAT_BUDGET_STALL, 1);
+			stalled = true;
+		}
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		freed = kvtier_reclaim(tier, 32, true);
+		if (freed > 0) {
+			idle = 0;
+			continue;
+		}
+		if (freed == -ENOSPC) {
+			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
+			return -ENOSPC;
+		}
+		/* Everything is locked for I/O or pinned: wait for a release. */
+		if (++idle > 100)
+			return -ENOMEM;
+		wait_event_timeout(tier->pool.wait,
+				   tier->pool.nr_pages < kvtier_budget_pages(tier),
+				   HZ / 50);
+	}
+	return 0;
+}
+
+void kvtier_pool_uncharge(struct kvtier_tier *tier, unsigned long nr)
+{
+	struct kvtier_pool *pool = &tier->pool;
+
+	spin_lock(&pool->lock);
+	WARN_ON_ONCE(pool->nr_pages < nr);
+	pool->nr_pages -= nr;
+	spin_unlock(&pool->lock);
+	wake_up_all(&pool->wait);
+}
+
+/* Put a newly resident page at the head of the LRU. */
+void kvtier_pool_add(struct kvtier_tier *tier, struct kvtier_page *kp)
+{
+	struct kvtier_pool *pool = &tier->pool;
+
+	spin_lock(&pool->lock);
+	list_add(&kp->lru, &pool->lru);
+	kvt_pg_set(kp, KVT_PG_LRU);
+	spin_unlock(&pool->lock);
+}
+
+/* Take a page off the LRU and uncharge it; the caller frees it. */
+void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp)
+{
+	struct kvtier_pool *pool = &tier->pool;
+
+	spin_lock(&pool->lock);
+	if (kvt_pg_test_and_clear(kp, KVT_PG_LRU))
+		list_del_init(&kp->lru);
+	WARN_ON_ONCE(!pool->nr_pages);
+	pool->nr_pages--;
+	spin_unlock(&pool->lock);
+	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY))
+		atomic_long_dec(&pool->nr_dirty);
+	wake_up_all(&pool->wait);
+}
+
+/* Caller holds the page lock. */
+void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp)
+{
+	if (!kvt_pg_test_and_set(kp, KVT_PG_DIRTY))
+		atomic_long_inc(&tier->pool.nr_dirty);
+}
+
+static void kvtier_unmap_page(struct kvtier_page *kp)
+{
+	unmap_mapping_range(kp->region->inode->i_mapping,
+			    (loff_t)kp->index << PAGE_SHIFT, PAGE_SIZE, 1);
+}
+
+/*
+ * Evict a clean page. The caller holds the page lock and one extra page
+ * reference, and a region reference; the lock and the extra reference are
+ * consumed. Returns 0 if the page was freed, -EAGAIN if it is dirty, -EBUSY
+ * if someone else holds a reference (pinned, or being looked up).
+ */
+int kvtier_evict_page(struct kvtier_page *kp)
+{
+	struct kvtier_region *region = kp->region;
+	struct kvtier_tier *tier = region->tier;
+	struct page *page = kp->page;
+	int ret = 0;
+
+	kvtier_unmap_page(kp);
+	if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
+		ret = -EAGAIN;
+		goto out_unlock;
+	}
+
+	xa_lock(&region->pages);
+	/* The pool's reference and ours: no mapping, pin or lookup remains. */
+	if (page_count(page) != 2 || xa_load(&region->pages, kp->index) != kp) {
+		xa_unlock(&region->pages);
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	if (kp->slot != KVTIER_NO_SLOT)
+		__xa_store(&region->pages, kp->index, xa_mk_value(kp->slot), 0);
+	else
+		__xa_erase(&region->pages, kp->index);
+	xa_unlock(&region->pages);
+
+	kvtier_pool_del(tier, kp);
+	unlock_page(page);
+	put_page(page);
+	kvtier_page_free(kp);
+	return 0;
+
+out_unlock:
+	unlock_page(page);
+	put_page(page);
+	return ret;
+}
+
+static int kvtier_page_cmp(const void *a, const void *b)
+{
+	const struct kvtier_page *x = *(struct kvtier_page * const *)a;
+	const struct kvtier_page *y = *(struct kvtier_page * const *)b;
+
+	if (x->region != y->region)
+		return x->region < y->region ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Give slots to the pages of a sorted batch that have none: one run of
+ * consecutive slots for each run of consecutive indexes of one region, so
+ * the batch goes out in few, large bios. Returns -ENOSPC for the pages it
+ * could not place (errs[i]), 0 otherwise.
+ */
+static int kvtier_assign_slots(struct kvtier_tier *tier,
+			       struct kvtier_page **kps, unsigned int nr,
+			       int *errs)
+{
+	unsigned long slot, got;
+	unsigned int i = 0, j;
+	int ret = 0;
+
+	while (i < nr) {
+		if (kps[i]->slot != KVTIER_NO_SLOT) {
+			i++;
+			continue;
+		}
+		for (j = i + 1; j < nr && kps[j]->slot == KVTIER_NO_SLOT &&
+		     kps[j]->region == kps[i]->region &&
+		     kps[j]->index == kps[j - 1]->index + 1; j++)
+			;
+		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
+		if (slot == KVTIER_NO_SLOT) {
+			for (; i < j; i++)
+				errs[i] = -ENOSPC;
+			ret = -ENOSPC;
+			continue;
+		}
+		for (j = 0; j < got; j++)
+			kps[i + j]->slot = slot + j;
+		i += got;
+	}
+	return ret;
+}
+
+/*
+ * Write back a batch of dirty pages. The caller holds each page's lock (so
+ * no write can change them while in flight: stable pages); their mappings
+ * are write-protected here by unmapping, so a later write faults into
+ * page_mkwrite and waits for the lock. @kps is reordered. On success a page
+ * is clean; on failure it stays dirty and its region keeps the first error.
+ * Pages stay locked. Returns the first error, or 0.
+ */
+int kvtier_writeback_locked(struct kvtier_tier *tier,
+			    struct kvtier_page **kps, unsigned int nr)
+{
+	struct kvtier_page **wr;
+	unsigned int i, n = 0;
+	int *errs, *wr_errs;
+	int ret;
+
+	wr = kmalloc_array(nr, sizeof(*wr), GFP_NOIO);
+	errs = kcalloc(2 * nr, sizeof(*errs), GFP_NOIO);
+	if (!wr || !errs) {
+		kfree(wr);
+		kfree(errs);
+		return -ENOMEM;
+	}
+	wr_errs = errs + nr;
+
+	for (i = 0; i < nr; i++)
+		kvtier_unmap_page(kps[i]);
+	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
+	ret = kvtier_assign_slots(tier, kps, nr, errs);
+	for (i = 0; i < nr; i++) {
+		if (!errs[i])
+			wr[n++] = kps[i];
+		else
+			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
+	}
+	if (n) {
+		int wret = kvtier_io_write(tier, wr, n, wr_errs);
+
+		if (wret)
+			ret = wret;
+	}
+	for (i = 0; i < n; i++) {
+		struct kvtier_page *kp = wr[i];
+
+		if (!wr_errs[i]) {
+			if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY))
+				atomic_long_dec(&tier->pool.nr_dirty);
+		} else {
+			cmpxchg(&kp->region->err, 0, wr_errs[i]);
+		}
+	}
+	kfree(wr);
+	kfree(errs);
+	return ret;
+}
+
+/*
+ * Take the coldest page off the LRU tail, with a page reference and a
+ * region reference, locked. Pages used since the hand last passed get a
+ * second chance. Returns NULL when the scan budget @scan runs out.
+ */
+static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
+					      unsigned long *scan)
+{
+	struct kvtier_pool *pool = &tier->pool;
+	struct kvtier_region *region;
+	struct kvtier_page *kp;
+	struct page *page;
+	pgoff_t index;
+
+	while (*scan) {
+		(*scan)--;
+		spin_lock(&pool->lock);
+		if (list_empty(&pool->lru)) {
+			spin_unlock(&pool->lock);
+			return NULL;
+		}
+		kp = list_last_entry(&pool->lru, struct kvtier_page, lru);
+		list_move(&kp->lru, &pool->lru);
+		if (kvt_pg_test_and_clear(kp, KVT_PG_REFERENCED)) {
+			spin_unlock(&pool->lock);
+			continue;
+		}
+		region = kp->region;
+		if (!kvtier_region_tryget(region)) {
+			spin_unlock(&pool->lock);
+			continue;
+		}
+		page = kp->page;
+		index = kp->index;
+		get_page(page);
+		spin_unlock(&pool->lock);
+
+		/* kp may be freed once unlocked: compare before dereferencing. */
+		if (trylock_page(page)) {
+			if (xa_load(&region->pages, index) == kp && kp->page == page)
+				return kp;
+			unlock_page(page);
+		}
+		put_page(page);
+		kvtier_region_put(region);
+	}
+	return NULL;
+}
+
+/* Release what kvtier_lru_isolate() took, for a page that stays. */
+static void kvtier_lru_putback(struct kvtier_page *kp)
+{
+	struct kvtier_region *region = kp->region;
+
+	unlock_page(kp->page);
+	put_page(kp->page);
+	kvtier_region_put(region);
+}
+
+static long kvtier_reclaim_batch(struct kvtier_tier *tier,
+				 struct kvtier_page **batch, unsigned int nr,
+				 int *err)
+{
+	unsigned int i;
+	long freed = 0;
+	int ret;
+
+	ret = kvtier_writeback_locked(tier, batch, nr);
+	if (ret && !*err)
+		*err = ret;
+	for (i = 0; i < nr; i++) {
+		struct kvtier_page *kp = batch[i];
+		struct kvtier_region *region = kp->region;
+
+		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			kvtier_lru_putback(kp);
+			continue;
+		}
+		if (!kvtier_evict_page(kp)) {
+			kvtier_count(tier, KVT_STAT_EVICT_DIRTY, 1);
+			freed++;
+		}
+		kvtier_region_put(region);
+	}
+	return freed;
+}
+
+/*
+ * Free up to @nr pages from the cold end of the LRU: clean pages are
+ * dropped; with @writeback, dirty ones are written back in batches of
+ * writeback_batch_kb and then dropped. Returns pages freed, or -ENOSPC /
+ * -EIO if none could be freed because write-back failed so.
+ */
+long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
+{
+	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
+				     >> (PAGE_SHIFT - 10));
+	unsigned long scan = 2 * READ_ONCE(tier->pool.nr_pages) + 16;
+	struct kvtier_page **batch = NULL;
+	struct kvtier_page *kp;
+	unsigned int nb = 0;
+	long freed = 0;
+	int err = 0;
+
+	if (writeback) {
+		batch = kmalloc_array(batch_max, sizeof(*batch), GFP_NOIO);
+		if (!batch)
+			batch_max = 0;
+	}
+	while (freed < nr && (kp = kvtier_lru_isolate(tier, &scan))) {
+		struct kvtier_region *region = kp->region;
+
+		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			if (nb >= batch_max) {
+				kvtier_lru_putback(kp);
+				continue;
+			}
+			batch[nb++] = kp;
+			/* Enough dirty pages to free what was asked: write them. */
+			if (nb == batch_max || freed + nb >= nr) {
+				freed += kvtier_reclaim_batch(tier, batch, nb, &err);
+				nb = 0;
+			}
+			continue;
+		}
+		if (!kvtier_evict_page(kp)) {
+			kvtier_count(tier, KVT_STAT_EVICT_CLEAN, 1);
+			freed++;
+		}
+		kvtier_region_put(region);
+	}
+	if (nb)
+		freed += kvtier_reclaim_batch(tier, batch, nb, &err);
+	kfree(batch);
+	return freed ? freed : (err ? err : 0);
+}
+
+/* Background: evict down to watermark_low, or below a shrinker target. */
+static void kvtier_reclaim_work(struct work_struct *work)
+{
+	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+						pool.reclaim_work);
+	unsigned long low, nr;
+	long freed;
+
+	do {
+		low = kvtier_budget_pages(tier) *
+			READ_ONCE(tier->knobs.watermark_low) / 100;
+		nr = READ_ONCE(tier->pool.nr_pages);
+		if (nr <= low)
+			break;
+		freed = kvtier_reclaim(tier, min(nr - low, 1024UL), true);
+		cond_resched();
+	} while (freed > 0);
+}
+
+static unsigned long kvtier_shrink_count(struct shrinker *s,
+					 struct shrink_control *sc)
+{
+	struct kvtier_tier *tier = kvtier_shrinker_priv(s);
+	unsigned long floor = kvtier_budget_pages(tier) / KVTIER_SHRINK_FLOOR_DIV;
+	unsigned long nr = READ_ONCE(tier->pool.nr_pages);
+
+	return nr > floor ? nr - floor : 0;
+}
+
+/*
+ * Under global memory pressure drop clean pages synchronously; dirty ones
+ * are written back by the worker. Unmapping takes i_mmap_rwsem, so only
+ * reclaim contexts that may enter filesystems (__GFP_FS) come in.
+ */
+static unsigned long kvtier_shrink_scan(struct shrinker *s,
+					struct shrink_control *sc)
+{
+	struct kvtier_tier *tier = kvtier_shrinker_priv(s);
+	long freed;
+
+	if (!(sc->gfp_mask & __GFP_FS))
+		return SHRINK_STOP;
+	kvtier_count(tier, KVT_STAT_SHRINK_SCAN, 1);
+	freed = kvtier_reclaim(tier, sc->nr_to_scan, false);
+	if (freed <= 0) {
+		queue_work(kvtier_wq, &tier->pool.reclaim_work);
+		return SHRINK_STOP;
+	}
+	kvtier_count(tier, KVT_STAT_SHRINK_FREE, freed);
+	return freed;
+}
+
+int kvtier_pool_init(struct kvtier_tier *tier)
+{
+	struct kvtier_pool *pool = &tier->pool;
+
+	spin_lock_init(&pool->lock);
+	INIT_LIST_HEAD(&pool->lru);
+	init_waitqueue_head(&pool->wait);
+	INIT_WORK(&pool->reclaim_work, kvtier_reclaim_work);
+	pool->shrinker = kvtier_shrinker_create(kvtier_shrink_count,
+						kvtier_shrink_scan, tier,
+						dev_name(&tier->dev));
+	if (IS_ERR(pool->shrinker))
+		return PTR_ERR(pool->shrinker);
+	return 0;
+}
+
+void kvtier_pool_exit(struct kvtier_tier *tier)
+{
+	kvtier_shrinker_destroy(tier->pool.shrinker);
+	cancel_work_sync(&tier->pool.reclaim_work);
+	WARN_ON_ONCE(tier->pool.nr_pages || !list_empty(&tier->pool.lru));
+}

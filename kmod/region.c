@@ -1,0 +1,853 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A region: the KV bytes one open file of /dev/kvtierN maps. This file
+ * serves page faults (kvtier_vm_fault), tracks dirtiness (page_mkwrite),
+ * and implements pread/pwrite, fadvise and fsync over the same pages.
+ *
+ * Every mapping of a region shares the region's own address_space (a
+ * private anonymous inode, installed as the file's f_mapping at open), so
+ * eviction unmaps a page from every process with unmap_mapping_range(), as
+ * DRM GEM and TTM do.
+ *
+ * Dirty tracking: pages are mapped read-only first (the mapping wants
+ * write notification because it has page_mkwrite); the first write faults
+ * into kvtier_vm_mkwrite, which marks the page dirty under its page lock.
+ * Write-back unmaps a page before writing it, so every write after the
+ * write-back faults again: a page without KVT_PG_DIRTY has no writable PTE.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fadvise.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/pseudo_fs.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+
+#include "kvtier.h"
+
+/* Neighbouring resident pages mapped by one fault (fault-around). */
+#define KVTIER_FAULT_AROUND_PAGES	16
+
+bool kvtier_region_tryget(struct kvtier_region *region)
+{
+	return refcount_inc_not_zero(&region->ref);
+}
+
+void kvtier_region_put(struct kvtier_region *region)
+{
+	if (refcount_dec_and_test(&region->ref))
+		wake_up_var(&region->ref);
+}
+
+struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
+					   struct inode *inode, loff_t size)
+{
+	struct kvtier_region *region;
+
+	region = kzalloc(sizeof(*region), GFP_KERNEL);
+	if (!region)
+		return ERR_PTR(-ENOMEM);
+	region->tier = tier;
+	region->inode = inode;
+	ihold(inode);
+	region->nr_pages = size >> PAGE_SHIFT;
+	xa_init(&region->pages);
+	refcount_set(&region->ref, 1);
+	return region;
+}
+
+void kvtier_page_free(struct kvtier_page *kp)
+{
+	kmem_cache_free(kvtier_page_cache, kp);
+}
+
+static void kvtier_region_free_slots(struct kvtier_tier *tier,
+				     unsigned long *run, unsigned long *len)
+{
+	if (!*len)
+		return;
+	kvtier_io_discard(tier, *run, *len);
+	kvtier_slots_free(&tier->slots, *run, *len);
+	*len = 0;
+}
+
+/*
+ * Drop the creator's reference, wait for evictors and workers to let go,
+ * and free every page and slot of the region (discarding the slots).
+ * Called from release: no mapping or file of the region remains.
+ */
+void kvtier_region_destroy(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned long run = 0, len = 0, slot;
+	unsigned long index;
+	void *entry;
+
+	kvtier_region_put(region);
+	wait_var_event(&region->ref, !refcount_read(&region->ref));
+
+	xa_for_each(&region->pages, index, entry) {
+		if (xa_is_value(entry)) {
+			slot = xa_to_value(entry);
+		} else {
+			struct kvtier_page *kp = entry;
+
+			slot = kp->slot;
+			kvtier_pool_del(tier, kp);
+			put_page(kp->page);
+			kvtier_page_free(kp);
+		}
+		if (slot == KVTIER_NO_SLOT)
+			continue;
+		if (len && slot == run + len) {
+			len++;
+			continue;
+		}
+		kvtier_region_free_slots(tier, &run, &len);
+		run = slot;
+		len = 1;
+	}
+	kvtier_region_free_slots(tier, &run, &len);
+	xa_destroy(&region->pages);
+	iput(region->inode);
+	kfree(region);
+}
+
+/* A new resident page for @index, locked, charged to the budget. */
+static struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
+					   pgoff_t index, bool may_wait)
+{
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_page *kp;
+	int ret;
+
+	ret = kvtier_pool_charge(tier, may_wait);
+	if (ret)
+		return ERR_PTR(ret);
+	kp = kmem_cache_alloc(kvtier_page_cache, GFP_KERNEL);
+	if (!kp)
+		goto err_uncharge;
+	kp->page = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
+	if (!kp->page)
+		goto err_free;
+	kp->region = region;
+	kp->index = index;
+	kp->slot = KVTIER_NO_SLOT;
+	kp->flags = 0;
+	INIT_LIST_HEAD(&kp->lru);
+	if (WARN_ON_ONCE(!trylock_page(kp->page)))
+		goto err_page;
+	return kp;
+
+err_page:
+	__free_page(kp->page);
+err_free:
+	kvtier_page_free(kp);
+err_uncharge:
+	kvtier_pool_uncharge(tier, 1);
+	return ERR_PTR(-ENOMEM);
+}
+
+/* Undo kvtier_page_new() for a page that never became visible. */
+static void kvtier_page_discard(struct kvtier_page *kp)
+{
+	struct kvtier_tier *tier = kp->region->tier;
+
+	unlock_page(kp->page);
+	__free_page(kp->page);
+	kvtier_page_free(kp);
+	kvtier_pool_uncharge(tier, 1);
+}
+
+/*
+ * Publish a new page at its index if the entry is still @old. On success
+ * the page is on the LRU; on a lost race it is discarded and -EAGAIN
+ * returned.
+ */
+static int kvtier_page_publish(struct kvtier_page *kp, void *old)
+{
+	struct kvtier_region *region = kp->region;
+	void *cur;
+
+	cur = xa_cmpxchg(&region->pages, kp->index, old, kp, GFP_KERNEL);
+	if (cur != old) {
+		kvtier_page_discard(kp);
+		return xa_is_err(cur) ? xa_err(cur) : -EAGAIN;
+	}
+	kvtier_pool_add(region->tier, kp);
+	return 0;
+}
+
+/*
+ * A failed read left @kp in the region without data: put the slot number
+ * back so the next access reads again, and free the page. The caller holds
+ * the page lock and its own reference, which it still has to drop. The page
+ * was never up to date, so it was never mapped.
+ */
+static void kvtier_page_unread(struct kvtier_page *kp)
+{
+	struct kvtier_region *region = kp->region;
+	struct page *page = kp->page;
+
+	xa_lock(&region->pages);
+	if (xa_load(&region->pages, kp->index) == kp)
+		__xa_store(&region->pages, kp->index, xa_mk_value(kp->slot), 0);
+	xa_unlock(&region->pages);
+	kvtier_pool_del(region->tier, kp);
+	unlock_page(page);
+	put_page(page);
+	kvtier_page_free(kp);
+}
+
+/*
+ * Readahead: after the page at @index (slot @slot), collect up to
+ * readahead_kb of following pages that are only on the namespace in the
+ * following slots, as new locked pages, so one bio reads them all. Never
+ * waits for budget: readahead takes only what is free.
+ */
+static unsigned int kvtier_readahead(struct kvtier_region *region,
+				     pgoff_t index, unsigned long slot,
+				     struct kvtier_page **kps, unsigned int max)
+{
+	unsigned int n = 0;
+
+	while (n < max && index + 1 + n < region->nr_pages) {
+		pgoff_t i = index + 1 + n;
+		struct kvtier_page *kp;
+		void *entry = xa_load(&region->pages, i);
+
+		if (!xa_is_value(entry) || xa_to_value(entry) != slot + 1 + n)
+			break;
+		kp = kvtier_page_new(region, i, false);
+		if (IS_ERR(kp))
+			break;
+		kp->slot = slot + 1 + n;
+		if (kvtier_page_publish(kp, entry))
+			break;
+		kps[n++] = kp;
+	}
+	return n;
+}
+
+enum kvtier_get {
+	KVT_GET_MINOR,		/* was resident */
+	KVT_GET_ZERO,		/* never written: zero-filled, no I/O */
+	KVT_GET_MAJOR,		/* read from the namespace */
+};
+
+/*
+ * The page at @index, resident and up to date, locked, with a reference
+ * for the caller. Reads it (with readahead) or zero-fills it as needed.
+ * Errors: -EIO (read failed), -ENOSPC/-ENOMEM (no budget), -EINTR.
+ */
+static struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
+					   pgoff_t index, enum kvtier_get *how)
+{
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_page **ra;
+	struct kvtier_page *kp;
+	unsigned int nr_ra, ra_max;
+	struct page *page;
+	void *entry;
+	int ret;
+
+retry:
+	xa_lock(&region->pages);
+	entry = xa_load(&region->pages, index);
+	if (entry && !xa_is_value(entry)) {
+		kp = entry;
+		page = kp->page;
+		get_page(page);
+		xa_unlock(&region->pages);
+		lock_page(page);
+		/* kp may have been freed while we slept: compare first. */
+		if (xa_load(&region->pages, index) != kp || kp->page != page) {
+			unlock_page(page);
+			put_page(page);
+			goto retry;
+		}
+		if (!kvt_pg_test(kp, KVT_PG_UPTODATE)) {
+			/* An earlier read failed: clean up and read again. */
+			kvtier_page_unread(kp);
+			put_page(page);
+			goto retry;
+		}
+		kvt_pg_set(kp, KVT_PG_REFERENCED);
+		*how = KVT_GET_MINOR;
+		return kp;
+	}
+	xa_unlock(&region->pages);
+
+	kp = kvtier_page_new(region, index, true);
+	if (IS_ERR(kp))
+		return kp;
+
+	if (!entry) {
+		clear_highpage(kp->page);
+		kvt_pg_set(kp, KVT_PG_UPTODATE);
+		ret = kvtier_page_publish(kp, NULL);
+		if (ret == -EAGAIN)
+			goto retry;
+		if (ret)
+			return ERR_PTR(ret);
+		*how = KVT_GET_ZERO;
+		get_page(kp->page);
+		return kp;
+	}
+
+	kp->slot = xa_to_value(entry);
+	ret = kvtier_page_publish(kp, entry);
+	if (ret == -EAGAIN)
+		goto retry;
+	if (ret)
+		return ERR_PTR(ret);
+	page = kp->page;
+	get_page(page);
+
+	ra_max = min_t(unsigned int, BIO_MAX_VECS,
+		       1 + (READ_ONCE(tier->knobs.readahead_kb) >> (PAGE_SHIFT - 10)));
+	ra = kmalloc_array(ra_max, sizeof(*ra), GFP_KERNEL);
+	if (!ra) {
+		ra = &kp;
+		ra_max = 1;
+	}
+	ra[0] = kp;
+	nr_ra = 1 + kvtier_readahead(region, index, kp->slot, ra + 1, ra_max - 1);
+	kvtier_count(tier, KVT_STAT_READAHEAD, nr_ra - 1);
+	ret = kvtier_io_read(tier, ra, nr_ra);
+	if (ret) {
+		unsigned int i;
+
+		/*
+		 * Not submitted: readahead pages are marked failed and unlocked
+		 * (the next access reads them again), and ours is undone.
+		 */
+		for (i = 1; i < nr_ra; i++) {
+			kvt_pg_set(ra[i], KVT_PG_ERROR);
+			unlock_page(ra[i]->page);
+		}
+		if (ra != &kp)
+			kfree(ra);
+		kvtier_page_unread(kp);
+		put_page(page);
+		return ERR_PTR(ret);
+	}
+	if (ra != &kp)
+		kfree(ra);
+
+	/*
+	 * The read completion unlocks the page: wait for this page only. Our
+	 * reference keeps evictors away, so kp is still the entry.
+	 */
+	lock_page(page);
+	if (!kvt_pg_test(kp, KVT_PG_UPTODATE)) {
+		kvtier_page_unread(kp);
+		put_page(page);
+		return ERR_PTR(-EIO);
+	}
+	*how = KVT_GET_MAJOR;
+	return kp;
+}
+
+/*
+ * Map the already-resident neighbours of a fault read-only, so a
+ * sequential pass takes one fault per window, not one per page. Only pages
+ * that can be locked without waiting are mapped.
+ */
+static void kvtier_fault_around(struct vm_fault *vmf,
+				struct kvtier_region *region)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t first = round_down(vmf->pgoff, KVTIER_FAULT_AROUND_PAGES);
+	unsigned int mapped = 0;
+	pgoff_t i;
+
+	for (i = first; i < first + KVTIER_FAULT_AROUND_PAGES; i++) {
+		unsigned long addr = vma->vm_start +
+			((i - vma->vm_pgoff) << PAGE_SHIFT);
+		struct kvtier_page *kp;
+		struct page *page;
+		void *entry;
+
+		if (i == vmf->pgoff || i < vma->vm_pgoff ||
+		    addr >= vma->vm_end || i >= region->nr_pages)
+			continue;
+		xa_lock(&region->pages);
+		entry = xa_load(&region->pages, i);
+		if (!entry || xa_is_value(entry)) {
+			xa_unlock(&region->pages);
+			continue;
+		}
+		kp = entry;
+		page = kp->page;
+		get_page(page);
+		xa_unlock(&region->pages);
+		if (trylock_page(page)) {
+			if (xa_load(&region->pages, i) == kp && kp->page == page &&
+			    kvt_pg_test(kp, KVT_PG_UPTODATE) &&
+			    !vm_insert_page(vma, addr, page))
+				mapped++;
+			unlock_page(page);
+		}
+		put_page(page);
+	}
+	if (mapped)
+		kvtier_count(region->tier, KVT_STAT_FAULT_AROUND, mapped);
+}
+
+/* The page fault handler: where a KV page is served. */
+static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
+{
+	struct kvtier_region *region = vmf->vma->vm_private_data;
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_page *kp;
+	enum kvtier_get how;
+
+	if (vmf->pgoff >= region->nr_pages)
+		return VM_FAULT_SIGBUS;
+
+	kp = kvtier_get_page(region, vmf->pgoff, &how);
+	if (IS_ERR(kp))
+		return VM_FAULT_SIGBUS;
+
+	switch (how) {
+	case KVT_GET_MINOR:
+		kvtier_count(tier, KVT_STAT_FAULT_MINOR, 1);
+		break;
+	case KVT_GET_ZERO:
+		kvtier_count(tier, KVT_STAT_FAULT_ZERO, 1);
+		break;
+	case KVT_GET_MAJOR:
+		kvtier_count(tier, KVT_STAT_FAULT_MAJOR, 1);
+		break;
+	}
+	kvtier_fault_around(vmf, region);
+
+	/* Our reference becomes the PTE's; the core unlocks the page. */
+	vmf->page = kp->page;
+	return VM_FAULT_LOCKED | (how == KVT_GET_MAJOR ? VM_FAULT_MAJOR : 0);
+}
+
+/* First write to a mapped page since it was mapped or written back. */
+static vm_fault_t kvtier_vm_mkwrite(struct vm_fault *vmf)
+{
+	struct kvtier_region *region = vmf->vma->vm_private_data;
+	struct page *page = vmf->page;
+	struct kvtier_page *kp;
+	void *entry;
+
+	lock_page(page);
+	entry = xa_load(&region->pages, vmf->pgoff);
+	if (!entry || xa_is_value(entry) ||
+	    ((struct kvtier_page *)entry)->page != page) {
+		/* Evicted meanwhile: let the access fault it in again. */
+		unlock_page(page);
+		return VM_FAULT_NOPAGE;
+	}
+	kp = entry;
+	kvtier_pool_mark_dirty(region->tier, kp);
+	return VM_FAULT_LOCKED;
+}
+
+static const struct vm_operations_struct kvtier_vm_ops = {
+	.fault = kvtier_vm_fault,
+	.page_mkwrite = kvtier_vm_mkwrite,
+};
+
+/*
+ * mmap(MAP_SHARED) of a file without a region creates one of the mapping's
+ * length; later mappings map (part of) it. Errors: EINVAL (MAP_PRIVATE, a
+ * first mapping at a non-zero offset, beyond the region's end), ENODEV (no
+ * namespace), ENOSPC (larger than the namespace), ENOMEM.
+ */
+int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct kvtier_file *kf = file->private_data;
+	unsigned long pages = vma_pages(vma);
+	struct kvtier_region *region;
+	int ret = 0;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	mutex_lock(&kf->lock);
+	if (!kf->region) {
+		if (vma->vm_pgoff) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = kvtier_file_create_region(kf, (loff_t)pages << PAGE_SHIFT);
+		if (ret)
+			goto out;
+	}
+	region = kf->region;
+	if (vma->vm_pgoff >= region->nr_pages ||
+	    pages > region->nr_pages - vma->vm_pgoff) {
+		ret = -EINVAL;
+		goto out;
+	}
+	vma->vm_ops = &kvtier_vm_ops;
+	vma->vm_private_data = region;
+	/*
+	 * MIXEDMAP lets fault-around insert pages with vm_insert_page(); they
+	 * are ordinary refcounted pages (GUP and HMM see them). DONTEXPAND:
+	 * a region has a fixed size, mremap may move but not grow it.
+	 */
+	kvtier_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+out:
+	mutex_unlock(&kf->lock);
+	return ret;
+}
+
+static struct kvtier_region *kvtier_file_region(struct file *file)
+{
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_region *region;
+
+	mutex_lock(&kf->lock);
+	region = kf->region;
+	mutex_unlock(&kf->lock);
+	return region;
+}
+
+/* pread: bytes of the region; absent pages read as zero without I/O. */
+ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	loff_t size, pos = iocb->ki_pos;
+	ssize_t done = 0;
+
+	if (!region)
+		return -ENXIO;
+	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	while (iov_iter_count(to) && pos < size) {
+		pgoff_t index = pos >> PAGE_SHIFT;
+		size_t off = offset_in_page(pos);
+		size_t n = min_t(size_t, PAGE_SIZE - off, iov_iter_count(to));
+		struct kvtier_page *kp;
+		enum kvtier_get how;
+		size_t copied;
+
+		n = min_t(loff_t, n, size - pos);
+		if (!xa_load(&region->pages, index)) {
+			copied = iov_iter_zero(n, to);
+		} else {
+			kp = kvtier_get_page(region, index, &how);
+			if (IS_ERR(kp)) {
+				if (!done)
+					done = PTR_ERR(kp);
+				break;
+			}
+			/* Copy unlocked: the destination may be this very page. */
+			unlock_page(kp->page);
+			copied = copy_page_to_iter(kp->page, off, n, to);
+			put_page(kp->page);
+		}
+		pos += copied;
+		done += copied;
+		if (copied < n) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+	}
+	if (done > 0)
+		iocb->ki_pos = pos;
+	return done;
+}
+
+/*
+ * pwrite: user bytes are first copied into a bounce page, outside any page
+ * lock (the source may be a mapping of this region), then into the page.
+ * Writing at or past the end: -EFBIG.
+ */
+ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	loff_t size, pos = iocb->ki_pos;
+	ssize_t done = 0;
+	void *bounce;
+
+	if (!region)
+		return -ENXIO;
+	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	if (iov_iter_count(from) && pos >= size)
+		return -EFBIG;
+	bounce = (void *)__get_free_page(GFP_KERNEL);
+	if (!bounce)
+		return -ENOMEM;
+	while (iov_iter_count(from) && pos < size) {
+		pgoff_t index = pos >> PAGE_SHIFT;
+		size_t off = offset_in_page(pos);
+		size_t n = min_t(size_t, PAGE_SIZE - off, iov_iter_count(from));
+		struct kvtier_page *kp;
+		enum kvtier_get how;
+
+		n = min_t(loff_t, n, size - pos);
+		if (copy_from_iter(bounce, n, from) != n) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+		kp = kvtier_get_page(region, index, &how);
+		if (IS_ERR(kp)) {
+			if (!done)
+				done = PTR_ERR(kp);
+			break;
+		}
+		memcpy_to_page(kp->page, off, bounce, n);
+		kvtier_pool_mark_dirty(region->tier, kp);
+		unlock_page(kp->page);
+		put_page(kp->page);
+		pos += n;
+		done += n;
+	}
+	free_page((unsigned long)bounce);
+	if (done > 0)
+		iocb->ki_pos = pos;
+	return done;
+}
+
+/*
+ * Write back a batch of locked dirty pages of a region; with @evict, drop
+ * those that came out clean. Releases every page's lock and reference.
+ */
+static int kvtier_region_flush_batch(struct kvtier_tier *tier,
+				     struct kvtier_page **batch,
+				     unsigned int nb, bool evict)
+{
+	unsigned int i;
+	int ret;
+
+	ret = kvtier_writeback_locked(tier, batch, nb);
+	for (i = 0; i < nb; i++) {
+		struct kvtier_page *kp = batch[i];
+
+		if (evict && !kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			if (!kvtier_evict_page(kp))
+				kvtier_count(tier, KVT_STAT_EVICT_DIRTY, 1);
+			continue;
+		}
+		unlock_page(kp->page);
+		put_page(kp->page);
+	}
+	return ret;
+}
+
+/*
+ * The next resident page of @region at or after *@index, up to @last, with
+ * a reference; NULL when there is none.
+ */
+static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
+						unsigned long *index,
+						pgoff_t last)
+{
+	struct kvtier_page *kp = NULL;
+	void *entry;
+
+	xa_lock(&region->pages);
+	for (entry = xa_find(&region->pages, index, last, XA_PRESENT); entry;
+	     entry = xa_find_after(&region->pages, index, last, XA_PRESENT)) {
+		if (!xa_is_value(entry)) {
+			kp = entry;
+			get_page(kp->page);
+			break;
+		}
+	}
+	xa_unlock(&region->pages);
+	return kp;
+}
+
+/*
+ * Write back the dirty pages of [first, last] in batches; with @evict,
+ * also drop every clean page of the range from the pool.
+ */
+static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
+				   pgoff_t last, bool evict)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
+				     >> (PAGE_SHIFT - 10));
+	unsigned long index = first;
+	struct kvtier_page **batch;
+	struct kvtier_page *kp;
+	unsigned int nb = 0;
+	int ret = 0, err;
+
+	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+
+	while ((kp = kvtier_next_resident(region, &index, last))) {
+		struct page *page = kp->page;
+
+		lock_page(page);
+		if (xa_load(&region->pages, index) != kp || kp->page != page) {
+			/* Replaced while we waited: look at this index again. */
+			unlock_page(page);
+			put_page(page);
+			continue;
+		}
+		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			batch[nb++] = kp;
+			if (nb == batch_max) {
+				err = kvtier_region_flush_batch(tier, batch, nb, evict);
+				if (err && !ret)
+					ret = err;
+				nb = 0;
+			}
+		} else if (evict) {
+			if (!kvtier_evict_page(kp))
+				kvtier_count(tier, KVT_STAT_EVICT_CLEAN, 1);
+		} else {
+			unlock_page(page);
+			put_page(page);
+		}
+		if (index == last)
+			break;
+		index++;
+	}
+	if (nb) {
+		err = kvtier_region_flush_batch(tier, batch, nb, evict);
+		if (err && !ret)
+			ret = err;
+	}
+	kfree(batch);
+	return ret;
+}
+
+/*
+ * fsync/fdatasync/msync(MS_SYNC): every dirty page of the range reaches
+ * the namespace and the device cache is flushed. Reports a write error
+ * that happened since the region was created (sticky, like a filesystem).
+ */
+int kvtier_file_fsync(struct file *file, loff_t start, loff_t end, int datasync)
+{
+	struct kvtier_region *region = kvtier_file_region(file);
+	pgoff_t first, last;
+	int ret, err;
+
+	if (!region)
+		return 0;
+	if (start >= (loff_t)region->nr_pages << PAGE_SHIFT)
+		return kvtier_io_flush(region->tier);
+	first = start >> PAGE_SHIFT;
+	last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
+	ret = kvtier_region_writeback(region, first, last, false);
+	err = kvtier_io_flush(region->tier);
+	if (!ret)
+		ret = err;
+	if (!ret)
+		ret = READ_ONCE(region->err);
+	return ret;
+}
+
+struct kvtier_prefetch {
+	struct work_struct work;
+	struct kvtier_region *region;
+	pgoff_t first, last;
+};
+
+/* WILLNEED: read what fits in the free budget; never stalls or evicts. */
+static void kvtier_prefetch_work(struct work_struct *work)
+{
+	struct kvtier_prefetch *pf = container_of(work, struct kvtier_prefetch,
+						  work);
+	struct kvtier_region *region = pf->region;
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_page **kps;
+	pgoff_t i = pf->first;
+
+	kps = kmalloc_array(BIO_MAX_VECS, sizeof(*kps), GFP_KERNEL);
+	while (kps && i <= pf->last) {
+		void *entry = xa_load(&region->pages, i);
+		struct kvtier_page *kp;
+		unsigned int n;
+
+		if (!xa_is_value(entry)) {
+			i++;
+			continue;
+		}
+		kp = kvtier_page_new(region, i, false);
+		if (IS_ERR(kp))
+			break;
+		kp->slot = xa_to_value(entry);
+		if (kvtier_page_publish(kp, entry)) {
+			i++;
+			continue;
+		}
+		kps[0] = kp;
+		n = 1 + kvtier_readahead(region, i, kp->slot, kps + 1,
+					 min_t(pgoff_t, BIO_MAX_VECS - 1,
+					       pf->last - i));
+		if (kvtier_io_read(tier, kps, n)) {
+			unsigned int j;
+
+			for (j = 0; j < n; j++) {
+				kvt_pg_set(kps[j], KVT_PG_ERROR);
+				unlock_page(kps[j]->page);
+			}
+			break;
+		}
+		kvtier_count(tier, KVT_STAT_PREFETCH, n);
+		i += n;
+	}
+	kfree(kps);
+	kvtier_region_put(region);
+	kfree(pf);
+}
+
+/*
+ * posix_fadvise: WILLNEED prefetches asynchronously into the pool;
+ * DONTNEED writes the range back and drops it from host memory (the data
+ * stays on the namespace). Errors: EINVAL (bad advice, negative offset or
+ * length, offset at or past the end), ENXIO (no region yet).
+ */
+int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
+			int advice)
+{
+	struct kvtier_region *region = kvtier_file_region(file);
+	struct kvtier_prefetch *pf;
+	loff_t size, end;
+
+	switch (advice) {
+	case POSIX_FADV_NORMAL:
+	case POSIX_FADV_RANDOM:
+	case POSIX_FADV_SEQUENTIAL:
+	case POSIX_FADV_NOREUSE:
+	case POSIX_FADV_WILLNEED:
+	case POSIX_FADV_DONTNEED:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (offset < 0 || len < 0)
+		return -EINVAL;
+	if (!region)
+		return -ENXIO;
+	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	if (offset >= size)
+		return -EINVAL;
+	end = (!len || len > size - offset) ? size - 1 : offset + len - 1;
+
+	switch (advice) {
+	case POSIX_FADV_WILLNEED:
+		pf = kmalloc(sizeof(*pf), GFP_KERNEL);
+		if (!pf)
+			return -ENOMEM;
+		refcount_inc(&region->ref);
+		pf->region = region;
+		pf->first = offset >> PAGE_SHIFT;
+		pf->last = end >> PAGE_SHIFT;
+		INIT_WORK(&pf->work, kvtier_prefetch_work);
+		queue_work(kvtier_wq, &pf->work);
+		return 0;
+	case POSIX_FADV_DONTNEED:
+		return kvtier_region_writeback(region, offset >> PAGE_SHIFT,
+					       end >> PAGE_SHIFT, true);
+	}
+	return 0;
+}

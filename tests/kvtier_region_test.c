@@ -1,0 +1,686 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Data path tests: regions mapped from /dev/kvtier0 over a small host
+ * budget, so pages are written back to and read from the namespace, and
+ * every byte is checked on the way back.
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <linux/kvtier.h>
+#include <linux/loop.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB		(1024ULL * 1024)
+#define BUDGET_MB	4
+#define PAGE		4096ULL
+
+static int tier_open(void)
+{
+	return open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+}
+
+static void *map_region(int fd, size_t len)
+{
+	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+}
+
+static void dump_stats(struct __test_metadata *_metadata, int id)
+{
+	char path[128], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvtier/kvtier%d/stats", id);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		TH_LOG("kvtier%d %s", id, line);
+	}
+	fclose(f);
+}
+
+/* A loaded module, tier 0 attached to KVTIER_NS0 with a 4 MiB budget. */
+FIXTURE(tier) {
+	int fd;
+};
+
+FIXTURE_SETUP(tier)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+
+	self->fd = -1;
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns0)
+		SKIP(return, "no namespace in KVTIER_NS0");
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_EQ(0, kvt_load("num_tiers=2"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
+	self->fd = tier_open();
+	ASSERT_GE(self->fd, 0);
+}
+
+/*
+ * The teardowns run in the parent of the test process, after it exited:
+ * its mappings and files are gone even when an assertion or the timeout
+ * ended it, so the tier must be empty.
+ */
+FIXTURE_TEARDOWN_PARENT(tier)
+{
+	if (!__test_passed(_metadata))
+		dump_stats(_metadata, 0);
+	if (!kvt_loaded())
+		return;
+	/* Every page and slot went back with the last file. */
+	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
+	EXPECT_EQ(0, kvt_tier_num(0, "used"));
+	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	EXPECT_EQ(0, kvt_unload());
+}
+
+/* Integrity through the mapping at 1x, 2x and 8x the budget. */
+FIXTURE(integrity) {
+	int fd;
+};
+
+FIXTURE_VARIANT(integrity) {
+	unsigned int times_budget;
+};
+
+FIXTURE_VARIANT_ADD(integrity, x1) { .times_budget = 1 };
+FIXTURE_VARIANT_ADD(integrity, x2) { .times_budget = 2 };
+FIXTURE_VARIANT_ADD(integrity, x8) { .times_budget = 8 };
+
+FIXTURE_SETUP(integrity)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+
+	self->fd = -1;
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns0)
+		SKIP(return, "no namespace in KVTIER_NS0");
+	ASSERT_EQ(0, kvt_load("num_tiers=1"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
+	self->fd = tier_open();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN_PARENT(integrity)
+{
+	if (!__test_passed(_metadata))
+		dump_stats(_metadata, 0);
+	if (!kvt_loaded())
+		return;
+	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
+	EXPECT_EQ(0, kvt_tier_num(0, "used"));
+	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	EXPECT_EQ(0, kvt_unload());
+}
+
+TEST_F_TIMEOUT(integrity, mapping_round_trip, 300)
+{
+	size_t len = variant->times_budget * BUDGET_MB * MiB;
+	size_t pages = len / PAGE, i;
+	unsigned char *p;
+	size_t *order;
+
+	p = map_region(self->fd, len);
+	ASSERT_NE(MAP_FAILED, p);
+
+	/* A fresh region reads as zero. */
+	for (i = 0; i < len; i += PAGE)
+		ASSERT_EQ(0, p[i]);
+	kvt_fill(p, len, 0, 11);
+	ASSERT_LE(kvt_tier_num(0, "resident"), (long long)(BUDGET_MB * MiB));
+
+	/* Sequential read-back. */
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 11));
+	ASSERT_LE(kvt_tier_num(0, "resident"), (long long)(BUDGET_MB * MiB));
+
+	/* Random page order. */
+	order = malloc(pages * sizeof(*order));
+	ASSERT_NE(NULL, order);
+	for (i = 0; i < pages; i++)
+		order[i] = i;
+	srand(7);
+	for (i = pages - 1; i > 0; i--) {
+		size_t j = (size_t)rand() % (i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i < pages; i++)
+		ASSERT_EQ(-1, kvt_check(p + order[i] * PAGE, PAGE,
+					order[i] * PAGE, 11));
+	free(order);
+
+	if (variant->times_budget > 1) {
+		/* The bytes really went through the namespace. */
+		EXPECT_GT(kvt_stat(0, "writeback_pages"), 0);
+		EXPECT_GT(kvt_stat(0, "faults_major"), 0);
+		EXPECT_GT(kvt_stat(0, "read_pages"), 0);
+	}
+	ASSERT_EQ(0, munmap(p, len));
+}
+
+TEST_F_TIMEOUT(integrity, pread_pwrite_round_trip, 300)
+{
+	size_t len = variant->times_budget * BUDGET_MB * MiB;
+	struct kvtier_region_create rc = { .size = len };
+	size_t chunk = 3 * PAGE + 8, off;
+	unsigned char *buf, *map;
+
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	buf = malloc(chunk);
+	ASSERT_NE(NULL, buf);
+	/* Chunks that straddle pages: offsets are 8-byte aligned, not page. */
+	for (off = 0; off < len; off += chunk) {
+		size_t n = off + chunk > len ? len - off : chunk;
+
+		kvt_fill(buf, n, off, 23);
+		ASSERT_EQ((ssize_t)n, pwrite(self->fd, buf, n, off));
+	}
+	for (off = 0; off < len; off += chunk) {
+		size_t n = off + chunk > len ? len - off : chunk;
+
+		memset(buf, 0, chunk);
+		ASSERT_EQ((ssize_t)n, pread(self->fd, buf, n, off));
+		ASSERT_EQ(-1, kvt_check(buf, n, off, 23));
+	}
+	/* The mapping sees what pwrite wrote, and pread what it writes. */
+	map = map_region(self->fd, len);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(-1, kvt_check(map, len, 0, 23));
+	kvt_fill(map + PAGE, PAGE, PAGE, 24);
+	ASSERT_EQ((ssize_t)PAGE, pread(self->fd, buf, PAGE, PAGE));
+	ASSERT_EQ(-1, kvt_check(buf, PAGE, PAGE, 24));
+	/* At the end: EOF for reads, EFBIG for writes. */
+	ASSERT_EQ(0, pread(self->fd, buf, 1, len));
+	ASSERT_EQ(-1, pwrite(self->fd, buf, 1, len));
+	ASSERT_EQ(EFBIG, errno);
+	munmap(map, len);
+	free(buf);
+}
+
+/* 4 processes x 8 threads write disjoint stripes and read overlapping ones. */
+struct storm {
+	unsigned char *p;
+	size_t len;
+	unsigned int id, nr;
+	int bad;
+};
+
+static void *storm_thread(void *arg)
+{
+	struct storm *s = arg;
+	size_t pages = s->len / PAGE, i;
+
+	for (i = s->id; i < pages; i += s->nr)
+		kvt_fill(s->p + i * PAGE, PAGE, i * PAGE, 31);
+	/* Touch everybody's pages while they are being written. */
+	for (i = (s->id * 97) % pages; i < pages; i += 7)
+		(void)*(volatile unsigned char *)(s->p + i * PAGE);
+	return NULL;
+}
+
+static void *verify_thread(void *arg)
+{
+	struct storm *s = arg;
+
+	s->bad = kvt_check(s->p, s->len, 0, 31) != -1;
+	return NULL;
+}
+
+static int storm_process(unsigned char *p, size_t len, unsigned int proc,
+			 void *(*fn)(void *))
+{
+	struct storm st[8];
+	pthread_t th[8];
+	int t, bad = 0;
+
+	for (t = 0; t < 8; t++) {
+		st[t] = (struct storm){ .p = p, .len = len,
+					.id = proc * 8 + t, .nr = 32 };
+		if (pthread_create(&th[t], NULL, fn, &st[t]))
+			return 1;
+	}
+	for (t = 0; t < 8; t++) {
+		pthread_join(th[t], NULL);
+		bad |= st[t].bad;
+	}
+	return bad;
+}
+
+static int run_processes(unsigned char *p, size_t len, void *(*fn)(void *))
+{
+	pid_t pids[4];
+	int i, status, bad = 0;
+
+	for (i = 0; i < 4; i++) {
+		pids[i] = fork();
+		if (pids[i] == 0)
+			_exit(storm_process(p, len, i, fn));
+	}
+	for (i = 0; i < 4; i++) {
+		if (waitpid(pids[i], &status, 0) != pids[i] ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			bad = 1;
+	}
+	return bad;
+}
+
+TEST_F_TIMEOUT(tier, concurrent_storm, 300)
+{
+	size_t len = 4 * BUDGET_MB * MiB;
+	unsigned char *p = map_region(self->fd, len);
+
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, run_processes(p, len, storm_thread));
+	ASSERT_EQ(0, run_processes(p, len, verify_thread));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 31));
+	ASSERT_LE(kvt_tier_num(0, "resident"), (long long)(BUDGET_MB * MiB));
+	munmap(p, len);
+}
+
+/* Sampled while a child writes 4x the budget: never above the budget. */
+TEST_F_TIMEOUT(tier, budget_is_a_ceiling, 300)
+{
+	size_t len = 4 * BUDGET_MB * MiB;
+	unsigned char *p = map_region(self->fd, len);
+	long long max = 0, r;
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, p);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		kvt_fill(p, len, 0, 41);
+		_exit(kvt_check(p, len, 0, 41) != -1);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		r = kvt_tier_num(0, "resident");
+		if (r > max)
+			max = r;
+	}
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("max resident sampled: %lld bytes", max);
+	ASSERT_GT(max, 0);
+	ASSERT_LE(max, (long long)(BUDGET_MB * MiB));
+
+	/* Lowering the budget live evicts down to it; nothing is lost. */
+	ASSERT_EQ(-1, kvt_check(p, BUDGET_MB * MiB, 0, 41));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 1));
+	ASSERT_LE(kvt_tier_num(0, "resident"), (long long)MiB);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 41));
+	ASSERT_LE(kvt_tier_num(0, "resident"), (long long)MiB);
+	munmap(p, len);
+}
+
+/* Pages read back and not written again are dropped without write I/O. */
+TEST_F_TIMEOUT(tier, clean_pages_evict_without_io, 300)
+{
+	size_t len = 2 * BUDGET_MB * MiB;
+	unsigned char *p = map_region(self->fd, len);
+	long long wb, clean;
+
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 51);
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	wb = kvt_stat(0, "writeback_pages");
+	clean = kvt_stat(0, "evictions_clean");
+	ASSERT_GE(wb, (long long)(len / PAGE));
+
+	/* Two full read passes at 2x the budget: everything is evicted. */
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 51));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 51));
+	ASSERT_EQ(wb, kvt_stat(0, "writeback_pages"));
+	ASSERT_GT(kvt_stat(0, "evictions_clean"), clean);
+	ASSERT_EQ(0, kvt_stat(0, "evictions_dirty") -
+		  kvt_stat(0, "evictions_dirty"));
+
+	/* DONTNEED drops the rest, still without writing. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_EQ(wb, kvt_stat(0, "writeback_pages"));
+	/* WILLNEED brings pages back asynchronously. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, MiB, POSIX_FADV_WILLNEED));
+	for (int i = 0; i < 500 && kvt_stat(0, "prefetch_pages") < 256; i++)
+		usleep(10000);
+	ASSERT_GE(kvt_stat(0, "prefetch_pages"), 256);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 51));
+	munmap(p, len);
+}
+
+/* A dirty page is written back by fsync and DONTNEED, then reads back. */
+TEST_F_TIMEOUT(tier, fsync_and_dontneed_write_back, 300)
+{
+	size_t len = BUDGET_MB * MiB / 2;
+	unsigned char *p = map_region(self->fd, len);
+	long long wb;
+
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 61);
+	wb = kvt_stat(0, "writeback_pages");
+	ASSERT_EQ(0, msync(p, len, MS_SYNC));
+	ASSERT_EQ(wb + (long long)(len / PAGE), kvt_stat(0, "writeback_pages"));
+	ASSERT_GT(kvt_stat(0, "flushes"), 0);
+	/* Written again after the write-back: dirty again (page_mkwrite). */
+	kvt_fill(p, PAGE, 0, 62);
+	ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_EQ(-1, kvt_check(p, PAGE, 0, 62));
+	ASSERT_EQ(-1, kvt_check(p + PAGE, len - PAGE, PAGE, 61));
+	munmap(p, len);
+}
+
+/* kill -9 in the middle of a fault storm: every page and slot returns. */
+TEST_F_TIMEOUT(tier, kill_mid_storm, 300)
+{
+	size_t len = 4 * BUDGET_MB * MiB;
+	int round, status;
+
+	for (round = 0; round < 3; round++) {
+		pid_t pid = fork();
+
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			int fd = tier_open();
+			unsigned char *p = map_region(fd, len);
+
+			if (p == MAP_FAILED)
+				_exit(1);
+			for (;;)
+				kvt_fill(p, len, 0, 71);
+		}
+		while (kvt_stat(0, "writeback_pages") < 100 * (round + 1))
+			usleep(1000);
+		ASSERT_EQ(0, kill(pid, SIGKILL));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFSIGNALED(status));
+		ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+		ASSERT_EQ(0, kvt_tier_num(0, "used"));
+	}
+}
+
+/* fork shares the mapping; mremap moves it; partial munmap; mprotect. */
+TEST_F_TIMEOUT(tier, shared_mapping_semantics, 300)
+{
+	size_t len = 2 * BUDGET_MB * MiB;
+	unsigned char *p = map_region(self->fd, len), *q;
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len / 2, 0, 81);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		if (kvt_check(p, len / 2, 0, 81) != -1)
+			_exit(1);
+		kvt_fill(p + len / 2, len / 2, len / 2, 82);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(-1, kvt_check(p + len / 2, len / 2, len / 2, 82));
+
+	/* Growing is refused (fixed-size region); moving keeps the bytes. */
+	ASSERT_EQ(MAP_FAILED, mremap(p, len, 2 * len, MREMAP_MAYMOVE));
+	q = mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(-1, kvt_check(q, len / 2, 0, 81));
+
+	/* Unmapping a middle page leaves the rest working. */
+	ASSERT_EQ(0, munmap(q + PAGE, PAGE));
+	ASSERT_EQ(-1, kvt_check(q + 2 * PAGE, len / 2 - 2 * PAGE, 2 * PAGE, 81));
+
+	/* Read-only, then writable again. */
+	ASSERT_EQ(0, mprotect(q, PAGE, PROT_READ));
+	ASSERT_EQ(-1, kvt_check(q, PAGE, 0, 81));
+	ASSERT_EQ(0, mprotect(q, PAGE, PROT_READ | PROT_WRITE));
+	kvt_fill(q, PAGE, 0, 83);
+	ASSERT_EQ(-1, kvt_check(q, PAGE, 0, 83));
+	munmap(q, PAGE);
+	munmap(q + 2 * PAGE, len - 2 * PAGE);
+}
+
+TEST_F_TIMEOUT(tier, mmap_errors, 300)
+{
+	unsigned char *p;
+	int fd2;
+
+	/* MAP_PRIVATE is refused. */
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_PRIVATE, self->fd, 0));
+	ASSERT_EQ(EINVAL, errno);
+	/* A first mapping at a non-zero offset is refused. */
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_SHARED, self->fd, MiB));
+	ASSERT_EQ(EINVAL, errno);
+	/* Larger than the namespace. */
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, 1ULL << 40, PROT_READ, MAP_SHARED | MAP_NORESERVE,
+				   self->fd, 0));
+	ASSERT_EQ(ENOSPC, errno);
+
+	p = map_region(self->fd, MiB);
+	ASSERT_NE(MAP_FAILED, p);
+	/* Beyond the region's size. */
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, self->fd, 0));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, self->fd, MiB));
+	ASSERT_EQ(EINVAL, errno);
+	/* Inside it is fine: a second view of the same bytes. */
+	p[PAGE] = 0x5a;
+	{
+		unsigned char *v = mmap(NULL, PAGE, PROT_READ, MAP_SHARED,
+					self->fd, PAGE);
+
+		ASSERT_NE(MAP_FAILED, v);
+		ASSERT_EQ(0x5a, v[0]);
+		munmap(v, PAGE);
+	}
+	/* A mapping keeps the namespace attached even with the fd closed. */
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0x5a, p[PAGE]);
+	munmap(p, MiB);
+
+	/* Without a namespace: ENODEV. */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	fd2 = tier_open();
+	ASSERT_GE(fd2, 0);
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_SHARED, fd2, 0));
+	ASSERT_EQ(ENODEV, errno);
+	close(fd2);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+}
+
+TEST_F_TIMEOUT(tier, ioctl_fadvise_rw_errors, 300)
+{
+	struct kvtier_region_create rc = { .size = MiB };
+	char buf[16];
+
+	/* No region yet. */
+	ASSERT_EQ(-1, pread(self->fd, buf, 1, 0));
+	ASSERT_EQ(ENXIO, errno);
+	ASSERT_EQ(-1, pwrite(self->fd, buf, 1, 0));
+	ASSERT_EQ(ENXIO, errno);
+	ASSERT_EQ(ENXIO, posix_fadvise(self->fd, 0, 0, POSIX_FADV_WILLNEED));
+
+	rc.flags = 1;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(EINVAL, errno);
+	rc.flags = 0;
+	rc.size = 0;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(EINVAL, errno);
+	rc.size = 1ULL << 40;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(ENOSPC, errno);
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, (void *)8));
+	ASSERT_EQ(EFAULT, errno);
+	rc.size = MiB;
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(EEXIST, errno);
+
+	/* fadvise ranges and advice. */
+	ASSERT_EQ(EINVAL, posix_fadvise(self->fd, MiB, 1, POSIX_FADV_WILLNEED));
+	ASSERT_EQ(EINVAL, posix_fadvise(self->fd, 0, -1, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(EINVAL, posix_fadvise(self->fd, -4096, 1, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(EINVAL, posix_fadvise(self->fd, 0, 1, 99));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 2 * MiB, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_SEQUENTIAL));
+
+	/* Nothing above disturbed the region. */
+	ASSERT_EQ(5, pwrite(self->fd, "hello", 5, 100));
+	ASSERT_EQ(5, pread(self->fd, buf, 5, 100));
+	ASSERT_EQ(0, memcmp(buf, "hello", 5));
+}
+
+/* A small loop device as the namespace, backed by a file in tmpfs. */
+static int loop_attach(const char *file, size_t size, char *dev, size_t len)
+{
+	int ctl, fd, lfd, n;
+
+	fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, size))
+		return -1;
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return -1;
+	n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (n < 0)
+		return -1;
+	snprintf(dev, len, "/dev/loop%d", n);
+	lfd = open(dev, O_RDWR | O_CLOEXEC);
+	if (lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd))
+		return -1;
+	close(fd);
+	return lfd;
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+/* Write @len bytes of pattern @seed page by page; bytes done before SIGBUS. */
+static size_t fill_until_sigbus(unsigned char *p, size_t len,
+				unsigned long long seed)
+{
+	static volatile size_t done;
+
+	done = 0;
+	signal(SIGBUS, on_sigbus);
+	if (!sigsetjmp(sigbus_jmp, 1)) {
+		for (; done < len; done += PAGE)
+			kvt_fill(p + done, PAGE, done, seed);
+	}
+	signal(SIGBUS, SIG_DFL);
+	return done;
+}
+
+/*
+ * A full namespace: the fault that needs a slot gets SIGBUS and it is
+ * counted; the data already on the namespace is intact.
+ */
+TEST_F_TIMEOUT(tier, full_namespace, 300)
+{
+	size_t len = 6 * MiB, done = 0;
+	char dev[32];
+	unsigned char *a, *b;
+	int lfd, fa, fb;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = loop_attach("/tmp/kvtier-small.img", 8 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 1));
+	fa = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+	fb = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fa, 0);
+	ASSERT_GE(fb, 0);
+	a = map_region(fa, len);
+	b = map_region(fb, len);
+	ASSERT_NE(MAP_FAILED, a);
+	ASSERT_NE(MAP_FAILED, b);
+
+	kvt_fill(a, len, 0, 91);
+	ASSERT_EQ(0, fsync(fa));
+
+	done = fill_until_sigbus(b, len, 92);
+	TH_LOG("SIGBUS after %zu bytes of the second region", done);
+	ASSERT_LT(done, len);
+	ASSERT_GT(done, 0);
+	ASSERT_GT(kvt_stat(1, "nospace_errors"), 0);
+	/*
+	 * The pool is now full of b's dirty pages that have nowhere to go;
+	 * freeing b gives the space back, and a's bytes are intact.
+	 */
+	munmap(b, len);
+	close(fb);
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 91));
+	munmap(a, len);
+	close(fa);
+	ASSERT_EQ(0, kvt_tier_num(1, "used"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ioctl(lfd, LOOP_CLR_FD, 0);
+	close(lfd);
+	unlink("/tmp/kvtier-small.img");
+}
+
+TEST_F_TIMEOUT(tier, knob_errors, 300)
+{
+	static const struct { const char *knob, *val; } bad[] = {
+		{ "host_budget_mb", "0" }, { "host_budget_mb", "-1" },
+		{ "host_budget_mb", "99999999" }, { "host_budget_mb", "x" },
+		{ "watermark_high", "101" }, { "watermark_high", "0" },
+		{ "watermark_low", "100" }, { "watermark_low", "95" },
+		{ "readahead_kb", "6" }, { "readahead_kb", "2048" },
+		{ "writeback_batch_kb", "0" }, { "writeback_batch_kb", "5" },
+		{ "max_inflight_kb", "0" }, { "discard", "maybe" },
+	};
+	char before[64], after[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(0, kvt_tier_read(0, bad[i].knob, before, sizeof(before)));
+		TH_LOG("%s=%s", bad[i].knob, bad[i].val);
+		ASSERT_EQ(-EINVAL, kvt_tier_write(0, bad[i].knob, bad[i].val));
+		ASSERT_EQ(0, kvt_tier_read(0, bad[i].knob, after, sizeof(after)));
+		ASSERT_STREQ(before, after);
+	}
+	/* Defaults and good values. */
+	ASSERT_EQ(90, kvt_tier_num(0, "watermark_high"));
+	ASSERT_EQ(75, kvt_tier_num(0, "watermark_low"));
+	ASSERT_EQ(128, kvt_tier_num(0, "readahead_kb"));
+	ASSERT_EQ(0, kvt_knob(0, "watermark_low", 50));
+	ASSERT_EQ(0, kvt_knob(0, "watermark_high", 60));
+	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
+	ASSERT_EQ(0, kvt_tier_write(0, "discard", "0"));
+	ASSERT_EQ(0, kvt_tier_num(0, "discard"));
+}
+
+TEST_HARNESS_MAIN
