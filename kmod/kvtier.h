@@ -132,6 +132,9 @@ struct kvtier_knobs {
  * @nr_dirty: resident pages with KVT_PG_DIRTY (racy, for stats)
  * @wait: tasks waiting for budget
  * @reclaim_work: background write-back and eviction down to watermark_low
+ *                (or @shrink_to, if lower)
+ * @shrink_to: pages the shrinker asked the worker to get down to (it could
+ *             not write dirty pages back itself); ULONG_MAX when none
  * @shrinker: gives pages back under global memory pressure
  */
 struct kvtier_pool {
@@ -141,6 +144,7 @@ struct kvtier_pool {
 	atomic_long_t nr_dirty;
 	wait_queue_head_t wait;
 	struct work_struct reclaim_work;
+	unsigned long shrink_to;
 	struct shrinker *shrinker;
 };
 

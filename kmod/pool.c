@@ -397,11 +397,11 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 	long freed = 0;
 	int err = 0;
 
-	if (writeback) {
+	/* Without a batch, dirty pages are skipped (put back on the LRU). */
+	if (writeback)
 		batch = kmalloc_array(batch_max, sizeof(*batch), GFP_NOIO);
-		if (!batch)
-			batch_max = 0;
-	}
+	if (!batch)
+		batch_max = 0;
 	while (freed < nr && (kp = kvtier_lru_isolate(tier, &scan))) {
 		struct kvtier_region *region = kp->region;
 
@@ -430,23 +430,28 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 	return freed ? freed : (err ? err : 0);
 }
 
-/* Background: evict down to watermark_low, or below a shrinker target. */
+/*
+ * Background: evict down to watermark_low, or to what the shrinker asked
+ * for, writing dirty pages back on the way.
+ */
 static void kvtier_reclaim_work(struct work_struct *work)
 {
 	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
 						pool.reclaim_work);
-	unsigned long low, nr;
+	unsigned long target, nr;
 	long freed;
 
 	do {
-		low = kvtier_budget_pages(tier) *
+		target = kvtier_budget_pages(tier) *
 			READ_ONCE(tier->knobs.watermark_low) / 100;
+		target = min(target, READ_ONCE(tier->pool.shrink_to));
 		nr = READ_ONCE(tier->pool.nr_pages);
-		if (nr <= low)
+		if (nr <= target)
 			break;
-		freed = kvtier_reclaim(tier, min(nr - low, 1024UL), true);
+		freed = kvtier_reclaim(tier, min(nr - target, 1024UL), true);
 		cond_resched();
 	} while (freed > 0);
+	WRITE_ONCE(tier->pool.shrink_to, ULONG_MAX);
 }
 
 static unsigned long kvtier_shrink_count(struct shrinker *s,
@@ -468,16 +473,27 @@ static unsigned long kvtier_shrink_scan(struct shrinker *s,
 					struct shrink_control *sc)
 {
 	struct kvtier_tier *tier = kvtier_shrinker_priv(s);
+	unsigned long nr = min(sc->nr_to_scan, kvtier_shrink_count(s, sc));
 	long freed;
 
-	if (!(sc->gfp_mask & __GFP_FS))
+	if (!nr || !(sc->gfp_mask & __GFP_FS))
 		return SHRINK_STOP;
 	kvtier_count(tier, KVT_STAT_SHRINK_SCAN, 1);
-	freed = kvtier_reclaim(tier, sc->nr_to_scan, false);
-	if (freed <= 0) {
+	freed = kvtier_reclaim(tier, nr, false);
+	if (freed < 0)
+		freed = 0;
+	if (freed < nr) {
+		/*
+		 * The rest is dirty, and writing it back here could wait on
+		 * the very memory being reclaimed: the worker writes back
+		 * and drops down to the floor.
+		 */
+		WRITE_ONCE(tier->pool.shrink_to,
+			   kvtier_budget_pages(tier) / KVTIER_SHRINK_FLOOR_DIV);
 		queue_work(kvtier_wq, &tier->pool.reclaim_work);
-		return SHRINK_STOP;
 	}
+	if (!freed)
+		return SHRINK_STOP;
 	kvtier_count(tier, KVT_STAT_SHRINK_FREE, freed);
 	return freed;
 }
@@ -490,6 +506,7 @@ int kvtier_pool_init(struct kvtier_tier *tier)
 	INIT_LIST_HEAD(&pool->lru);
 	init_waitqueue_head(&pool->wait);
 	INIT_WORK(&pool->reclaim_work, kvtier_reclaim_work);
+	pool->shrink_to = ULONG_MAX;
 	pool->shrinker = kvtier_shrinker_create(kvtier_shrink_count,
 						kvtier_shrink_scan, tier,
 						dev_name(&tier->dev));

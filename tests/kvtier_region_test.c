@@ -651,6 +651,92 @@ TEST_F_TIMEOUT(tier, full_namespace, 300)
 	unlink("/tmp/kvtier-small.img");
 }
 
+/*
+ * A sequential pass over evicted data costs few faults and few bios:
+ * readahead reads following slots in the same bio, fault-around maps
+ * resident neighbours.
+ */
+TEST_F_TIMEOUT(tier, sequential_pass_batches, 300)
+{
+	size_t len = 4 * BUDGET_MB * MiB, pass = 2 * MiB;
+	unsigned char *p = map_region(self->fd, len);
+	long long faults, bios, pages;
+
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 101);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+
+	faults = kvt_stat(0, "faults_major") + kvt_stat(0, "faults_minor");
+	bios = kvt_stat(0, "read_bios");
+	pages = kvt_stat(0, "read_pages");
+	ASSERT_EQ(-1, kvt_check(p, pass, 0, 101));
+	faults = kvt_stat(0, "faults_major") + kvt_stat(0, "faults_minor") - faults;
+	bios = kvt_stat(0, "read_bios") - bios;
+	pages = kvt_stat(0, "read_pages") - pages;
+	TH_LOG("%zu pages: %lld faults, %lld read bios, %lld pages read",
+	       pass / PAGE, faults, bios, pages);
+	ASSERT_GE(pages, (long long)(pass / PAGE));
+	ASSERT_LE(faults * 4, (long long)(pass / PAGE));
+	ASSERT_LE(bios * 8, pages);
+	ASSERT_GT(kvt_stat(0, "readahead_pages"), 0);
+	ASSERT_GT(kvt_stat(0, "fault_around_pages"), 0);
+
+	/* readahead_kb=0: one page per major fault. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
+	bios = kvt_stat(0, "read_bios");
+	pages = kvt_stat(0, "read_pages");
+	ASSERT_EQ(-1, kvt_check(p, 64 * PAGE, 0, 101));
+	ASSERT_EQ(kvt_stat(0, "read_bios") - bios, kvt_stat(0, "read_pages") - pages);
+	munmap(p, len);
+}
+
+/*
+ * Global memory reclaim (drop_caches runs every shrinker) takes clean tier
+ * pages back down to the floor; the data stays intact.
+ */
+TEST_F_TIMEOUT(tier, shrinker_gives_back_clean_pages, 300)
+{
+	size_t len = 16 * MiB;
+	unsigned char *p;
+	long long before;
+	int fd;
+
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 32));
+	p = map_region(self->fd, len);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 111);
+	ASSERT_EQ(0, fsync(self->fd));
+	before = kvt_tier_num(0, "resident");
+	ASSERT_EQ((long long)len, before);
+
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(1, write(fd, "2", 1));
+	close(fd);
+	TH_LOG("resident %lld -> %lld bytes", before, kvt_tier_num(0, "resident"));
+	ASSERT_GT(kvt_stat(0, "shrinker_frees"), 0);
+	/* Down to the floor, an eighth of the budget, and no lower. */
+	ASSERT_LE(kvt_tier_num(0, "resident"), 32 * (long long)MiB / 8);
+	ASSERT_GE(kvt_tier_num(0, "resident"), 32 * (long long)MiB / 8 - 64 * (long long)PAGE);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 111));
+
+	/* Dirty pages: the worker writes them back, down to the floor too. */
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 32));
+	kvt_fill(p, len, 0, 112);
+	ASSERT_GT(kvt_stat(0, "dirty_pages"), 32 * 256 / 8);
+	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(1, write(fd, "2", 1));
+	close(fd);
+	for (int i = 0; i < 500 && kvt_tier_num(0, "resident") > 32 * (long long)MiB / 8; i++)
+		usleep(10000);
+	ASSERT_LE(kvt_tier_num(0, "resident"), 32 * (long long)MiB / 8);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 112));
+	munmap(p, len);
+}
+
 TEST_F_TIMEOUT(tier, knob_errors, 300)
 {
 	static const struct { const char *knob, *val; } bad[] = {

@@ -132,6 +132,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=512000 out "/host$out" ||
 ip link set lo up 2>/dev/null
 
 rm -f "/host$out/guest-rc"
+# Tells run.sh the kernel booted and the command began (see its retry).
+: >"/host$out/guest-started"
 chroot /host /usr/bin/env -i \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	HOME=/tmp TMPDIR=/tmp TERM=dumb LANG=C.UTF-8 \
