@@ -363,6 +363,15 @@ TEST_F_TIMEOUT(tier, clean_pages_evict_without_io, 300)
 		usleep(10000);
 	ASSERT_GE(kvt_stat(0, "prefetch_pages"), 256);
 	ASSERT_EQ(-1, kvt_check(p, len, 0, 51));
+
+	/* madvise(MADV_WILLNEED) on the mapping reaches the same prefetch. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	clean = kvt_stat(0, "prefetch_pages");
+	ASSERT_EQ(0, madvise(p + MiB, MiB, MADV_WILLNEED));
+	for (int i = 0; i < 500 && kvt_stat(0, "prefetch_pages") < clean + 256; i++)
+		usleep(10000);
+	ASSERT_GE(kvt_stat(0, "prefetch_pages"), clean + 256);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 51));
 	munmap(p, len);
 }
 
