@@ -29,6 +29,7 @@ bool kvtier_backing_attached(const struct kvtier_tier *tier)
 int kvtier_backing_attach(struct kvtier_tier *tier, const char *path)
 {
 	struct kvtier_backing *b = &tier->backing;
+	unsigned long slots;
 	unsigned int lbs;
 	char *copy;
 	int ret;
@@ -58,10 +59,20 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path)
 	}
 
 	b->nr_sectors = bdev_nr_sectors(b->kb.bdev);
-	ret = kvtier_slots_init(&tier->slots,
-				b->nr_sectors >> (PAGE_SHIFT - SECTOR_SHIFT));
+	slots = b->nr_sectors >> (PAGE_SHIFT - SECTOR_SHIFT);
+	/* Shadow entries hold KVT_SLOT_BITS of slot number. */
+	if (slots > KVT_SLOT_MASK) {
+		dev_warn(&tier->dev, "%s: using the first %llu bytes only\n",
+			 path, (unsigned long long)KVT_SLOT_MASK << PAGE_SHIFT);
+		slots = KVT_SLOT_MASK;
+	}
+	ret = kvtier_slots_init(&tier->slots, slots);
 	if (ret)
 		goto err_close;
+	/* Statistics of a tier describe its current attachment. */
+	kvtier_latency_reset(tier);
+	memset(tier->io_sizes, 0, sizeof(tier->io_sizes));
+	tier->first_error = 0;
 	b->path = copy;
 	b->lbs = lbs;
 	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks)\n",

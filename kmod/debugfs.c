@@ -5,7 +5,9 @@
  * the tier works without its inspection files.
  */
 #include <linux/debugfs.h>
+#include <linux/jiffies.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 
 #include "kvtier.h"
 
@@ -36,7 +38,119 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_SHRINK_SCAN] = "shrinker_scans",
 	[KVT_STAT_SHRINK_FREE] = "shrinker_frees",
 	[KVT_STAT_FLUSH] = "flushes",
+	[KVT_STAT_REFAULT] = "refaults",
 };
+
+static const char * const kvtier_hist_names[KVT_HIST_NR] = {
+	[KVT_HIST_FAULT_MINOR] = "fault_minor",
+	[KVT_HIST_FAULT_MAJOR] = "fault_major",
+	[KVT_HIST_FAULT_ZERO] = "fault_zero",
+	[KVT_HIST_READ] = "read",
+	[KVT_HIST_WRITE] = "write",
+};
+
+static void kvtier_seq_buckets(struct seq_file *m, const char *name,
+			       atomic64_t *b, unsigned int n)
+{
+	unsigned int i;
+
+	seq_puts(m, name);
+	for (i = 0; i < n; i++)
+		seq_printf(m, " %lld", atomic64_read(&b[i]));
+	seq_putc(m, '\n');
+}
+
+/* Fault service and namespace I/O completion times, log2 microseconds. */
+static int kvtier_latency_show(struct seq_file *m, void *v)
+{
+	struct kvtier_tier *tier = m->private;
+	int i;
+
+	seq_puts(m, "kvtier-latency 1\n");
+	seq_printf(m, "buckets %d\n", KVT_HIST_BUCKETS);
+	for (i = 0; i < KVT_HIST_NR; i++)
+		kvtier_seq_buckets(m, kvtier_hist_names[i], tier->lat[i].b,
+				   KVT_HIST_BUCKETS);
+	return 0;
+}
+
+void kvtier_latency_reset(struct kvtier_tier *tier)
+{
+	int i, j;
+
+	for (i = 0; i < KVT_HIST_NR; i++)
+		for (j = 0; j < KVT_HIST_BUCKETS; j++)
+			atomic64_set(&tier->lat[i].b[j], 0);
+}
+
+static int kvtier_latency_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, kvtier_latency_show, inode->i_private);
+}
+
+/* Writing 0 clears the histograms; nothing else is accepted. */
+static ssize_t kvtier_latency_write(struct file *file, const char __user *ubuf,
+				    size_t len, loff_t *ppos)
+{
+	struct kvtier_tier *tier = file_inode(file)->i_private;
+	unsigned int v;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, len, 0, &v);
+	if (ret)
+		return ret;
+	if (v)
+		return -EINVAL;
+	kvtier_latency_reset(tier);
+	return len;
+}
+
+static const struct file_operations kvtier_latency_fops = {
+	.owner = THIS_MODULE,
+	.open = kvtier_latency_open,
+	.read = seq_read,
+	.write = kvtier_latency_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/* Sizes of the bios the tier issued, log2 pages. */
+static int kvtier_io_show(struct seq_file *m, void *v)
+{
+	struct kvtier_tier *tier = m->private;
+
+	seq_puts(m, "kvtier-io 1\n");
+	seq_printf(m, "buckets %d\n", KVT_IO_BUCKETS);
+	kvtier_seq_buckets(m, "read", tier->io_sizes[0], KVT_IO_BUCKETS);
+	kvtier_seq_buckets(m, "write", tier->io_sizes[1], KVT_IO_BUCKETS);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kvtier_io);
+
+/* One line per region. No data bytes: sizes and counters only. */
+static int kvtier_regions_show(struct seq_file *m, void *v)
+{
+	struct kvtier_tier *tier = m->private;
+	struct kvtier_region *r;
+
+	seq_puts(m, "kvtier-regions 1\n");
+	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms\n");
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		seq_printf(m, "%llu - %u %llu %llu %llu %llu 0 %ld %ld %u\n",
+			   r->id, from_kuid_munged(&init_user_ns, r->owner),
+			   (u64)r->nr_pages << PAGE_SHIFT,
+			   (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT,
+			   (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT,
+			   (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT,
+			   atomic_long_read(&r->nr_faults),
+			   atomic_long_read(&r->nr_refaults),
+			   jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)));
+	}
+	spin_unlock(&tier->regions_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kvtier_regions);
 
 static int kvtier_stats_show(struct seq_file *m, void *v)
 {
@@ -76,6 +190,11 @@ void kvtier_debugfs_tier_add(struct kvtier_tier *tier)
 					   kvtier_debugfs_root);
 	debugfs_create_file("stats", 0400, tier->debugfs, tier,
 			    &kvtier_stats_fops);
+	debugfs_create_file("latency", 0600, tier->debugfs, tier,
+			    &kvtier_latency_fops);
+	debugfs_create_file("io", 0400, tier->debugfs, tier, &kvtier_io_fops);
+	debugfs_create_file("regions", 0400, tier->debugfs, tier,
+			    &kvtier_regions_fops);
 }
 
 void kvtier_debugfs_tier_remove(struct kvtier_tier *tier)

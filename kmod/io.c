@@ -12,12 +12,14 @@
 #include <linux/slab.h>
 
 #include "kvtier.h"
+#include "kvtier_trace.h"
 
 /* One bio's worth of pages. */
 struct kvtier_io {
 	struct kvtier_tier *tier;
 	unsigned int nr;
 	long bytes;
+	u64 start_ns;
 	atomic_t *pending;		/* writes: batch completion */
 	struct completion *done;
 	int *errs;			/* writes: per-page status, from index */
@@ -61,10 +63,15 @@ static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
 	return io;
 }
 
-static struct bio *kvtier_bio_build(struct kvtier_io *io, blk_opf_t opf,
-				    bio_end_io_t end_io)
+/*
+ * Submit one bio for @io: wait for room under max_inflight_kb, account its
+ * size, and start its clock.
+ */
+static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
+			     bio_end_io_t end_io)
 {
 	struct kvtier_tier *tier = io->tier;
+	bool write = op_is_write(opf);
 	struct bio *bio;
 	unsigned int i;
 
@@ -74,7 +81,13 @@ static struct bio *kvtier_bio_build(struct kvtier_io *io, blk_opf_t opf,
 	bio->bi_private = io;
 	for (i = 0; i < io->nr; i++)
 		__bio_add_page(bio, io->kps[i]->page, PAGE_SIZE, 0);
-	return bio;
+
+	kvtier_inflight_get(tier, io->bytes);
+	kvtier_count(tier, write ? KVT_STAT_WB_BIOS : KVT_STAT_READ_BIOS, 1);
+	atomic64_inc(&tier->io_sizes[write][min_t(unsigned int, ilog2(io->nr),
+						  KVT_IO_BUCKETS - 1)]);
+	io->start_ns = ktime_get_ns();
+	submit_bio(bio);
 }
 
 /*
@@ -85,17 +98,22 @@ static void kvtier_read_end_io(struct bio *bio)
 {
 	struct kvtier_io *io = bio->bi_private;
 	struct kvtier_tier *tier = io->tier;
-	bool ok = !bio->bi_status;
+	u64 ns = ktime_get_ns() - io->start_ns;
+	int err = blk_status_to_errno(bio->bi_status);
+	sector_t sector = slot_to_sector(io->kps[0]->slot);
+	bool ok = !err;
 	unsigned int i;
 
+	kvtier_hist_add(&tier->lat[KVT_HIST_READ], ns);
+	trace_kvtier_read_done(tier->id, sector, io->bytes, ns, err);
 	if (ok) {
 		kvtier_count(tier, KVT_STAT_READ_PAGES, io->nr);
 		kvtier_count(tier, KVT_STAT_READ_BYTES, io->bytes);
 	} else {
 		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		kvtier_set_error(tier, err);
 		pr_err_ratelimited("kvtier%u: read error %d at sector %llu\n",
-				   tier->id, blk_status_to_errno(bio->bi_status),
-				   (unsigned long long)slot_to_sector(io->kps[0]->slot));
+				   tier->id, err, (unsigned long long)sector);
 	}
 	for (i = 0; i < io->nr; i++) {
 		struct kvtier_page *kp = io->kps[i];
@@ -121,9 +139,7 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 	if (!io)
 		return -ENOMEM;
 	memcpy(io->kps, kps, nr * sizeof(*kps));
-	kvtier_inflight_get(tier, io->bytes);
-	kvtier_count(tier, KVT_STAT_READ_BIOS, 1);
-	submit_bio(kvtier_bio_build(io, REQ_OP_READ, kvtier_read_end_io));
+	kvtier_io_submit(io, REQ_OP_READ, kvtier_read_end_io);
 	return 0;
 }
 
@@ -134,11 +150,13 @@ static void kvtier_write_end_io(struct bio *bio)
 	int err = blk_status_to_errno(bio->bi_status);
 	unsigned int i;
 
+	kvtier_hist_add(&tier->lat[KVT_HIST_WRITE], ktime_get_ns() - io->start_ns);
 	if (!err) {
 		kvtier_count(tier, KVT_STAT_WB_PAGES, io->nr);
 		kvtier_count(tier, KVT_STAT_WB_BYTES, io->bytes);
 	} else {
 		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		kvtier_set_error(tier, err);
 		pr_err_ratelimited("kvtier%u: write error %d at sector %llu\n",
 				   tier->id, err,
 				   (unsigned long long)slot_to_sector(io->kps[0]->slot));
@@ -162,7 +180,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 {
 	DECLARE_COMPLETION_ONSTACK(done);
 	atomic_t pending = ATOMIC_INIT(1);
-	unsigned int i = 0, j, k;
+	unsigned int i = 0, j, k, bios = 0;
 	int ret = 0;
 
 	while (i < nr) {
@@ -183,9 +201,8 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		io->errs = errs;
 		io->first = i;
 		atomic_inc(&pending);
-		kvtier_inflight_get(tier, io->bytes);
-		kvtier_count(tier, KVT_STAT_WB_BIOS, 1);
-		submit_bio(kvtier_bio_build(io, REQ_OP_WRITE, kvtier_write_end_io));
+		kvtier_io_submit(io, REQ_OP_WRITE, kvtier_write_end_io);
+		bios++;
 		i = j;
 	}
 	if (!atomic_dec_and_test(&pending))
@@ -195,6 +212,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		if (errs[i] && !ret)
 			ret = errs[i];
 	}
+	trace_kvtier_writeback(tier->id, nr, bios, ret);
 	return ret;
 }
 
@@ -205,8 +223,10 @@ int kvtier_io_flush(struct kvtier_tier *tier)
 
 	kvtier_count(tier, KVT_STAT_FLUSH, 1);
 	ret = blkdev_issue_flush(tier->backing.kb.bdev);
-	if (ret)
+	if (ret) {
 		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		kvtier_set_error(tier, ret);
+	}
 	return ret;
 }
 

@@ -36,6 +36,8 @@
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/math64.h>
+#include <linux/uidgid.h>
 #include <linux/mutex.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
@@ -104,8 +106,64 @@ enum kvtier_stat {
 	KVT_STAT_SHRINK_SCAN,
 	KVT_STAT_SHRINK_FREE,
 	KVT_STAT_FLUSH,
+	KVT_STAT_REFAULT,
 	KVT_STAT_NR,
 };
+
+/*
+ * Latency histograms (debugfs "latency"): bucket 0 counts t < 1 us, bucket
+ * i counts 2^(i-1) <= t < 2^i us, the last bucket everything longer.
+ */
+#define KVT_HIST_BUCKETS	26
+
+enum kvtier_hist_id {
+	KVT_HIST_FAULT_MINOR,
+	KVT_HIST_FAULT_MAJOR,
+	KVT_HIST_FAULT_ZERO,
+	KVT_HIST_READ,
+	KVT_HIST_WRITE,
+	KVT_HIST_NR,
+};
+
+struct kvtier_hist {
+	atomic64_t b[KVT_HIST_BUCKETS];
+};
+
+static inline void kvtier_hist_add(struct kvtier_hist *h, u64 ns)
+{
+	u64 us = div_u64(ns, NSEC_PER_USEC);
+
+	atomic64_inc(&h->b[min_t(unsigned int, fls64(us), KVT_HIST_BUCKETS - 1)]);
+}
+
+/* Bio sizes (debugfs "io"): bucket i counts bios of 2^i pages. */
+#define KVT_IO_BUCKETS		9
+
+/*
+ * A page that is only on the namespace is an xarray value entry holding
+ * its slot and the tier's eviction clock at the time it was evicted (a
+ * shadow entry, as in mm/workingset.c): a fault that reads it back within
+ * a budget's worth of evictions is a refault, the thrashing signal.
+ */
+#define KVT_SLOT_BITS		36
+#define KVT_SLOT_MASK		((1UL << KVT_SLOT_BITS) - 1)
+#define KVT_CLOCK_BITS		(BITS_PER_LONG - 2 - KVT_SLOT_BITS)
+#define KVT_CLOCK_MASK		((1UL << KVT_CLOCK_BITS) - 1)
+
+static inline void *kvt_mk_shadow(unsigned long slot, unsigned long clock)
+{
+	return xa_mk_value(slot | (clock & KVT_CLOCK_MASK) << KVT_SLOT_BITS);
+}
+
+static inline unsigned long kvt_shadow_slot(const void *entry)
+{
+	return xa_to_value(entry) & KVT_SLOT_MASK;
+}
+
+static inline unsigned long kvt_shadow_clock(const void *entry)
+{
+	return xa_to_value(entry) >> KVT_SLOT_BITS;
+}
 
 extern const char * const kvtier_stat_names[KVT_STAT_NR];
 
@@ -165,6 +223,12 @@ struct kvtier_pool {
  * @inflight_bytes: tier I/O submitted and not completed
  * @inflight_wait: submitters waiting under max_inflight_kb
  * @stats: counters
+ * @lat: latency histograms, cleared at attach and by writing 0 to debugfs
+ * @io_sizes: bio size histograms, [0] reads, [1] writes
+ * @evict_clock: evictions that left a shadow entry (see kvt_mk_shadow)
+ * @first_error: sticky first I/O error (-errno) since attach, 0 if none
+ * @regions_lock: protects @regions
+ * @regions: every live region of the tier (debugfs "regions")
  */
 struct kvtier_tier {
 	unsigned int id;
@@ -180,7 +244,19 @@ struct kvtier_tier {
 	atomic_long_t inflight_bytes;
 	wait_queue_head_t inflight_wait;
 	atomic64_t stats[KVT_STAT_NR];
+	struct kvtier_hist lat[KVT_HIST_NR];
+	atomic64_t io_sizes[2][KVT_IO_BUCKETS];
+	atomic_long_t evict_clock;
+	int first_error;
+	spinlock_t regions_lock;	/* protects regions */
+	struct list_head regions;
 };
+
+/* Record the tier's first I/O error; later ones only count. */
+static inline void kvtier_set_error(struct kvtier_tier *tier, int err)
+{
+	cmpxchg(&tier->first_error, 0, err);
+}
 
 static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
 				long n)
@@ -200,6 +276,16 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  *         Entries change under the xa_lock with the page locked.
  * @ref: the file's reference plus one per in-progress evictor/worker
  * @err: sticky first write-back error (-errno), reported by fsync
+ * @id: unique in the tier, for debugfs and tracepoints
+ * @owner: fsuid of the creator
+ * @node: on tier->regions
+ * @nr_resident: pages in the pool (racy gauges and counters below are for
+ *               inspection only; nothing decides on them)
+ * @nr_dirty: of those, dirty
+ * @nr_slots: slots on the namespace
+ * @nr_faults: faults served
+ * @nr_refaults: of those, refaults
+ * @last_use: jiffies of the last fault or read/write
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -208,6 +294,15 @@ struct kvtier_region {
 	struct xarray pages;
 	refcount_t ref;
 	int err;
+	u64 id;
+	kuid_t owner;
+	struct list_head node;
+	atomic_long_t nr_resident;
+	atomic_long_t nr_dirty;
+	atomic_long_t nr_slots;
+	atomic_long_t nr_faults;
+	atomic_long_t nr_refaults;
+	unsigned long last_use;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
@@ -362,5 +457,6 @@ void kvtier_debugfs_init(void);
 void kvtier_debugfs_exit(void);
 void kvtier_debugfs_tier_add(struct kvtier_tier *tier);
 void kvtier_debugfs_tier_remove(struct kvtier_tier *tier);
+void kvtier_latency_reset(struct kvtier_tier *tier);
 
 #endif /* KVTIER_H */

@@ -20,6 +20,7 @@
 #include <linux/sort.h>
 
 #include "kvtier.h"
+#include "kvtier_trace.h"
 
 /* Pages the shrinker never takes, so a busy tier keeps a working set. */
 #define KVTIER_SHRINK_FLOOR_DIV	8
@@ -113,6 +114,7 @@ void kvtier_pool_add(struct kvtier_tier *tier, struct kvtier_page *kp)
 	list_add(&kp->lru, &pool->lru);
 	kvt_pg_set(kp, KVT_PG_LRU);
 	spin_unlock(&pool->lock);
+	atomic_long_inc(&kp->region->nr_resident);
 }
 
 /* Take a page off the LRU and uncharge it; the caller frees it. */
@@ -126,16 +128,21 @@ void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp)
 	WARN_ON_ONCE(!pool->nr_pages);
 	pool->nr_pages--;
 	spin_unlock(&pool->lock);
-	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY))
+	atomic_long_dec(&kp->region->nr_resident);
+	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 		atomic_long_dec(&pool->nr_dirty);
+		atomic_long_dec(&kp->region->nr_dirty);
+	}
 	wake_up_all(&pool->wait);
 }
 
 /* Caller holds the page lock. */
 void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp)
 {
-	if (!kvt_pg_test_and_set(kp, KVT_PG_DIRTY))
+	if (!kvt_pg_test_and_set(kp, KVT_PG_DIRTY)) {
 		atomic_long_inc(&tier->pool.nr_dirty);
+		atomic_long_inc(&kp->region->nr_dirty);
+	}
 }
 
 static void kvtier_unmap_page(struct kvtier_page *kp)
@@ -171,11 +178,15 @@ int kvtier_evict_page(struct kvtier_page *kp)
 		goto out_unlock;
 	}
 	if (kp->slot != KVTIER_NO_SLOT)
-		__xa_store(&region->pages, kp->index, xa_mk_value(kp->slot), 0);
+		__xa_store(&region->pages, kp->index,
+			   kvt_mk_shadow(kp->slot,
+					 atomic_long_inc_return(&tier->evict_clock)), 0);
 	else
 		__xa_erase(&region->pages, kp->index);
 	xa_unlock(&region->pages);
 
+	trace_kvtier_evict(tier->id, region->id,
+			   (u64)kp->index << PAGE_SHIFT, false);
 	kvtier_pool_del(tier, kp);
 	unlock_page(page);
 	put_page(page);
@@ -232,6 +243,7 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 		}
 		for (j = 0; j < got; j++)
 			kps[i + j]->slot = slot + j;
+		atomic_long_add(got, &kps[i]->region->nr_slots);
 		i += got;
 	}
 	return ret;
@@ -282,8 +294,10 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 		struct kvtier_page *kp = wr[i];
 
 		if (!wr_errs[i]) {
-			if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY))
+			if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 				atomic_long_dec(&tier->pool.nr_dirty);
+				atomic_long_dec(&kp->region->nr_dirty);
+			}
 		} else {
 			cmpxchg(&kp->region->err, 0, wr_errs[i]);
 		}

@@ -27,9 +27,12 @@
 #include <linux/uio.h>
 
 #include "kvtier.h"
+#include "kvtier_trace.h"
 
 /* Neighbouring resident pages mapped by one fault (fault-around). */
 #define KVTIER_FAULT_AROUND_PAGES	16
+
+static atomic64_t kvtier_region_ids = ATOMIC64_INIT(0);
 
 bool kvtier_region_tryget(struct kvtier_region *region)
 {
@@ -56,6 +59,12 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 	region->nr_pages = size >> PAGE_SHIFT;
 	xa_init(&region->pages);
 	refcount_set(&region->ref, 1);
+	region->id = atomic64_inc_return(&kvtier_region_ids);
+	region->owner = current_fsuid();
+	region->last_use = jiffies;
+	spin_lock(&tier->regions_lock);
+	list_add_tail(&region->node, &tier->regions);
+	spin_unlock(&tier->regions_lock);
 	return region;
 }
 
@@ -88,10 +97,13 @@ void kvtier_region_destroy(struct kvtier_region *region)
 
 	kvtier_region_put(region);
 	wait_var_event(&region->ref, !refcount_read(&region->ref));
+	spin_lock(&tier->regions_lock);
+	list_del(&region->node);
+	spin_unlock(&tier->regions_lock);
 
 	xa_for_each(&region->pages, index, entry) {
 		if (xa_is_value(entry)) {
-			slot = xa_to_value(entry);
+			slot = kvt_shadow_slot(entry);
 		} else {
 			struct kvtier_page *kp = entry;
 
@@ -194,12 +206,28 @@ static void kvtier_page_unread(struct kvtier_page *kp)
 
 	xa_lock(&region->pages);
 	if (xa_load(&region->pages, kp->index) == kp)
-		__xa_store(&region->pages, kp->index, xa_mk_value(kp->slot), 0);
+		__xa_store(&region->pages, kp->index, kvt_mk_shadow(kp->slot, 0), 0);
 	xa_unlock(&region->pages);
 	kvtier_pool_del(region->tier, kp);
 	unlock_page(page);
 	put_page(page);
 	kvtier_page_free(kp);
+}
+
+/*
+ * A page evicted less than a budget's worth of evictions ago is back: it
+ * would have stayed resident in a slightly larger pool.
+ */
+static void kvtier_note_refault(struct kvtier_region *region, void *shadow)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned long now = atomic_long_read(&tier->evict_clock);
+	unsigned long distance = (now - kvt_shadow_clock(shadow)) & KVT_CLOCK_MASK;
+
+	if (kvt_shadow_clock(shadow) && distance < kvtier_budget_pages(tier)) {
+		kvtier_count(tier, KVT_STAT_REFAULT, 1);
+		atomic_long_inc(&region->nr_refaults);
+	}
 }
 
 /*
@@ -219,7 +247,7 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
 		struct kvtier_page *kp;
 		void *entry = xa_load(&region->pages, i);
 
-		if (!xa_is_value(entry) || xa_to_value(entry) != slot + 1 + n)
+		if (!xa_is_value(entry) || kvt_shadow_slot(entry) != slot + 1 + n)
 			break;
 		kp = kvtier_page_new(region, i, false);
 		if (IS_ERR(kp))
@@ -227,11 +255,13 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
 		kp->slot = slot + 1 + n;
 		if (kvtier_page_publish(kp, entry))
 			break;
+		kvtier_note_refault(region, entry);
 		kps[n++] = kp;
 	}
 	return n;
 }
 
+/* How a page was found; the values are the kvtier_fault tracepoint's kind. */
 enum kvtier_get {
 	KVT_GET_MINOR,		/* was resident */
 	KVT_GET_ZERO,		/* never written: zero-filled, no I/O */
@@ -298,7 +328,7 @@ retry:
 		return kp;
 	}
 
-	kp->slot = xa_to_value(entry);
+	kp->slot = kvt_shadow_slot(entry);
 	ret = kvtier_page_publish(kp, entry);
 	if (ret == -EAGAIN)
 		goto retry;
@@ -306,6 +336,7 @@ retry:
 		return ERR_PTR(ret);
 	page = kp->page;
 	get_page(page);
+	kvtier_note_refault(region, entry);
 
 	ra_max = min_t(unsigned int, BIO_MAX_VECS,
 		       1 + (READ_ONCE(tier->knobs.readahead_kb) >> (PAGE_SHIFT - 10)));
@@ -398,11 +429,24 @@ static void kvtier_fault_around(struct vm_fault *vmf,
 		kvtier_count(region->tier, KVT_STAT_FAULT_AROUND, mapped);
 }
 
+static const enum kvtier_hist_id kvtier_fault_hist[] = {
+	[KVT_GET_MINOR] = KVT_HIST_FAULT_MINOR,
+	[KVT_GET_ZERO] = KVT_HIST_FAULT_ZERO,
+	[KVT_GET_MAJOR] = KVT_HIST_FAULT_MAJOR,
+};
+
+static const enum kvtier_stat kvtier_fault_stat[] = {
+	[KVT_GET_MINOR] = KVT_STAT_FAULT_MINOR,
+	[KVT_GET_ZERO] = KVT_STAT_FAULT_ZERO,
+	[KVT_GET_MAJOR] = KVT_STAT_FAULT_MAJOR,
+};
+
 /* The page fault handler: where a KV page is served. */
 static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
 {
 	struct kvtier_region *region = vmf->vma->vm_private_data;
 	struct kvtier_tier *tier = region->tier;
+	u64 start = ktime_get_ns(), ns;
 	struct kvtier_page *kp;
 	enum kvtier_get how;
 
@@ -412,19 +456,15 @@ static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
 	kp = kvtier_get_page(region, vmf->pgoff, &how);
 	if (IS_ERR(kp))
 		return VM_FAULT_SIGBUS;
-
-	switch (how) {
-	case KVT_GET_MINOR:
-		kvtier_count(tier, KVT_STAT_FAULT_MINOR, 1);
-		break;
-	case KVT_GET_ZERO:
-		kvtier_count(tier, KVT_STAT_FAULT_ZERO, 1);
-		break;
-	case KVT_GET_MAJOR:
-		kvtier_count(tier, KVT_STAT_FAULT_MAJOR, 1);
-		break;
-	}
 	kvtier_fault_around(vmf, region);
+
+	ns = ktime_get_ns() - start;
+	kvtier_count(tier, kvtier_fault_stat[how], 1);
+	kvtier_hist_add(&tier->lat[kvtier_fault_hist[how]], ns);
+	atomic_long_inc(&region->nr_faults);
+	WRITE_ONCE(region->last_use, jiffies);
+	trace_kvtier_fault(tier->id, region->id,
+			   (u64)vmf->pgoff << PAGE_SHIFT, how, ns);
 
 	/* Our reference becomes the PTE's; the core unlocks the page. */
 	vmf->page = kp->page;
@@ -522,6 +562,7 @@ ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (!region)
 		return -ENXIO;
+	WRITE_ONCE(region->last_use, jiffies);
 	size = (loff_t)region->nr_pages << PAGE_SHIFT;
 	while (iov_iter_count(to) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;
@@ -576,6 +617,7 @@ ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	size = (loff_t)region->nr_pages << PAGE_SHIFT;
 	if (iov_iter_count(from) && pos >= size)
 		return -EFBIG;
+	WRITE_ONCE(region->last_use, jiffies);
 	bounce = (void *)__get_free_page(GFP_KERNEL);
 	if (!bounce)
 		return -ENOMEM;
@@ -774,7 +816,7 @@ static void kvtier_prefetch_work(struct work_struct *work)
 		kp = kvtier_page_new(region, i, false);
 		if (IS_ERR(kp))
 			break;
-		kp->slot = xa_to_value(entry);
+		kp->slot = kvt_shadow_slot(entry);
 		if (kvtier_page_publish(kp, entry)) {
 			i++;
 			continue;

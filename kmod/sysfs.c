@@ -64,9 +64,20 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 	mutex_lock(&tier->lock);
 	attached = kvtier_backing_attached(tier);
 	mutex_unlock(&tier->lock);
-	return sysfs_emit(buf, "%s\n", attached ? "attached" : "detached");
+	if (!attached)
+		return sysfs_emit(buf, "detached\n");
+	return sysfs_emit(buf, "%s\n", READ_ONCE(tier->first_error) ?
+			  "error" : "attached");
 }
 static DEVICE_ATTR_RO(state);
+
+/* The first I/O error since attach (-errno), kept until detach; 0 if none. */
+static ssize_t error_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return sysfs_emit(buf, "%d\n", READ_ONCE(dev_to_tier(dev)->first_error));
+}
+static DEVICE_ATTR_RO(error);
 
 /*
  * Numeric knobs: one table row each (unit in the name), validated against
@@ -211,6 +222,7 @@ static DEVICE_ATTR_RO(resident);
 static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_backing_dev.attr,
 	&dev_attr_state.attr,
+	&dev_attr_error.attr,
 	&kvtier_knobs[0].attr.attr,
 	&kvtier_knobs[1].attr.attr,
 	&kvtier_knobs[2].attr.attr,

@@ -192,6 +192,8 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	tier->knobs = kvtier_knob_defaults;
 	atomic_long_set(&tier->inflight_bytes, 0);
 	init_waitqueue_head(&tier->inflight_wait);
+	spin_lock_init(&tier->regions_lock);
+	INIT_LIST_HEAD(&tier->regions);
 
 	device_initialize(&tier->dev);
 	tier->dev.class = &kvtier_class;

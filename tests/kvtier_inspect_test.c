@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Inspection tests: debugfs stats, latency, io and regions files, the
+ * refault signal, tracepoints, and the sticky first error and state.
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <linux/fs.h>
+#include <linux/kvtier.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB		(1024ULL * 1024)
+#define PAGE		4096ULL
+#define DBG		"/sys/kernel/debug/kvtier/kvtier0/"
+#define TRACEFS		"/sys/kernel/tracing/"
+
+/* Sum of the buckets of histogram line @name in debugfs file @file. */
+static long long hist_sum(const char *file, const char *name, int *nbuckets)
+{
+	char line[1024], *tok, *save;
+	long long sum = -1;
+	FILE *f = fopen(file, "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		tok = strtok_r(line, " \n", &save);
+		if (!tok || strcmp(tok, name))
+			continue;
+		sum = 0;
+		*nbuckets = 0;
+		while ((tok = strtok_r(NULL, " \n", &save))) {
+			sum += atoll(tok);
+			(*nbuckets)++;
+		}
+	}
+	fclose(f);
+	return sum;
+}
+
+static int file_contains(const char *file, const char *needle)
+{
+	char line[1024];
+	int found = 0;
+	FILE *f = fopen(file, "re");
+
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+FIXTURE(tier) {
+	int fd;
+};
+
+FIXTURE_SETUP(tier)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+
+	self->fd = -1;
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns0)
+		SKIP(return, "no namespace in KVTIER_NS0");
+	if (!kvt_exists("/sys/kernel/debug/kvtier") && kvt_loaded())
+		SKIP(return, "debugfs not mounted");
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_EQ(0, kvt_load("num_tiers=2"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
+	self->fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(self->fd, 0);
+}
+
+/* In the parent, after the test process and its mappings are gone. */
+FIXTURE_TEARDOWN_PARENT(tier)
+{
+	if (!kvt_loaded())
+		return;
+	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
+	kvt_tier_write(1, "backing_dev", "none");
+	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	EXPECT_EQ(0, kvt_unload());
+}
+
+/* Exact counters match what a scripted workload did. */
+TEST_F_TIMEOUT(tier, counters_match_workload, 300)
+{
+	size_t len = 2 * MiB, pages = len / PAGE;
+	unsigned char *p;
+	int n;
+
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	/* Writing every page of a fresh region: one zero-fill fault each. */
+	kvt_fill(p, len, 0, 1);
+	ASSERT_EQ((long long)pages, kvt_stat(0, "faults_zero_fill"));
+	ASSERT_EQ(0, kvt_stat(0, "faults_major"));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "writeback_pages"));
+	ASSERT_EQ((long long)len, kvt_stat(0, "writeback_bytes"));
+	ASSERT_EQ((long long)len, kvt_tier_num(0, "used"));
+	ASSERT_EQ(1, kvt_stat(0, "flushes"));
+	/* Drop it all and read it back: every page read exactly once. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "evictions_clean"));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 1));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "read_pages"));
+	ASSERT_EQ((long long)len, kvt_stat(0, "read_bytes"));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "readahead_pages") +
+		  kvt_stat(0, "faults_major"));
+
+	/* Every fault is in one latency histogram, every bio in io. */
+	ASSERT_EQ(kvt_stat(0, "faults_minor"), hist_sum(DBG "latency", "fault_minor", &n));
+	ASSERT_EQ(26, n);
+	ASSERT_EQ(kvt_stat(0, "faults_major"), hist_sum(DBG "latency", "fault_major", &n));
+	ASSERT_EQ(kvt_stat(0, "faults_zero_fill"), hist_sum(DBG "latency", "fault_zero", &n));
+	ASSERT_EQ(kvt_stat(0, "read_bios"), hist_sum(DBG "latency", "read", &n));
+	ASSERT_EQ(kvt_stat(0, "writeback_bios"), hist_sum(DBG "latency", "write", &n));
+	ASSERT_EQ(kvt_stat(0, "read_bios"), hist_sum(DBG "io", "read", &n));
+	ASSERT_EQ(9, n);
+	ASSERT_EQ(kvt_stat(0, "writeback_bios"), hist_sum(DBG "io", "write", &n));
+
+	/* Writing 0 resets the latency histograms; anything else is refused. */
+	ASSERT_EQ(-EINVAL, kvt_write(DBG "latency", "1"));
+	ASSERT_EQ(-EINVAL, kvt_write(DBG "latency", "x"));
+	ASSERT_NE(0, hist_sum(DBG "latency", "fault_zero", &n));
+	ASSERT_EQ(0, kvt_write(DBG "latency", "0"));
+	ASSERT_EQ(0, hist_sum(DBG "latency", "fault_zero", &n));
+	ASSERT_EQ(0, hist_sum(DBG "latency", "read", &n));
+	munmap(p, len);
+}
+
+/* A region appears in debugfs regions with its owner and sizes, and goes. */
+TEST_F_TIMEOUT(tier, regions_file, 300)
+{
+	size_t len = 8 * MiB;
+	char line[256], name[16];
+	unsigned long long id, size, res, dirty, ns, pinned, faults, refaults;
+	unsigned int owner, idle;
+	unsigned char *p;
+	int found = 0;
+	FILE *f;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 2);
+	f = fopen(DBG "regions", "re");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	ASSERT_STREQ("kvtier-regions 1\n", line);
+	ASSERT_NE(NULL, fgets(line, sizeof(line), f));
+	while (fgets(line, sizeof(line), f)) {
+		ASSERT_EQ(11, sscanf(line, "%llu %15s %u %llu %llu %llu %llu %llu %llu %llu %u",
+				     &id, name, &owner, &size, &res, &dirty, &ns,
+				     &pinned, &faults, &refaults, &idle));
+		found++;
+	}
+	fclose(f);
+	ASSERT_EQ(1, found);
+	ASSERT_STREQ("-", name);
+	ASSERT_EQ(getuid(), owner);
+	ASSERT_EQ(len, size);
+	ASSERT_LE(res, 4 * MiB);
+	ASSERT_GT(res, 0);
+	ASSERT_LE(dirty, res);
+	ASSERT_GE(ns, len - 4 * MiB);
+	ASSERT_GE(faults, len / PAGE);
+	ASSERT_LT(idle, 60000);
+	munmap(p, len);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, file_contains(DBG "regions", " - "));
+}
+
+/*
+ * Refaults: a working set a little larger than the budget refaults on
+ * every pass; raise the budget live and they stop.
+ */
+TEST_F_TIMEOUT(tier, refaults_stop_when_budget_fits, 300)
+{
+	size_t len = 6 * MiB;
+	long long before;
+	unsigned char *p;
+	int pass;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 3);
+	for (pass = 0; pass < 3; pass++)
+		ASSERT_EQ(-1, kvt_check(p, len, 0, 3));
+	TH_LOG("refaults at a 4 MiB budget: %lld", kvt_stat(0, "refaults"));
+	ASSERT_GT(kvt_stat(0, "refaults"), (long long)(len / PAGE));
+
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 3));	/* brings it all in */
+	before = kvt_stat(0, "refaults");
+	for (pass = 0; pass < 3; pass++)
+		ASSERT_EQ(-1, kvt_check(p, len, 0, 3));
+	ASSERT_EQ(before, kvt_stat(0, "refaults"));
+
+	/* A stream much larger than the budget is not thrashing. */
+	munmap(p, len);
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 1));
+	close(self->fd);
+	self->fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(self->fd, 0);
+	len = 16 * MiB;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 4);
+	before = kvt_stat(0, "refaults");
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 4));
+	ASSERT_EQ(before, kvt_stat(0, "refaults"));
+	munmap(p, len);
+}
+
+static int trace_write(const char *file, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), TRACEFS "%s", file);
+	return kvt_write(path, val);
+}
+
+/* Enabling the events through tracefs records them during a fault storm. */
+TEST_F_TIMEOUT(tier, tracepoints_record_a_storm, 300)
+{
+	static const char * const events[] = {
+		"kvtier_fault: tier=0", " major ", " zero ", "kvtier_evict:",
+		"kvtier_writeback:", "kvtier_read_done:",
+	};
+	size_t len = 8 * MiB, i;
+	unsigned char *p;
+
+	if (!kvt_exists(TRACEFS "events/kvtier"))
+		SKIP(return, "tracefs not mounted or no kvtier events");
+	ASSERT_EQ(0, trace_write("tracing_on", "0"));
+	ASSERT_EQ(0, trace_write("trace", ""));
+	ASSERT_EQ(0, trace_write("buffer_size_kb", "4096"));
+	ASSERT_EQ(0, trace_write("events/kvtier/enable", "1"));
+	ASSERT_EQ(0, trace_write("tracing_on", "1"));
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 5);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 5));
+	munmap(p, len);
+
+	ASSERT_EQ(0, trace_write("tracing_on", "0"));
+	ASSERT_EQ(0, trace_write("events/kvtier/enable", "0"));
+	for (i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		TH_LOG("looking for '%s'", events[i]);
+		ASSERT_EQ(1, file_contains(TRACEFS "trace", events[i]));
+	}
+	ASSERT_EQ(0, trace_write("trace", ""));
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+static int touch_or_sigbus(volatile unsigned char *p)
+{
+	static volatile int got;
+
+	got = 0;
+	signal(SIGBUS, on_sigbus);
+	if (!sigsetjmp(sigbus_jmp, 1))
+		(void)p[0];
+	else
+		got = 1;
+	signal(SIGBUS, SIG_DFL);
+	return got;
+}
+
+/*
+ * A namespace whose reads fail (device-mapper error target swapped in):
+ * the fault gets SIGBUS, pread EIO, the tier keeps the first error and
+ * reports state "error"; the other tier is untouched; detach still works.
+ */
+TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
+{
+	const char *ns1 = kvt_ns("KVTIER_NS1");
+	size_t len = 2 * MiB;
+	char table[256], buf[64];
+	unsigned long long sectors;
+	unsigned char *p;
+	int fd1, dfd;
+
+	if (!ns1)
+		SKIP(return, "no second namespace in KVTIER_NS1");
+	if (system("command -v dmsetup >/dev/null"))
+		SKIP(return, "dmsetup not installed");
+	dfd = open(ns1, O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(dfd, 0);
+	ASSERT_EQ(0, ioctl(dfd, BLKGETSIZE64, &sectors));
+	close(dfd);
+	sectors /= 512;
+	snprintf(table, sizeof(table),
+		 "dmsetup create kvt-err --table '0 %llu linear %s 0'", sectors, ns1);
+	ASSERT_EQ(0, system(table));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/kvt-err"));
+	ASSERT_EQ(0, kvt_tier_read(1, "error", buf, sizeof(buf)));
+	ASSERT_STREQ("0", buf);
+
+	fd1 = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd1, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 6);
+	ASSERT_EQ(0, fsync(fd1));
+	ASSERT_EQ(0, posix_fadvise(fd1, 0, 0, POSIX_FADV_DONTNEED));
+
+	snprintf(table, sizeof(table),
+		 "dmsetup suspend kvt-err && dmsetup load kvt-err --table '0 %llu error' && dmsetup resume kvt-err",
+		 sectors);
+	ASSERT_EQ(0, system(table));
+
+	ASSERT_EQ(1, touch_or_sigbus(p + PAGE));
+	ASSERT_EQ(-1, pread(fd1, buf, 8, 3 * PAGE));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, kvt_tier_read(1, "state", buf, sizeof(buf)));
+	ASSERT_STREQ("error", buf);
+	ASSERT_EQ(0, kvt_tier_read(1, "error", buf, sizeof(buf)));
+	ASSERT_STREQ("-5", buf);
+	ASSERT_GT(kvt_stat(1, "io_errors"), 0);
+
+	/* Tier 0 is unaffected. */
+	ASSERT_EQ(0, kvt_tier_read(0, "state", buf, sizeof(buf)));
+	ASSERT_STREQ("attached", buf);
+
+	/* Reads work again once the device does: nothing stuck. */
+	snprintf(table, sizeof(table),
+		 "dmsetup suspend kvt-err && dmsetup load kvt-err --table '0 %llu linear %s 0' && dmsetup resume kvt-err",
+		 sectors, ns1);
+	ASSERT_EQ(0, system(table));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 6));
+	/* The first error is kept until detach. */
+	ASSERT_EQ(0, kvt_tier_read(1, "error", buf, sizeof(buf)));
+	ASSERT_STREQ("-5", buf);
+
+	munmap(p, len);
+	close(fd1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_read(1, "state", buf, sizeof(buf)));
+	ASSERT_STREQ("detached", buf);
+	ASSERT_EQ(0, system("dmsetup remove kvt-err"));
+}
+
+TEST_HARNESS_MAIN
