@@ -137,12 +137,13 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms\n");
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		seq_printf(m, "%llu - %u %llu %llu %llu %llu 0 %ld %ld %u\n",
+		seq_printf(m, "%llu - %u %llu %llu %llu %llu %llu %ld %ld %u\n",
 			   r->id, from_kuid_munged(&init_user_ns, r->owner),
 			   (u64)r->nr_pages << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT,
+			   (u64)atomic_long_read(&r->nr_pinned) << PAGE_SHIFT,
 			   atomic_long_read(&r->nr_faults),
 			   atomic_long_read(&r->nr_refaults),
 			   jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)));
@@ -165,6 +166,7 @@ static int kvtier_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "resident_pages %lu\n", READ_ONCE(tier->pool.nr_pages));
 	seq_printf(m, "dirty_pages %ld\n", atomic_long_read(&tier->pool.nr_dirty));
 	seq_printf(m, "budget_pages %lu\n", kvtier_budget_pages(tier));
+	seq_printf(m, "pinned_pages %ld\n", atomic_long_read(&tier->nr_pinned));
 	seq_printf(m, "slots_used %lu\n", READ_ONCE(tier->slots.used));
 	seq_printf(m, "slots_total %lu\n", READ_ONCE(tier->slots.nr));
 	seq_printf(m, "inflight_bytes %ld\n",

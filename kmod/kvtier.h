@@ -46,6 +46,8 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
+#include <linux/kvtier.h>
+
 #include "compat.h"
 
 #define KVTIER_NAME		"kvtier"
@@ -179,6 +181,7 @@ struct kvtier_knobs {
 	unsigned int readahead_kb;
 	unsigned int writeback_batch_kb;
 	unsigned int max_inflight_kb;
+	unsigned int pin_budget_mb;
 	bool discard;
 };
 
@@ -229,6 +232,7 @@ struct kvtier_pool {
  * @first_error: sticky first I/O error (-errno) since attach, 0 if none
  * @regions_lock: protects @regions
  * @regions: every live region of the tier (debugfs "regions")
+ * @nr_pinned: pages pinned, plus pins being taken (reserved first)
  */
 struct kvtier_tier {
 	unsigned int id;
@@ -250,6 +254,7 @@ struct kvtier_tier {
 	int first_error;
 	spinlock_t regions_lock;	/* protects regions */
 	struct list_head regions;
+	atomic_long_t nr_pinned;
 };
 
 /* Record the tier's first I/O error; later ones only count. */
@@ -285,6 +290,7 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @nr_slots: slots on the namespace
  * @nr_faults: faults served
  * @nr_refaults: of those, refaults
+ * @nr_pinned: pages pinned
  * @last_use: jiffies of the last fault or read/write
  */
 struct kvtier_region {
@@ -302,6 +308,7 @@ struct kvtier_region {
 	atomic_long_t nr_slots;
 	atomic_long_t nr_faults;
 	atomic_long_t nr_refaults;
+	atomic_long_t nr_pinned;
 	unsigned long last_use;
 };
 
@@ -312,6 +319,7 @@ enum kvtier_page_flag {
 	KVT_PG_ERROR,		/* the read from the namespace failed */
 	KVT_PG_REFERENCED,	/* used since the clock hand last passed */
 	KVT_PG_LRU,		/* on pool->lru (changes under pool->lock) */
+	KVT_PG_PINNED,		/* never evicted (KVTIER_IOC_PIN) */
 };
 
 /**
@@ -404,6 +412,8 @@ int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
 		      int datasync);
 int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 			int advice);
+long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it);
+unsigned long kvtier_pin_limit(struct kvtier_tier *tier);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
 void kvtier_region_destroy(struct kvtier_region *region);

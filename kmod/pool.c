@@ -155,7 +155,8 @@ static void kvtier_unmap_page(struct kvtier_page *kp)
  * Evict a clean page. The caller holds the page lock and one extra page
  * reference, and a region reference; the lock and the extra reference are
  * consumed. Returns 0 if the page was freed, -EAGAIN if it is dirty, -EBUSY
- * if someone else holds a reference (pinned, or being looked up).
+ * if it is pinned (KVTIER_IOC_PIN) or someone else holds a reference (a GUP
+ * pin, a lookup).
  */
 int kvtier_evict_page(struct kvtier_page *kp)
 {
@@ -164,6 +165,10 @@ int kvtier_evict_page(struct kvtier_page *kp)
 	struct page *page = kp->page;
 	int ret = 0;
 
+	if (kvt_pg_test(kp, KVT_PG_PINNED)) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
 	kvtier_unmap_page(kp);
 	if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
 		ret = -EAGAIN;
@@ -330,7 +335,8 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		}
 		kp = list_last_entry(&pool->lru, struct kvtier_page, lru);
 		list_move(&kp->lru, &pool->lru);
-		if (kvt_pg_test_and_clear(kp, KVT_PG_REFERENCED)) {
+		if (kvt_pg_test(kp, KVT_PG_PINNED) ||
+		    kvt_pg_test_and_clear(kp, KVT_PG_REFERENCED)) {
 			spin_unlock(&pool->lock);
 			continue;
 		}

@@ -107,6 +107,7 @@ static struct kvtier_knob kvtier_knobs[] = {
 	  PAGE_SIZE >> 10, 65536, PAGE_SIZE >> 10 },
 	{ KNOB_ATTR(max_inflight_kb), KNOB_OFF(max_inflight_kb),
 	  PAGE_SIZE >> 10, 1048576, PAGE_SIZE >> 10 },
+	{ KNOB_ATTR(pin_budget_mb), KNOB_OFF(pin_budget_mb), 0, 0, 1 },
 };
 
 static unsigned int *knob_ptr(struct kvtier_tier *tier,
@@ -148,6 +149,13 @@ static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 	     v <= tier->knobs.watermark_low)) {
 		mutex_unlock(&tier->lock);
 		return -EINVAL;
+	}
+	/* Pinned pages may hold at most half the pool: they cannot be evicted. */
+	if (k->offset == offsetof(struct kvtier_knobs, host_budget_mb) &&
+	    ((unsigned long)v << (20 - PAGE_SHIFT)) / 2 <
+	    atomic_long_read(&tier->nr_pinned)) {
+		mutex_unlock(&tier->lock);
+		return -EBUSY;
 	}
 	WRITE_ONCE(*knob_ptr(tier, k), v);
 	mutex_unlock(&tier->lock);
@@ -219,6 +227,17 @@ static ssize_t resident_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(resident);
 
+/* Bytes pinned in host memory by KVTIER_IOC_PIN. */
+static ssize_t pinned_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+
+	return sysfs_emit(buf, "%llu\n",
+			  (u64)atomic_long_read(&tier->nr_pinned) << PAGE_SHIFT);
+}
+static DEVICE_ATTR_RO(pinned);
+
 static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_backing_dev.attr,
 	&dev_attr_state.attr,
@@ -229,10 +248,12 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&kvtier_knobs[3].attr.attr,
 	&kvtier_knobs[4].attr.attr,
 	&kvtier_knobs[5].attr.attr,
+	&kvtier_knobs[6].attr.attr,
 	&dev_attr_discard.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,
 	&dev_attr_resident.attr,
+	&dev_attr_pinned.attr,
 	NULL,
 };
 

@@ -143,6 +143,14 @@ static long kvtier_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return kvtier_ioctl_tier_info(kf->tier, (void __user *)arg);
 	case KVTIER_IOC_REGION_CREATE:
 		return kvtier_ioctl_region_create(kf, (void __user *)arg);
+	case KVTIER_IOC_PIN:
+	case KVTIER_IOC_UNPIN: {
+		struct kvtier_pin pin;
+
+		if (copy_from_user(&pin, (void __user *)arg, sizeof(pin)))
+			return -EFAULT;
+		return kvtier_file_pin(file, &pin, cmd == KVTIER_IOC_PIN);
+	}
 	default:
 		return -ENOTTY;
 	}
@@ -170,6 +178,7 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 	.readahead_kb = 128,
 	.writeback_batch_kb = 1024,
 	.max_inflight_kb = 16384,
+	.pin_budget_mb = 64,
 	.discard = true,
 };
 
@@ -194,6 +203,7 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	init_waitqueue_head(&tier->inflight_wait);
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
+	atomic_long_set(&tier->nr_pinned, 0);
 
 	device_initialize(&tier->dev);
 	tier->dev.class = &kvtier_class;

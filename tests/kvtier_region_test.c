@@ -84,6 +84,7 @@ FIXTURE_TEARDOWN_PARENT(tier)
 	/* Every page and slot went back with the last file. */
 	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
 	EXPECT_EQ(0, kvt_tier_num(0, "used"));
+	EXPECT_EQ(0, kvt_tier_num(0, "pinned"));
 	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 	EXPECT_EQ(0, kvt_unload());
 }
@@ -746,6 +747,76 @@ TEST_F_TIMEOUT(tier, shrinker_gives_back_clean_pages, 300)
 	munmap(p, len);
 }
 
+/* Pinned pages stay resident through thrashing; unpinned they go. */
+TEST_F_TIMEOUT(tier, pin_keeps_pages_resident, 300)
+{
+	size_t len = 4 * BUDGET_MB * MiB;
+	struct kvtier_pin pin = { .offset = MiB, .length = MiB };
+	unsigned char *p = map_region(self->fd, len);
+	long long major;
+
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 121);
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ((long long)MiB, kvt_tier_num(0, "pinned"));
+	/* Pinning again is idempotent. */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ((long long)MiB, kvt_tier_num(0, "pinned"));
+
+	/* Thrash the rest twice over: the pinned MiB never leaves. */
+	ASSERT_EQ(-1, kvt_check(p + 2 * MiB, len - 2 * MiB, 2 * MiB, 121));
+	ASSERT_EQ(-1, kvt_check(p, MiB, 0, 121));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ((long long)MiB, kvt_tier_num(0, "resident"));
+	major = kvt_stat(0, "faults_major") + kvt_stat(0, "readahead_pages");
+	ASSERT_EQ(-1, kvt_check(p + MiB, MiB, MiB, 121));
+	ASSERT_EQ(major, kvt_stat(0, "faults_major") + kvt_stat(0, "readahead_pages"));
+
+	/* Errors change nothing. */
+	pin.offset = 100;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ(EINVAL, errno);
+	pin = (struct kvtier_pin){ .offset = len - PAGE, .length = 2 * PAGE };
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ(EINVAL, errno);
+	pin = (struct kvtier_pin){ .offset = 0, .length = 0 };
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ(EINVAL, errno);
+	pin = (struct kvtier_pin){ .offset = 0, .length = PAGE, .flags = 1 };
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ(EINVAL, errno);
+	/* Over the limit (half of the 4 MiB pool): ENOSPC, nothing pinned. */
+	pin = (struct kvtier_pin){ .offset = 2 * MiB, .length = 2 * MiB };
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ(ENOSPC, errno);
+	ASSERT_EQ((long long)MiB, kvt_tier_num(0, "pinned"));
+	/* And the pool cannot shrink below twice what is pinned. */
+	ASSERT_EQ(-EBUSY, kvt_knob(0, "host_budget_mb", 1));
+	ASSERT_EQ(BUDGET_MB, kvt_tier_num(0, "host_budget_mb"));
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_PIN, (void *)8));
+	ASSERT_EQ(EFAULT, errno);
+
+	/* Unpinned, the pages are evictable again. */
+	pin = (struct kvtier_pin){ .offset = MiB, .length = MiB };
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_UNPIN, &pin));
+	ASSERT_EQ(0, kvt_tier_num(0, "pinned"));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 121));
+
+	/* A pin on a fresh fd without a region: ENXIO. */
+	{
+		int fd2 = tier_open();
+
+		ASSERT_EQ(-1, ioctl(fd2, KVTIER_IOC_PIN, &pin));
+		ASSERT_EQ(ENXIO, errno);
+		close(fd2);
+	}
+	/* Pinned pages are released with their region (teardown checks). */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	munmap(p, len);
+}
+
 TEST_F_TIMEOUT(tier, knob_errors, 300)
 {
 	static const struct { const char *knob, *val; } bad[] = {
@@ -756,6 +827,7 @@ TEST_F_TIMEOUT(tier, knob_errors, 300)
 		{ "readahead_kb", "6" }, { "readahead_kb", "2048" },
 		{ "writeback_batch_kb", "0" }, { "writeback_batch_kb", "5" },
 		{ "max_inflight_kb", "0" }, { "discard", "maybe" },
+		{ "pin_budget_mb", "-1" }, { "pin_budget_mb", "99999999" },
 	};
 	char before[64], after[64];
 	size_t i;

@@ -50,9 +50,28 @@ struct kvtier_region_create {
 	__u64 flags;
 };
 
+/**
+ * struct kvtier_pin - KVTIER_IOC_PIN / KVTIER_IOC_UNPIN argument
+ * @offset: start of the range in the region, bytes, page aligned
+ * @length: bytes, page aligned, > 0; the range must lie inside the region
+ * @flags: zero
+ *
+ * PIN makes every page of the range resident (reading or zero-filling it)
+ * and keeps it out of eviction until UNPIN or the region's end. Pinned
+ * bytes of a tier are bounded by the pin_budget_mb knob and by half of
+ * host_budget_mb.
+ */
+struct kvtier_pin {
+	__u64 offset;
+	__u64 length;
+	__u64 flags;
+};
+
 #define KVTIER_IOC_MAGIC	0xCB
 
 #define KVTIER_IOC_TIER_INFO	_IOR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_tier_info)
 #define KVTIER_IOC_REGION_CREATE _IOW(KVTIER_IOC_MAGIC, 0x01, struct kvtier_region_create)
+#define KVTIER_IOC_PIN		_IOW(KVTIER_IOC_MAGIC, 0x02, struct kvtier_pin)
+#define KVTIER_IOC_UNPIN	_IOW(KVTIER_IOC_MAGIC, 0x03, struct kvtier_pin)
 
 #endif /* _UAPI_LINUX_KVTIER_H */
