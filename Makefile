@@ -7,7 +7,8 @@
 #   make check           build for both supported kernels, boot each in QEMU,
 #                        run the test suite, print one summary line
 #   make demo            boot a VM and show a tier doing its job
-#   make install         module via DKMS, uapi header, libraries, kvtierctl,
+#   make install         module via DKMS, uapi header, libraries, kvtierctl
+#                        (with its bash completion),
 #                        man pages, udev rule
 #   make checkpatch      checkpatch.pl --strict over kmod/ and include/
 

@@ -21,6 +21,7 @@
 #   libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
 #                                 user space the guest runs from this machine
 #                                 (tools, tests that mount or stack dm targets)
+#   libblkid-dev                  kvtierctl attach: filesystem/partition signatures
 #   passwd                        groupadd for the kvtier group (make install)
 #
 # The kernel images the VM boots are not installed: tests/vm/prepare.sh
@@ -33,6 +34,7 @@ PKGS=(make gcc libc6-dev perl git
 	dkms
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip coreutils
 	libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
+	libblkid-dev
 	passwd)
 
 mode=install

@@ -7,199 +7,257 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <stdbool.h>
-#include <stdio.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <kvtier.h>
+#include "ctl.h"
 
-#define EXIT_FAIL	1
-#define EXIT_USAGE	2
+bool opt_json;
 
-struct cmd {
-	const char *name;
-	const char *args;
-	const char *help;
-	int (*run)(int argc, char **argv);
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+static const struct cmd cmds[] = {
+	{ "status", "[TIER]", "show each tier: device, capacity, budget, state",
+	  "options:\n"
+	  "  -j, --json           a JSON array, one object per tier\n",
+	  cmd_status },
+	{ "attach", "[--force] TIER DEVICE",
+	  "identify DEVICE, check it is unused, attach it as TIER's namespace",
+	  "options:\n"
+	  "  -f, --force          attach even a non-NVMe, mounted-looking, signed\n"
+	  "                       or small device (the kernel's own checks stay)\n"
+	  "      --format         (not implemented yet: refused)\n",
+	  cmd_attach },
+	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
+	{ "stat", "[-i SECONDS] [-c COUNT] [TIER]",
+	  "rates per interval: faults, major %, MB/s, refaults, fault latency",
+	  "options:\n"
+	  "  -i, --interval SECS  seconds per line (default 1; decimals allowed)\n"
+	  "  -c, --count N        stop after N lines (default: until interrupted)\n"
+	  "  -j, --json           one JSON object per line\n",
+	  cmd_stat },
+	{ "top", "[-i SECONDS] [-c COUNT] [TIER]",
+	  "live full-screen view of a tier and its regions, with warnings",
+	  "options:\n"
+	  "  -i, --interval SECS  seconds per frame (default 2)\n"
+	  "  -c, --count N        stop after N frames (default: until q or Ctrl-C)\n",
+	  cmd_top },
+	{ "regions", "[TIER]", "list the regions of a tier (debugfs, root)",
+	  "options:\n"
+	  "  -j, --json           a JSON array, one object per region\n",
+	  cmd_regions },
+	{ "set", "TIER KNOB VALUE", "validate VALUE and write the knob",
+	  "knobs (VALUE: decimal; checked before writing, exit 2 if bad):\n"
+	  "  host_budget_mb       1..RAM in MiB\n"
+	  "  watermark_high       1..100, above watermark_low\n"
+	  "  watermark_low        0..99, below watermark_high\n"
+	  "  readahead_kb         0..1024, multiple of 4\n"
+	  "  writeback_batch_kb   4..65536, multiple of 4\n"
+	  "  max_inflight_kb      4..1048576, multiple of 4\n"
+	  "  discard              0 or 1\n",
+	  cmd_set },
+	{ "persist", "ls|rm|pin|unpin [NAME]",
+	  "persistent regions (not implemented by the module yet)", NULL,
+	  cmd_persist },
 };
 
-static bool opt_json;
-
-static int parse_tier(const char *s, unsigned int *id)
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
-	unsigned long v;
-	char *end;
+	fprintf(stderr, "kvtierctl: %s", prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
 
-	errno = 0;
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v >= 64)
+int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	return EXIT_FAIL;
+}
+
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+static void usage_cmd(FILE *f, const struct cmd *c)
+{
+	fprintf(f, "usage: kvtierctl %s %s\n  %s\n", c->name, c->args, c->help);
+	if (c->options)
+		fputs(c->options, f);
+	fprintf(f, "  -h, --help           this text\n");
+}
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: kvtierctl [--json] COMMAND [ARGS]\n\ncommands:\n");
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\nTIER is N of /dev/kvtierN. `kvtierctl COMMAND --help` for one command.\n"
+		"Exit status: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+int usage_error(const struct cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	if (cmd)
+		usage_cmd(stderr, cmd);
+	else
+		usage(stderr);
+	return EXIT_USAGE;
+}
+
+/* Long names of the option letters commands may use. */
+static const struct option all_opts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "force", no_argument, NULL, 'f' },
+	{ "format", no_argument, NULL, 'F' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "count", required_argument, NULL, 'c' },
+};
+
+/* The struct option of letter @c, or NULL. */
+static const struct option *opt_of(char c)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(all_opts); i++)
+		if (all_opts[i].val == c)
+			return &all_opts[i];
+	return NULL;
+}
+
+/* Index of option letter *@p among the letters (not ':') of @spec. */
+static size_t letter_index(const char *spec, const char *p)
+{
+	size_t i = 0;
+
+	for (; spec < p; spec++)
+		if (*spec != ':')
+			i++;
+	return i;
+}
+
+int parse_opts(const struct cmd *cmd, int argc, char **argv,
+	       const char *spec, const char **vals)
+{
+	struct option longopts[ARRAY_SIZE(all_opts) + 1] = { 0 };
+	char shortopts[32] = "j";
+	size_t n = 0;
+	const char *p;
+	int c;
+
+	longopts[n++] = all_opts[0];
+	for (p = spec; *p; p++) {
+		if (*p == ':')
+			continue;
+		longopts[n++] = *opt_of(*p);
+		strncat(shortopts, p, p[1] == ':' ? 2 : 1);
+	}
+	optind = 0;	/* glibc: start afresh (main() used getopt too) */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (c == 'j') {
+			opt_json = true;
+			continue;
+		}
+		p = c == '?' || c == ':' ? NULL : strchr(spec, c);
+		if (!p) {
+			usage_error(cmd, "%s: bad option or missing value: '%s'",
+				    cmd->name, argv[optind - 1]);
+			return -1;
+		}
+		vals[letter_index(spec, p)] = optarg ? optarg : "1";
+	}
+	return optind;
+}
+
+int parse_tier(const char *s, unsigned int *id)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v >= KVT_MAX_TIERS)
 		return -EINVAL;
 	*id = (unsigned int)v;
 	return 0;
 }
 
-static int read_num_tiers(unsigned int *n)
+int parse_u64(const char *s, uint64_t *v)
 {
-	FILE *f = fopen("/sys/module/kvtier/parameters/num_tiers", "re");
-	int ok;
+	unsigned long long x;
+	char *end;
 
-	if (!f)
-		return -errno;
-	ok = fscanf(f, "%u", n) == 1;
-	fclose(f);
-	return ok ? 0 : -EIO;
-}
-
-static int read_backing(unsigned int id, char *buf, size_t len)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u/backing_dev", id);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f)) {
-		fclose(f);
-		return -EIO;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
-/* Print one tier's status; returns 0 or -errno. */
-static int status_one(unsigned int id, bool first)
-{
-	struct kvtier_tier_info info;
-	struct kvtier_tier *tier;
-	char backing[4096];
-	int ret;
-
-	ret = read_backing(id, backing, sizeof(backing));
-	if (ret)
-		return ret;
-	ret = kvtier_tier_open(id, &tier);
-	if (ret)
-		return ret;
-	ret = kvtier_tier_info(tier, &info);
-	kvtier_tier_close(tier);
-	if (ret)
-		return ret;
-
-	if (opt_json) {
-		/* backing_dev is a path the administrator chose: escape it. */
-		printf("%s{\"tier\":%u,\"state\":\"%s\",\"backing_dev\":\"", first ? "" : ",",
-		       id, info.flags & KVTIER_TIER_ATTACHED ? "attached" : "detached");
-		for (const char *p = backing; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				printf("\\%c", *p);
-			else if ((unsigned char)*p < 0x20)
-				printf("\\u%04x", *p);
-			else
-				putchar(*p);
-		}
-		printf("\",\"capacity_bytes\":%llu,\"logical_block_size\":%u}",
-		       (unsigned long long)info.capacity_bytes, info.logical_block_size);
-	} else {
-		printf("kvtier%u: %s backing_dev=%s capacity=%llu bytes block=%u\n",
-		       id, info.flags & KVTIER_TIER_ATTACHED ? "attached" : "detached",
-		       backing, (unsigned long long)info.capacity_bytes,
-		       info.logical_block_size);
-	}
-	return 0;
-}
-
-static int cmd_status(int argc, char **argv)
-{
-	unsigned int id, first = 0, last;
-	int ret;
-
-	if (argc > 2)
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
-	if (argc == 2) {
-		if (parse_tier(argv[1], &id))
-			return -EINVAL;
-		first = id;
-		last = id + 1;
-	} else {
-		ret = read_num_tiers(&last);
-		if (ret) {
-			fprintf(stderr, "kvtierctl: kvtier module not loaded: %s\n",
-				strerror(-ret));
-			return EXIT_FAIL;
-		}
-	}
-	if (opt_json)
-		printf("[");
-	for (id = first; id < last; id++) {
-		ret = status_one(id, id == first);
-		if (ret) {
-			if (opt_json)
-				printf("]\n");
-			fprintf(stderr, "kvtierctl: kvtier%u: %s\n", id, strerror(-ret));
-			return EXIT_FAIL;
-		}
-	}
-	if (opt_json)
-		printf("]\n");
-	return 0;
-}
-
-static int cmd_attach(int argc, char **argv)
-{
-	unsigned int id;
-	int ret;
-
-	if (argc != 3 || parse_tier(argv[1], &id))
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || *end)
 		return -EINVAL;
-	ret = kvtier_attach(id, argv[2]);
-	if (ret) {
-		fprintf(stderr, "kvtierctl: attach %s to kvtier%u: %s\n",
-			argv[2], id, strerror(-ret));
-		return EXIT_FAIL;
-	}
+	*v = x;
 	return 0;
 }
 
-static int cmd_detach(int argc, char **argv)
+int parse_interval(const char *s, double *secs)
 {
-	unsigned int id;
-	int ret;
+	char *end;
+	double v;
 
-	if (argc != 2 || parse_tier(argv[1], &id))
+	if (!s || !*s || (*s != '.' && (*s < '0' || *s > '9')))
 		return -EINVAL;
-	ret = kvtier_detach(id);
-	if (ret) {
-		fprintf(stderr, "kvtierctl: detach kvtier%u: %s\n", id, strerror(-ret));
-		return EXIT_FAIL;
-	}
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v < 0.01 || v > 3600)
+		return -EINVAL;
+	*secs = v;
 	return 0;
 }
 
-static const struct cmd cmds[] = {
-	{ "status", "[TIER]", "show each tier's state, namespace and capacity", cmd_status },
-	{ "attach", "TIER DEVICE", "attach block device DEVICE as TIER's namespace", cmd_attach },
-	{ "detach", "TIER", "detach TIER's namespace", cmd_detach },
-};
+int tier_operand(const struct cmd *cmd, int argc, char **argv, int first,
+		 unsigned int *id)
+{
+	*id = 0;
+	if (argc - first > 1)
+		return usage_error(cmd, "%s: too many arguments", cmd->name);
+	if (argc - first == 1 && parse_tier(argv[first], id))
+		return usage_error(cmd, "%s: bad TIER '%s' (0..%d)", cmd->name,
+				   argv[first], KVT_MAX_TIERS - 1);
+	return 0;
+}
 
-static void usage(FILE *f, const struct cmd *only)
+static const struct cmd *find_cmd(const char *name)
 {
 	size_t i;
 
-	if (only) {
-		fprintf(f, "usage: kvtierctl [--json] %s %s\n  %s\n", only->name,
-			only->args, only->help);
-		return;
-	}
-	fprintf(f, "usage: kvtierctl [--json] COMMAND [ARGS]\n\ncommands:\n");
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-8s %-12s %s\n", cmds[i].name, cmds[i].args, cmds[i].help);
-	fprintf(f, "\nTIER is N of /dev/kvtierN. `kvtierctl COMMAND --help` for one command.\n"
-		"Exit status: 0 success, 1 failure, 2 bad usage.\n");
+	for (i = 0; i < ARRAY_SIZE(cmds); i++)
+		if (!strcmp(name, cmds[i].name))
+			return &cmds[i];
+	return NULL;
+}
+
+/* --help anywhere among a command's arguments (before a lone "--"). */
+static bool wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	return false;
 }
 
 int main(int argc, char **argv)
@@ -209,9 +267,8 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const struct cmd *cmd = NULL;
-	size_t i;
-	int c, ret;
+	const struct cmd *cmd;
+	int c;
 
 	/* "+": stop at the command name; its arguments are its own. */
 	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
@@ -220,35 +277,23 @@ int main(int argc, char **argv)
 			opt_json = true;
 			break;
 		case 'h':
-			usage(stdout, NULL);
-			return 0;
+			usage(stdout);
+			return EXIT_OK;
 		default:
-			usage(stderr, NULL);
+			usage(stderr);
 			return EXIT_USAGE;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr, NULL);
-		return EXIT_USAGE;
+	if (optind >= argc)
+		return usage_error(NULL, "no command");
+	cmd = find_cmd(argv[optind]);
+	if (!cmd)
+		return usage_error(NULL, "unknown command '%s'", argv[optind]);
+	argc -= optind;
+	argv += optind;
+	if (wants_help(argc, argv)) {
+		usage_cmd(stdout, cmd);
+		return EXIT_OK;
 	}
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[optind], cmds[i].name))
-			cmd = &cmds[i];
-	if (!cmd) {
-		fprintf(stderr, "kvtierctl: unknown command '%s'\n", argv[optind]);
-		usage(stderr, NULL);
-		return EXIT_USAGE;
-	}
-	for (c = optind + 1; c < argc; c++) {
-		if (!strcmp(argv[c], "--help") || !strcmp(argv[c], "-h")) {
-			usage(stdout, cmd);
-			return 0;
-		}
-	}
-	ret = cmd->run(argc - optind, argv + optind);
-	if (ret < 0) {
-		usage(stderr, cmd);
-		return EXIT_USAGE;
-	}
-	return ret;
+	return cmd->run(cmd, argc, argv);
 }

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtierctl in the test VM: attach identifies the emulated NVMe namespace
+ * and refuses what it must (mounted, signed, too small, in use, not a
+ * block device), set validates before writing, stat/status/regions/top
+ * print what they promise. Output is checked loosely (fields and words,
+ * not bytes); exit codes exactly. JSON is parsed with python3.
+ *
+ * kvtierctl is <repo>/tools/kvtierctl, with LD_LIBRARY_PATH=<repo>/lib,
+ * where <repo> is three levels above this binary (<repo>/build/tests/).
+ * Every kvtierctl run costs one to a few seconds under TCG (its libraries
+ * come over 9p), python3 several: the runs here are few and chosen, and
+ * the exhaustive checks of parsing, rates and validation are host-side,
+ * against fixtures (make -C tools check, tools/testdata/check.sh).
+ */
+#include <limits.h>
+#include <linux/loop.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB		(1024UL * 1024)
+#define OUT_LEN		65536
+#define MNT		"/tmp/kvtierctl-mnt"
+#define SMALL_IMG	"/tmp/kvtierctl-small.img"
+
+static char repo[PATH_MAX];
+
+/* <repo> from /proc/self/exe = <repo>/build/tests/kvtierctl_test. */
+static const char *repo_root(void)
+{
+	ssize_t n;
+	int i;
+
+	if (*repo)
+		return repo;
+	n = readlink("/proc/self/exe", repo, sizeof(repo) - 1);
+	if (n <= 0)
+		return NULL;
+	repo[n] = '\0';
+	for (i = 0; i < 3; i++)
+		*strrchr(repo, '/') = '\0';
+	return repo;
+}
+
+/* Run "kvtierctl ARGS" through sh; its stdout and stderr in @out. */
+static int ctl(char *out, const char *fmt, ...)
+{
+	char args[1024], cmd[PATH_MAX * 2 + 1200];
+	size_t n = 0, r;
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s 2>&1",
+		 repo_root(), repo_root(), args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while ((r = fread(out + n, 1, OUT_LEN - 1 - n, p)) > 0)
+		n += r;
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* kvtierctl ARGS | python3: 0 when the JSON parses and @expr holds on d. */
+static int ctl_json(const char *args, const char *expr)
+{
+	char cmd[PATH_MAX * 2 + 2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s | python3 -c '"
+		 "import json, sys\n"
+		 "d = [json.loads(l) for l in sys.stdin] if %d else json.load(sys.stdin)\n"
+		 "assert %s, d\n'",
+		 repo_root(), repo_root(), args, !strncmp(args, "stat", 4), expr);
+	return system(cmd);
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static int run(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+FIXTURE(ctl) {
+	const char *ns0, *ns1;
+	char *out;
+};
+
+FIXTURE_SETUP(ctl)
+{
+	self->out = malloc(OUT_LEN);
+	ASSERT_NE(NULL, self->out);
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	self->ns0 = kvt_ns("KVTIER_NS0");
+	self->ns1 = kvt_ns("KVTIER_NS1");
+	if (!self->ns0)
+		SKIP(return, "no namespace in KVTIER_NS0");
+	ASSERT_NE(NULL, repo_root());
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_EQ(0, kvt_load("num_tiers=2"));
+}
+
+FIXTURE_TEARDOWN(ctl)
+{
+	umount(MNT);
+	rmdir(MNT);
+	free(self->out);
+	if (!kvt_loaded())
+		return;
+	kvt_tier_write(0, "backing_dev", "none");
+	kvt_tier_write(1, "backing_dev", "none");
+	EXPECT_EQ(0, kvt_unload());
+}
+
+static int tier_is(int id, const char *backing)
+{
+	char buf[256];
+
+	return !kvt_tier_read(id, "backing_dev", buf, sizeof(buf)) &&
+	       !strcmp(buf, backing);
+}
+
+TEST_F_TIMEOUT(ctl, attach_nvme, 300)
+{
+	ASSERT_EQ(0, ctl(self->out, "attach 0 %s", self->ns0));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "model     QEMU NVMe Ctrl"));
+	EXPECT_NE(NULL, strstr(self->out, "serial    kvt0"));
+	EXPECT_NE(NULL, strstr(self->out, "nsid      1"));
+	EXPECT_NE(NULL, strstr(self->out, "lba       512 bytes"));
+	EXPECT_NE(NULL, strstr(self->out, "kvtier0: attached"));
+	ASSERT_TRUE(tier_is(0, self->ns0));
+
+	/* Attached elsewhere now: in use. */
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns0));
+	EXPECT_NE(NULL, strstr(self->out, "in use"));
+	ASSERT_TRUE(tier_is(1, "none"));
+
+	ASSERT_EQ(0, ctl(self->out, "detach 0"));
+	ASSERT_TRUE(tier_is(0, "none"));
+}
+
+/* ext4 on NS1: refused mounted, refused unmounted, --force overrides. */
+TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
+{
+	if (!self->ns1)
+		SKIP(return, "no second namespace in KVTIER_NS1");
+	ASSERT_EQ(0, run("mkfs.ext4 -q -F %s >/dev/null 2>&1", self->ns1));
+	mkdir(MNT, 0700);
+	ASSERT_EQ(0, mount(self->ns1, MNT, "ext4", 0, NULL));
+
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "is mounted on " MNT));
+	ASSERT_TRUE(tier_is(1, "none"));
+
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "ext4 signature"));
+	EXPECT_EQ(NULL, strstr(self->out, "mounted"));
+	ASSERT_TRUE(tier_is(1, "none"));
+
+	ASSERT_EQ(0, ctl(self->out, "attach --force 1 %s", self->ns1));
+	EXPECT_NE(NULL, strstr(self->out, "warning: --force"));
+	ASSERT_TRUE(tier_is(1, self->ns1));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
+	ASSERT_EQ(0, run("wipefs -a -q %s", self->ns1));
+}
+
+TEST_F_TIMEOUT(ctl, attach_refuses_in_use, 300)
+{
+	const char *ns = self->ns1 ? self->ns1 : self->ns0;
+	int fd = open(ns, O_RDONLY | O_EXCL | O_CLOEXEC);
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
+	EXPECT_NE(NULL, strstr(self->out, "in use"));
+	close(fd);
+	ASSERT_TRUE(tier_is(1, "none"));
+}
+
+static int loop_attach(const char *file, size_t size, char *dev, size_t len)
+{
+	int ctl_fd, fd, lfd, n;
+
+	fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, size))
+		return -1;
+	ctl_fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl_fd < 0)
+		return -1;
+	n = ioctl(ctl_fd, LOOP_CTL_GET_FREE);
+	close(ctl_fd);
+	if (n < 0)
+		return -1;
+	snprintf(dev, len, "/dev/loop%d", n);
+	lfd = open(dev, O_RDWR | O_CLOEXEC);
+	if (lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd))
+		return -1;
+	close(fd);
+	return lfd;
+}
+
+TEST_F_TIMEOUT(ctl, attach_refuses_small_and_not_nvme, 300)
+{
+	char dev[32];
+	int lfd;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = loop_attach(SMALL_IMG, 8 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", dev));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "too small"));
+	EXPECT_NE(NULL, strstr(self->out, "16 MiB"));
+	EXPECT_NE(NULL, strstr(self->out, "not an NVMe namespace"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	ioctl(lfd, LOOP_CLR_FD, 0);
+	close(lfd);
+	unlink(SMALL_IMG);
+}
+
+TEST_F_TIMEOUT(ctl, attach_refuses_non_block, 300)
+{
+	int fd = open("/tmp/kvtierctl-regular", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+	ASSERT_GE(fd, 0);
+	close(fd);
+	ASSERT_EQ(1, ctl(self->out, "attach 0 /tmp/kvtierctl-regular"));
+	EXPECT_NE(NULL, strstr(self->out, "not a block device"));
+	unlink("/tmp/kvtierctl-regular");
+	ASSERT_EQ(1, ctl(self->out, "attach 0 /dev/null"));
+	EXPECT_NE(NULL, strstr(self->out, "not a block device"));
+	ASSERT_EQ(1, ctl(self->out, "attach 0 /dev/kvtierctl-no-such"));
+	EXPECT_NE(NULL, strstr(self->out, "No such file"));
+	ASSERT_EQ(2, ctl(self->out, "attach 0"));
+	ASSERT_EQ(2, ctl(self->out, "attach 64 %s", self->ns0));
+	ASSERT_EQ(1, ctl(self->out, "attach 5 %s", self->ns0));
+	EXPECT_NE(NULL, strstr(self->out, "no tier 5"));
+	ASSERT_TRUE(tier_is(0, "none"));
+}
+
+TEST_F_TIMEOUT(ctl, set_validates, 300)
+{
+	static const char * const bad[] = {
+		"host_budget_mb 0", "host_budget_mb abc", "host_budget_mb 12x",
+		"watermark_high 101", "readahead_kb 6", "max_inflight_kb 2",
+		"discard 2", "no_such_knob 1",
+	};
+	static const char * const knobs[] = {
+		"host_budget_mb", "watermark_high", "watermark_low", "readahead_kb",
+		"writeback_batch_kb", "max_inflight_kb", "discard",
+	};
+	long long before[7];
+	size_t i;
+
+	for (i = 0; i < 7; i++)
+		before[i] = kvt_tier_num(0, knobs[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		TH_LOG("set 0 %s", bad[i]);
+		ASSERT_EQ(2, ctl(self->out, "set 0 %s", bad[i]));
+	}
+	/* Low must stay below high, whichever is written. */
+	ASSERT_EQ(2, ctl(self->out, "set 0 watermark_low %lld", before[1]));
+	ASSERT_EQ(2, ctl(self->out, "set 0 watermark_high %lld", before[2]));
+	for (i = 0; i < 7; i++)
+		ASSERT_EQ(before[i], kvt_tier_num(0, knobs[i]));
+
+	ASSERT_EQ(0, ctl(self->out, "set 0 host_budget_mb 32"));
+	ASSERT_EQ(32, kvt_tier_num(0, "host_budget_mb"));
+	ASSERT_EQ(0, ctl(self->out, "set 0 watermark_low 10"));
+	ASSERT_EQ(0, ctl(self->out, "set 0 watermark_high 50"));
+	ASSERT_EQ(50, kvt_tier_num(0, "watermark_high"));
+	ASSERT_EQ(10, kvt_tier_num(0, "watermark_low"));
+	ASSERT_EQ(0, ctl(self->out, "set 1 readahead_kb 64"));
+	ASSERT_EQ(64, kvt_tier_num(1, "readahead_kb"));
+	ASSERT_EQ(before[3], kvt_tier_num(0, "readahead_kb"));
+	ASSERT_EQ(0, ctl(self->out, "set 0 discard 1"));
+	ASSERT_EQ(1, kvt_tier_num(0, "discard"));
+}
+
+/* A mapping of @len on tier 0 and a child writing it over and over. */
+static pid_t busy_child(int fd, size_t len)
+{
+	pid_t pid = fork();
+	unsigned char *p;
+	size_t off;
+
+	if (pid)
+		return pid;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		_exit(1);
+	for (;;)
+		for (off = 0; off < len; off += 4096)
+			p[off]++;
+}
+
+static void stop_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+TEST_F_TIMEOUT(ctl, stat_lines, 300)
+{
+	char *line, *save = NULL;
+	int fd, data = 0, busy = 0;
+	char f[7][32];
+	pid_t pid;
+
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	pid = busy_child(fd, 32 * MiB);
+	ASSERT_GT(pid, 0);
+
+	ASSERT_EQ(0, ctl(self->out, "stat -i 1 -c 2 0"));
+	TH_LOG("\n%s", self->out);
+	ASSERT_EQ(3, count_lines(self->out));
+	ASSERT_NE(NULL, strstr(self->out, "faults/s major% read_MB/s"));
+	for (line = strtok_r(self->out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (strstr(line, "faults/s"))
+			continue;
+		ASSERT_EQ(7, sscanf(line, "%31s %31s %31s %31s %31s %31s %31s",
+				    f[0], f[1], f[2], f[3], f[4], f[5], f[6]));
+		data++;
+		if (atof(f[0]) > 0) {
+			busy++;
+			EXPECT_NE('-', f[5][0]);	/* p50 from the histogram */
+			EXPECT_NE('-', f[6][0]);
+			EXPECT_GE(atof(f[6]), atof(f[5]));
+		}
+	}
+	ASSERT_EQ(2, data);
+	ASSERT_GT(busy, 0);
+
+	ASSERT_EQ(0, ctl_json("stat --json -i 1 -c 2 0",
+			      "len(d) == 2 and all(set(x) >= {\"tier\", \"faults_per_s\", "
+			      "\"major_pct\", \"read_mb_per_s\", \"writeback_mb_per_s\", "
+			      "\"refaults_per_s\", \"fault_p50_us\", \"fault_p99_us\"} "
+			      "for x in d) and any(x[\"faults_per_s\"] > 0 for x in d)"));
+	stop_child(pid);
+	close(fd);
+}
+
+TEST_F_TIMEOUT(ctl, status_json, 300)
+{
+	char expr[512];
+
+	ASSERT_EQ(0, ctl(self->out, "attach 0 %s", self->ns0));
+	snprintf(expr, sizeof(expr),
+		 "len(d) == 2 and d[0][\"backing_dev\"] == \"%s\" and "
+		 "d[0][\"state\"] == \"attached\" and d[0][\"model\"] == \"QEMU NVMe Ctrl\" and "
+		 "d[0][\"serial\"] == \"kvt0\" and d[0][\"capacity_bytes\"] > 0 and "
+		 "d[0][\"error\"] == 0 and d[1][\"state\"] == \"detached\" and "
+		 "all(set(t) >= {\"used_bytes\", \"host_budget_mb\", \"resident_bytes\", "
+		 "\"pinned_bytes\", \"logical_block_size\"} for t in d)", self->ns0);
+	ASSERT_EQ(0, ctl_json("--json status", expr));
+	ASSERT_EQ(0, ctl(self->out, "status 0"));
+	EXPECT_NE(NULL, strstr(self->out, "kvtier0: attached"));
+	EXPECT_NE(NULL, strstr(self->out, "QEMU NVMe Ctrl, serial kvt0"));
+}
+
+TEST_F_TIMEOUT(ctl, regions_and_top, 300)
+{
+	size_t len = 4 * MiB, off;
+	unsigned char *p;
+	int fd;
+
+	if (!kvt_exists("/sys/kernel/debug/kvtier/kvtier0/regions"))
+		SKIP(return, "no debugfs regions file");
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	for (off = 0; off < len; off += 4096)
+		p[off] = 1;
+
+	ASSERT_EQ(0, ctl(self->out, "regions 0"));
+	TH_LOG("\n%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "ID NAME"));
+	EXPECT_NE(NULL, strstr(self->out, " 4.0M "));
+	ASSERT_EQ(0, ctl(self->out, "--json regions 0"));
+	EXPECT_NE(NULL, strstr(self->out, "\"name\":\"-\",\"owner\":0,\"size_bytes\":4194304,"));
+
+	ASSERT_EQ(0, ctl(self->out, "top -i 0.5 -c 2 0"));
+	TH_LOG("\n%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "kvtier0  attached"));
+	EXPECT_NE(NULL, strstr(self->out, "FAULTS/s"));
+	EXPECT_NE(NULL, strstr(self->out, " 4.0M "));
+	EXPECT_EQ(NULL, strstr(self->out, "\033["));	/* no escapes off a tty */
+	munmap(p, len);
+	close(fd);
+}
+
+TEST_F_TIMEOUT(ctl, persist_not_implemented, 300)
+{
+	ASSERT_EQ(1, ctl(self->out, "persist ls"));
+	EXPECT_NE(NULL, strstr(self->out, "not implemented by this module yet"));
+}
+
+TEST_HARNESS_MAIN

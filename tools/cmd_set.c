@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtierctl set: validate a knob's value against the ranges of the module's
+ * sysfs attributes (kmod/sysfs.c) before writing it, so that a typo is a
+ * usage error that changes nothing, then let the kernel have the last word.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+
+#include "ctl.h"
+
+struct knob {
+	const char *name;
+	uint64_t min, max;	/* max 0: the machine's RAM in MiB */
+	uint64_t align;
+};
+
+/* Same ranges as kmod/sysfs.c, assuming 4 KiB pages. */
+static const struct knob knobs[] = {
+	{ "host_budget_mb", 1, 0, 1 },
+	{ "watermark_high", 1, 100, 1 },
+	{ "watermark_low", 0, 99, 1 },
+	{ "readahead_kb", 0, 1024, 4 },
+	{ "writeback_batch_kb", 4, 65536, 4 },
+	{ "max_inflight_kb", 4, 1048576, 4 },
+	{ "discard", 0, 1, 1 },
+};
+
+static const struct knob *find_knob(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+		if (!strcmp(knobs[i].name, name))
+			return &knobs[i];
+	return NULL;
+}
+
+static uint64_t ram_mib(void)
+{
+	struct sysinfo si;
+
+	if (sysinfo(&si))
+		return 0;
+	return ((uint64_t)si.totalram * si.mem_unit) >> 20;
+}
+
+/* The watermarks must keep low < high: check against the other one. */
+static int check_watermarks(const struct cmd *cmd, unsigned int id,
+			    const struct knob *k, uint64_t v)
+{
+	bool low = !strcmp(k->name, "watermark_low");
+	uint64_t other;
+
+	if (!low && strcmp(k->name, "watermark_high"))
+		return 0;
+	if (tier_attr_u64(id, low ? "watermark_high" : "watermark_low", &other))
+		return 0;	/* the kernel checks it anyway */
+	if (low && v >= other)
+		return usage_error(cmd, "set: watermark_low %llu must be below watermark_high (%llu)",
+				   (unsigned long long)v, (unsigned long long)other);
+	if (!low && v <= other)
+		return usage_error(cmd, "set: watermark_high %llu must be above watermark_low (%llu)",
+				   (unsigned long long)v, (unsigned long long)other);
+	return 0;
+}
+
+static int check_value(const struct cmd *cmd, const struct knob *k,
+		       const char *val, uint64_t *v)
+{
+	uint64_t max = k->max ? k->max : ram_mib();
+
+	if (parse_u64(val, v))
+		return usage_error(cmd, "set: %s: '%s' is not a decimal number",
+				   k->name, val);
+	if (*v < k->min || *v > max)
+		return usage_error(cmd, "set: %s: %llu is out of range %llu..%llu",
+				   k->name, (unsigned long long)*v,
+				   (unsigned long long)k->min, (unsigned long long)max);
+	if (*v % k->align)
+		return usage_error(cmd, "set: %s: %llu is not a multiple of %llu",
+				   k->name, (unsigned long long)*v,
+				   (unsigned long long)k->align);
+	return 0;
+}
+
+int cmd_set(const struct cmd *cmd, int argc, char **argv)
+{
+	const struct knob *k;
+	unsigned int id;
+	char buf[32];
+	uint64_t v;
+	int ret;
+
+	if (opt_json)
+		return usage_error(cmd, "set has no --json output");
+	if (argc != 4 || parse_tier(argv[1], &id))
+		return usage_error(cmd, "set: need TIER (0..%d), KNOB and VALUE",
+				   KVT_MAX_TIERS - 1);
+	k = find_knob(argv[2]);
+	if (!k)
+		return usage_error(cmd, "set: unknown knob '%s'", argv[2]);
+	ret = check_value(cmd, k, argv[3], &v);
+	if (!ret)
+		ret = tier_check(id);
+	if (!ret)
+		ret = check_watermarks(cmd, id, k, v);
+	if (ret)
+		return ret;
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	ret = tier_attr_write(id, k->name, buf);
+	if (ret)
+		return fail("kvtier%u: %s = %s: refused by the kernel: %s", id,
+			    k->name, buf, strerror(-ret));
+	return EXIT_OK;
+}

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtierctl status and regions.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kvtier.h>
+
+#include "ctl.h"
+
+struct tier_status {
+	unsigned int id;
+	char state[32], backing[4096];
+	bool have_error, is_nvme;
+	long error;			/* sticky first error, -errno or 0 */
+	struct kvt_nvme_id nvme;
+	uint32_t block;
+	uint64_t capacity, used, resident, budget_mb, pinned;
+};
+
+/* Bytes pinned: the sysfs attribute, else the regions' sum, else 0. */
+static uint64_t pinned_bytes(unsigned int id)
+{
+	struct kvt_regions rs;
+	uint64_t sum = 0;
+	size_t i;
+
+	if (!tier_attr_u64(id, "pinned", &sum))
+		return sum;
+	if (tier_regions(id, &rs))
+		return 0;
+	for (i = 0; i < rs.n; i++)
+		sum += rs.r[i].pinned;
+	kvt_regions_free(&rs);
+	return sum;
+}
+
+static void read_error(struct tier_status *t)
+{
+	char buf[32], *end;
+
+	if (tier_attr_str(t->id, "error", buf, sizeof(buf)))
+		return;
+	t->error = strtol(buf, &end, 10);
+	t->have_error = *buf && !*end;
+}
+
+/* The block size from KVTIER_IOC_TIER_INFO; 0 when the tier won't open. */
+static uint32_t block_size(unsigned int id)
+{
+	struct kvtier_tier_info info;
+	struct kvtier_tier *tier;
+	int ret;
+
+	if (kvtier_tier_open(id, &tier))
+		return 0;
+	ret = kvtier_tier_info(tier, &info);
+	kvtier_tier_close(tier);
+	return ret ? 0 : info.logical_block_size;
+}
+
+static int read_status(unsigned int id, struct tier_status *t)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->id = id;
+	ret = tier_attr_str(id, "backing_dev", t->backing, sizeof(t->backing));
+	if (ret)
+		return ret;
+	if (tier_attr_str(id, "state", t->state, sizeof(t->state)))
+		snprintf(t->state, sizeof(t->state), "%s",
+			 strcmp(t->backing, "none") ? "attached" : "detached");
+	read_error(t);
+	tier_attr_u64(id, "capacity", &t->capacity);
+	tier_attr_u64(id, "used", &t->used);
+	tier_attr_u64(id, "resident", &t->resident);
+	tier_attr_u64(id, "host_budget_mb", &t->budget_mb);
+	t->pinned = pinned_bytes(id);
+	t->block = block_size(id);
+	t->is_nvme = strcmp(t->backing, "none") &&
+		     !kvt_nvme_identify(t->backing, &t->nvme);
+	return 0;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static void print_status(const struct tier_status *t)
+{
+	char a[32], b[32];
+
+	printf("kvtier%u: %s\n", t->id, t->state);
+	printf("  device    %s", t->backing);
+	if (t->is_nvme)
+		printf(" (%s, serial %s, nsid %u)", t->nvme.model, t->nvme.serial,
+		       t->nvme.nsid);
+	printf("\n  capacity  %-9s used %s (%.1f%%)\n",
+	       fmt_size(a, sizeof(a), t->capacity), fmt_size(b, sizeof(b), t->used),
+	       pct(t->used, t->capacity));
+	printf("  budget    %-9s resident %s (%.1f%%)\n",
+	       fmt_size(a, sizeof(a), t->budget_mb << 20),
+	       fmt_size(b, sizeof(b), t->resident), pct(t->resident, t->budget_mb << 20));
+	printf("  pinned    %s\n", fmt_size(a, sizeof(a), t->pinned));
+	if (t->have_error)
+		printf("  error     %ld%s%s\n", t->error, t->error ? " " : "",
+		       t->error ? strerror((int)-t->error) : "");
+}
+
+static void print_status_json(const struct tier_status *t)
+{
+	bool first = true;
+
+	putchar('{');
+	json_key_u64(stdout, &first, "tier", t->id);
+	json_key_str(stdout, &first, "state", t->state);
+	json_key_str(stdout, &first, "backing_dev", t->backing);
+	if (t->is_nvme) {
+		json_key_str(stdout, &first, "model", t->nvme.model);
+		json_key_str(stdout, &first, "serial", t->nvme.serial);
+	} else {
+		json_key_null(stdout, &first, "model");
+		json_key_null(stdout, &first, "serial");
+	}
+	json_key_u64(stdout, &first, "capacity_bytes", t->capacity);
+	json_key_u64(stdout, &first, "logical_block_size", t->block);
+	json_key_u64(stdout, &first, "used_bytes", t->used);
+	json_key_u64(stdout, &first, "host_budget_mb", t->budget_mb);
+	json_key_u64(stdout, &first, "resident_bytes", t->resident);
+	json_key_u64(stdout, &first, "pinned_bytes", t->pinned);
+	if (t->have_error)
+		printf(",\"error\":%ld", t->error);
+	else
+		json_key_null(stdout, &first, "error");
+	putchar('}');
+}
+
+/* The tiers [*first, *last) that status shows. */
+static int status_range(const struct cmd *cmd, int argc, char **argv, int op,
+			unsigned int *first, unsigned int *last)
+{
+	int ret;
+
+	if (argc - op == 1) {
+		ret = tier_operand(cmd, argc, argv, op, first);
+		if (!ret)
+			ret = tier_check(*first);
+		*last = *first + 1;
+		return ret;
+	}
+	if (argc - op > 1)
+		return usage_error(cmd, "status: too many arguments");
+	*first = 0;
+	if (read_num_tiers(last))
+		return fail("the kvtier module is not loaded");
+	return 0;
+}
+
+int cmd_status(const struct cmd *cmd, int argc, char **argv)
+{
+	unsigned int id, first, last;
+	struct tier_status *t;
+	int op, ret;
+
+	op = parse_opts(cmd, argc, argv, "", NULL);
+	if (op < 0)
+		return EXIT_USAGE;
+	ret = status_range(cmd, argc, argv, op, &first, &last);
+	if (ret)
+		return ret;
+	t = malloc(sizeof(*t));
+	if (!t)
+		return fail("out of memory");
+	if (opt_json)
+		putchar('[');
+	for (id = first; id < last && !ret; id++) {
+		ret = read_status(id, t);
+		if (ret)
+			break;
+		if (opt_json) {
+			if (id != first)
+				putchar(',');
+			print_status_json(t);
+		} else {
+			print_status(t);
+		}
+	}
+	if (opt_json)
+		puts("]");
+	free(t);
+	return ret ? fail("kvtier%u: %s", id, strerror(-ret)) : EXIT_OK;
+}
+
+/* --- regions --------------------------------------------------------- */
+
+static const char *owner_name(uint64_t uid, char *buf, size_t len)
+{
+	struct passwd *pw = getpwuid((uid_t)uid);
+
+	if (pw)
+		snprintf(buf, len, "%s", pw->pw_name);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)uid);
+	return buf;
+}
+
+void regions_print_row(const struct kvt_region *r, const char *lead)
+{
+	char o[64], s[5][32];
+
+	if (lead)
+		printf("%s ", lead);
+	printf("%6llu %-16s %-8s %8s %8s %8s %8s %8s %10llu %9llu %9llu\n",
+	       (unsigned long long)r->id, r->name, owner_name(r->owner, o, sizeof(o)),
+	       fmt_size(s[0], 32, r->size), fmt_size(s[1], 32, r->resident),
+	       fmt_size(s[2], 32, r->dirty), fmt_size(s[3], 32, r->ns),
+	       fmt_size(s[4], 32, r->pinned), (unsigned long long)r->faults,
+	       (unsigned long long)r->refaults, (unsigned long long)r->idle_ms);
+}
+
+void regions_print_header(const char *lead)
+{
+	if (lead)
+		printf("%s ", lead);
+	printf("%6s %-16s %-8s %8s %8s %8s %8s %8s %10s %9s %9s\n", "ID", "NAME",
+	       "OWNER", "SIZE", "RESIDENT", "DIRTY", "NS", "PINNED", "FAULTS",
+	       "REFAULTS", "IDLE_MS");
+}
+
+static void print_region_json(const struct kvt_region *r, bool comma)
+{
+	bool first = true;
+
+	printf("%s{", comma ? "," : "");
+	json_key_u64(stdout, &first, "id", r->id);
+	json_key_str(stdout, &first, "name", r->name);
+	json_key_u64(stdout, &first, "owner", r->owner);
+	json_key_u64(stdout, &first, "size_bytes", r->size);
+	json_key_u64(stdout, &first, "resident_bytes", r->resident);
+	json_key_u64(stdout, &first, "dirty_bytes", r->dirty);
+	json_key_u64(stdout, &first, "namespace_bytes", r->ns);
+	json_key_u64(stdout, &first, "pinned_bytes", r->pinned);
+	json_key_u64(stdout, &first, "faults", r->faults);
+	json_key_u64(stdout, &first, "refaults", r->refaults);
+	json_key_u64(stdout, &first, "idle_ms", r->idle_ms);
+	putchar('}');
+}
+
+int cmd_regions(const struct cmd *cmd, int argc, char **argv)
+{
+	struct kvt_regions rs;
+	unsigned int id;
+	int op, ret;
+	size_t i;
+
+	op = parse_opts(cmd, argc, argv, "", NULL);
+	if (op < 0)
+		return EXIT_USAGE;
+	ret = tier_operand(cmd, argc, argv, op, &id);
+	if (!ret)
+		ret = tier_check(id);
+	if (ret)
+		return ret;
+	ret = tier_regions(id, &rs);
+	if (ret)
+		return debugfs_error(id, "regions", ret);
+	if (!opt_json)
+		regions_print_header(NULL);
+	else
+		putchar('[');
+	for (i = 0; i < rs.n; i++) {
+		if (opt_json)
+			print_region_json(&rs.r[i], i > 0);
+		else
+			regions_print_row(&rs.r[i], NULL);
+	}
+	if (opt_json)
+		puts("]");
+	kvt_regions_free(&rs);
+	return EXIT_OK;
+}

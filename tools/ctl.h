@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvtierctl internals shared by its source files. See kvtierctl(8).
+ *
+ *   kvtierctl.c   command table, usage, option helpers, main()
+ *   sysfs.c       /sys/class/kvtier and module parameters
+ *   debugfs.c     the parsers of the debugfs files (one per format)
+ *   metrics.c     snapshots, interval rates, percentiles, warnings
+ *   json.c        JSON output helpers
+ *   nvme.c        NVMe identify (libnvme)
+ *   devcheck.c    is a block device safe to give to a tier (libblkid)
+ *   cmd_*.c       one file per command group
+ */
+#ifndef KVTIERCTL_CTL_H
+#define KVTIERCTL_CTL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit status of every command: documented in kvtierctl(8). */
+#define EXIT_OK		0
+#define EXIT_FAIL	1
+#define EXIT_USAGE	2
+
+#define KVT_MAX_TIERS	64
+
+/* --- kvtierctl.c: command plumbing ------------------------------------ */
+
+struct cmd {
+	const char *name;
+	const char *args;	/* synopsis after the name */
+	const char *help;	/* one line */
+	const char *options;	/* option lines for `COMMAND --help`, or NULL */
+	int (*run)(const struct cmd *cmd, int argc, char **argv);
+};
+
+extern bool opt_json;	/* --json, before or after the command */
+
+/* Print @cmd's usage and the message to stderr; returns EXIT_USAGE. */
+int usage_error(const struct cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Print "kvtierctl: message" to stderr; returns EXIT_FAIL. */
+int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Parse the options common to the commands: --json/-j, and those in
+ * @shortopts (each with an argument) into @vals (one per character).
+ * Returns the index of the first operand, or -1 after a usage error.
+ */
+int parse_opts(const struct cmd *cmd, int argc, char **argv,
+	       const char *shortopts, const char **vals);
+int parse_tier(const char *s, unsigned int *id);
+/* Decimal digits only, no sign, no spaces; fits 64 bits. */
+int parse_u64(const char *s, uint64_t *v);
+/* Seconds: a positive decimal number, at most one hour. */
+int parse_interval(const char *s, double *secs);
+/* The TIER operand of a command taking [TIER]: default 0. */
+int tier_operand(const struct cmd *cmd, int argc, char **argv, int first,
+		 unsigned int *id);
+
+/* --- sysfs.c ------------------------------------------------------------ */
+
+/*
+ * All paths below /sys are taken relative to $KVTIERCTL_SYSROOT when it is
+ * set (a directory holding sys/...): a testing aid, see kvtierctl(8).
+ */
+const char *sys_path(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int tier_attr_str(unsigned int id, const char *attr, char *buf, size_t len);
+int tier_attr_u64(unsigned int id, const char *attr, uint64_t *v);
+int tier_attr_write(unsigned int id, const char *attr, const char *val);
+int read_num_tiers(unsigned int *n);
+/* 0 if tier @id exists; else prints why and returns EXIT_FAIL. */
+int tier_check(unsigned int id);
+/* Explain a failed read of debugfs @file of tier @id; returns EXIT_FAIL. */
+int debugfs_error(unsigned int id, const char *file, int err);
+/* Open a debugfs file of tier @id ("stats", "latency", ...), or NULL. */
+FILE *tier_debugfs_open(unsigned int id, const char *file);
+
+/* --- debugfs.c: one parser per file format -------------------------- */
+
+#define KVT_STATS_MAX		128
+#define KVT_NAME_LEN		48
+#define KVT_HIST_MAX		8
+#define KVT_BUCKETS_MAX		64
+
+struct kvt_stats {
+	size_t n;
+	struct {
+		char name[KVT_NAME_LEN];
+		uint64_t value;
+	} e[KVT_STATS_MAX];
+};
+
+struct kvt_hist {
+	char name[KVT_NAME_LEN];
+	uint64_t c[KVT_BUCKETS_MAX];
+};
+
+/* `latency` and `io` share one shape: "buckets N" and named rows. */
+struct kvt_histset {
+	unsigned int buckets;
+	size_t n;
+	struct kvt_hist h[KVT_HIST_MAX];
+};
+
+#define KVT_REGION_NAME	256
+
+struct kvt_region {
+	uint64_t id;
+	char name[KVT_REGION_NAME];	/* "-" when unnamed */
+	uint64_t owner;
+	uint64_t size, resident, dirty, ns, pinned;
+	uint64_t faults, refaults, idle_ms;
+};
+
+struct kvt_regions {
+	size_t n;
+	struct kvt_region *r;
+};
+
+int kvt_stats_parse(FILE *f, struct kvt_stats *s);
+bool kvt_stats_get(const struct kvt_stats *s, const char *name, uint64_t *v);
+int kvt_histset_parse(FILE *f, const char *magic, struct kvt_histset *hs);
+const struct kvt_hist *kvt_histset_get(const struct kvt_histset *hs,
+				       const char *name);
+int kvt_regions_parse(FILE *f, struct kvt_regions *rs);
+void kvt_regions_free(struct kvt_regions *rs);
+
+/* Read tier @id's file: 0, -ENOENT when the module has no such file. */
+int tier_stats(unsigned int id, struct kvt_stats *s);
+int tier_latency(unsigned int id, struct kvt_histset *hs);
+int tier_io(unsigned int id, struct kvt_histset *hs);
+int tier_regions(unsigned int id, struct kvt_regions *rs);
+
+/* --- metrics.c ---------------------------------------------------------- */
+
+struct kvt_sample {
+	double t;			/* CLOCK_MONOTONIC seconds */
+	struct kvt_stats stats;
+	bool have_latency, have_io;
+	struct kvt_histset latency, io;
+	uint64_t capacity, used;
+};
+
+/* Rates over one interval; a NaN field is unknown (printed as "-"). */
+struct kvt_rates {
+	double secs;
+	double faults, major_pct, read_mb, wb_mb, refaults;
+	double p50_us, p99_us;		/* bucket upper bounds */
+	bool p50_open, p99_open;	/* in the last, unbounded bucket */
+};
+
+int kvt_sample_take(unsigned int id, struct kvt_sample *s);
+void kvt_rates_compute(const struct kvt_sample *a, const struct kvt_sample *b,
+		       struct kvt_rates *r);
+/*
+ * Median size in bytes of the bios of io row @name ("read", "write")
+ * issued between @a and @b; 0 when there were none or no io file.
+ */
+uint64_t kvt_io_median(const struct kvt_sample *a, const struct kvt_sample *b,
+		       const char *name);
+void kvt_rates_print_header(FILE *f);
+void kvt_rates_print(FILE *f, const struct kvt_rates *r);
+void kvt_rates_print_json(FILE *f, unsigned int id, const struct kvt_rates *r);
+
+/* Warnings in words for `top`: bits of enum kvt_warning. */
+enum kvt_warning {
+	KVT_WARN_REFAULT = 1 << 0,
+	KVT_WARN_P99 = 1 << 1,
+	KVT_WARN_FULL = 1 << 2,
+};
+unsigned int kvt_warnings(const struct kvt_rates *now,
+			  const struct kvt_rates *prev,
+			  const struct kvt_sample *s);
+const char *kvt_warning_text(enum kvt_warning w);
+
+/* "512.0M"-style size of @bytes in @buf (binary units). */
+const char *fmt_size(char *buf, size_t len, uint64_t bytes);
+double now_secs(void);
+/* Sleep @secs; returns early (false) when *@stop becomes true. */
+bool sleep_interruptible(double secs, volatile sig_atomic_t *stop);
+
+/* --- json.c ------------------------------------------------------------- */
+
+void json_str(FILE *f, const char *s);
+void json_key_str(FILE *f, bool *first, const char *key, const char *val);
+void json_key_u64(FILE *f, bool *first, const char *key, uint64_t v);
+void json_key_num(FILE *f, bool *first, const char *key, double v);
+void json_key_null(FILE *f, bool *first, const char *key);
+
+/* --- nvme.c ------------------------------------------------------------- */
+
+struct kvt_nvme_id {
+	char model[41], serial[21], firmware[9];
+	uint32_t nsid;
+	unsigned int lbaf;		/* index of the LBA format in use */
+	unsigned int lba_bytes, meta_bytes;
+	uint64_t nsze_blocks;
+};
+
+/*
+ * Identify the NVMe namespace behind block device @path: -ENOTTY when it
+ * is not NVMe, another -errno when identify failed.
+ */
+int kvt_nvme_identify(const char *path, struct kvt_nvme_id *id);
+
+/* --- devcheck.c ----------------------------------------------------------- */
+
+#define KVT_MIN_DEVICE_BYTES	(16ULL << 20)
+
+/* What attach refuses, one bit each; see kvtierctl(8). */
+enum kvt_dev_problem {
+	KVT_DEV_NOT_NVME = 1 << 0,
+	KVT_DEV_MOUNTED = 1 << 1,
+	KVT_DEV_IN_USE = 1 << 2,
+	KVT_DEV_SIGNATURE = 1 << 3,
+	KVT_DEV_TOO_SMALL = 1 << 4,
+	KVT_DEV_UNREADABLE = 1 << 5,
+};
+
+struct kvt_devcheck {
+	unsigned int problems;		/* enum kvt_dev_problem bits */
+	uint64_t bytes;
+	char mountpoint[4096];
+	char signature[64];		/* e.g. "ext4 filesystem" */
+	int error;			/* -errno of an unreadable device */
+};
+
+/*
+ * Is @path a block device at all: 0, or prints why and returns EXIT_FAIL.
+ */
+int kvt_dev_is_block(const char *path);
+/* Run every check on block device @path; never refuses by itself. */
+void kvt_dev_check(const char *path, struct kvt_devcheck *c);
+/* Print one line per problem in @c->problems, prefixed by @prefix. */
+void kvt_dev_report(const char *path, const struct kvt_devcheck *c,
+		    const char *prefix);
+
+/* --- cmd_status.c: shared with top ------------------------------------ */
+
+void regions_print_header(const char *lead);
+void regions_print_row(const struct kvt_region *r, const char *lead);
+
+/* --- commands ----------------------------------------------------------- */
+
+int cmd_attach(const struct cmd *cmd, int argc, char **argv);
+int cmd_detach(const struct cmd *cmd, int argc, char **argv);
+int cmd_status(const struct cmd *cmd, int argc, char **argv);
+int cmd_stat(const struct cmd *cmd, int argc, char **argv);
+int cmd_top(const struct cmd *cmd, int argc, char **argv);
+int cmd_regions(const struct cmd *cmd, int argc, char **argv);
+int cmd_set(const struct cmd *cmd, int argc, char **argv);
+int cmd_persist(const struct cmd *cmd, int argc, char **argv);
+
+#endif /* KVTIERCTL_CTL_H */

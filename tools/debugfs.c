@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtierctl: parsers of the module's debugfs files, one per format
+ * (Documentation/admin-guide/kvtier.rst):
+ *
+ *   stats            "kvtier-stats 1", then "name value" lines
+ *   latency, io      "kvtier-latency 1" / "kvtier-io 1", "buckets N",
+ *                    then "name c0 .. c(N-1)" lines
+ *   regions          "kvtier-regions 1", a header naming the columns,
+ *                    then one line per region
+ *
+ * Lines and columns are looked up by name, and names this version does not
+ * know are skipped: the module may add them without a version change. A
+ * version other than 1 means an existing line changed meaning: refused.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+#define FORMAT_VERSION	1
+#define SEPS		" \t\n"
+
+/* Reads a line at a time; owns the buffer. */
+struct reader {
+	FILE *f;
+	char *line;
+	size_t cap;
+};
+
+static char *next_line(struct reader *r)
+{
+	return getline(&r->line, &r->cap, r->f) < 0 ? NULL : r->line;
+}
+
+/* Tokens of @line into @tok; returns how many (at most @max). */
+static size_t split(char *line, char **tok, size_t max)
+{
+	char *save = NULL, *t;
+	size_t n = 0;
+
+	for (t = strtok_r(line, SEPS, &save); t && n < max;
+	     t = strtok_r(NULL, SEPS, &save))
+		tok[n++] = t;
+	return n;
+}
+
+/* A count; gauges read racily may print a transient negative: 0. */
+static int parse_count(const char *s, uint64_t *v)
+{
+	if (*s == '-' && s[1] >= '0' && s[1] <= '9' && !parse_u64(s + 1, v)) {
+		*v = 0;
+		return 0;
+	}
+	return parse_u64(s, v);
+}
+
+/* The first line: "@magic 1". */
+static int check_header(struct reader *r, const char *magic)
+{
+	char *tok[3], *line = next_line(r);
+	uint64_t v;
+
+	if (!line || split(line, tok, 3) != 2 || strcmp(tok[0], magic) ||
+	    parse_u64(tok[1], &v))
+		return -EPROTO;
+	return v == FORMAT_VERSION ? 0 : -EPROTONOSUPPORT;
+}
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src);
+}
+
+int kvt_stats_parse(FILE *f, struct kvt_stats *s)
+{
+	struct reader r = { .f = f };
+	char *tok[3], *line;
+	int ret;
+
+	s->n = 0;
+	ret = check_header(&r, "kvtier-stats");
+	while (!ret && (line = next_line(&r))) {
+		if (split(line, tok, 3) != 2 || parse_count(tok[1], &s->e[s->n].value)) {
+			ret = -EPROTO;
+			break;
+		}
+		if (s->n == KVT_STATS_MAX)
+			continue;	/* more names than we know: ignore */
+		copy_name(s->e[s->n].name, KVT_NAME_LEN, tok[0]);
+		s->n++;
+	}
+	free(r.line);
+	return ret;
+}
+
+bool kvt_stats_get(const struct kvt_stats *s, const char *name, uint64_t *v)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++) {
+		if (!strcmp(s->e[i].name, name)) {
+			*v = s->e[i].value;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* "buckets N" */
+static int parse_buckets(struct reader *r, unsigned int *n)
+{
+	char *tok[3], *line = next_line(r);
+	uint64_t v;
+
+	if (!line || split(line, tok, 3) != 2 || strcmp(tok[0], "buckets") ||
+	    parse_u64(tok[1], &v) || !v || v > KVT_BUCKETS_MAX)
+		return -EPROTO;
+	*n = (unsigned int)v;
+	return 0;
+}
+
+/* "name c0 .. c(N-1)" into @h. */
+static int parse_hist_row(char *line, unsigned int buckets, struct kvt_hist *h)
+{
+	char *tok[KVT_BUCKETS_MAX + 2];
+	unsigned int i;
+
+	if (split(line, tok, KVT_BUCKETS_MAX + 2) != buckets + 1)
+		return -EPROTO;
+	copy_name(h->name, KVT_NAME_LEN, tok[0]);
+	for (i = 0; i < buckets; i++)
+		if (parse_u64(tok[i + 1], &h->c[i]))
+			return -EPROTO;
+	return 0;
+}
+
+int kvt_histset_parse(FILE *f, const char *magic, struct kvt_histset *hs)
+{
+	struct reader r = { .f = f };
+	struct kvt_hist spare;
+	char *line;
+	int ret;
+
+	hs->n = 0;
+	ret = check_header(&r, magic);
+	if (!ret)
+		ret = parse_buckets(&r, &hs->buckets);
+	while (!ret && (line = next_line(&r))) {
+		/* Rows beyond KVT_HIST_MAX are checked, then dropped. */
+		ret = parse_hist_row(line, hs->buckets,
+				     hs->n < KVT_HIST_MAX ? &hs->h[hs->n] : &spare);
+		if (!ret && hs->n < KVT_HIST_MAX)
+			hs->n++;
+	}
+	free(r.line);
+	return ret;
+}
+
+const struct kvt_hist *kvt_histset_get(const struct kvt_histset *hs,
+				       const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < hs->n; i++)
+		if (!strcmp(hs->h[i].name, name))
+			return &hs->h[i];
+	return NULL;
+}
+
+/* The columns of `regions` this version knows; others are skipped. */
+enum region_col {
+	COL_ID, COL_NAME, COL_OWNER, COL_SIZE, COL_RESIDENT, COL_DIRTY,
+	COL_NS, COL_PINNED, COL_FAULTS, COL_REFAULTS, COL_IDLE, COL_NR,
+	COL_UNKNOWN = COL_NR,
+};
+
+static const char * const region_cols[COL_NR] = {
+	"id", "name", "owner", "size", "resident", "dirty", "namespace",
+	"pinned", "faults", "refaults", "idle_ms",
+};
+
+#define REGION_COLS_MAX	32
+
+static enum region_col region_col_of(const char *name)
+{
+	int i;
+
+	for (i = 0; i < COL_NR; i++)
+		if (!strcmp(region_cols[i], name))
+			return (enum region_col)i;
+	return COL_UNKNOWN;
+}
+
+static uint64_t *region_field(struct kvt_region *rg, enum region_col c)
+{
+	switch (c) {
+	case COL_ID: return &rg->id;
+	case COL_OWNER: return &rg->owner;
+	case COL_SIZE: return &rg->size;
+	case COL_RESIDENT: return &rg->resident;
+	case COL_DIRTY: return &rg->dirty;
+	case COL_NS: return &rg->ns;
+	case COL_PINNED: return &rg->pinned;
+	case COL_FAULTS: return &rg->faults;
+	case COL_REFAULTS: return &rg->refaults;
+	case COL_IDLE: return &rg->idle_ms;
+	default: return NULL;
+	}
+}
+
+/* The header line: which column is what. The id column is required. */
+static int parse_region_header(struct reader *r, enum region_col *cols,
+			       size_t *ncols)
+{
+	char *tok[REGION_COLS_MAX + 1], *line = next_line(r);
+	bool have_id = false;
+	size_t i;
+
+	if (!line)
+		return -EPROTO;
+	*ncols = split(line, tok, REGION_COLS_MAX + 1);
+	if (*ncols > REGION_COLS_MAX)
+		return -EPROTO;
+	for (i = 0; i < *ncols; i++) {
+		cols[i] = region_col_of(tok[i]);
+		have_id |= cols[i] == COL_ID;
+	}
+	return have_id ? 0 : -EPROTO;
+}
+
+static int parse_region_row(char *line, const enum region_col *cols,
+			    size_t ncols, struct kvt_region *rg)
+{
+	char *tok[REGION_COLS_MAX + 1];
+	uint64_t *field;
+	size_t i;
+
+	memset(rg, 0, sizeof(*rg));
+	strcpy(rg->name, "-");
+	if (split(line, tok, REGION_COLS_MAX + 1) != ncols)
+		return -EPROTO;
+	for (i = 0; i < ncols; i++) {
+		if (cols[i] == COL_NAME) {
+			copy_name(rg->name, sizeof(rg->name), tok[i]);
+			continue;
+		}
+		field = region_field(rg, cols[i]);
+		if (field && parse_count(tok[i], field))
+			return -EPROTO;
+	}
+	return 0;
+}
+
+static int regions_grow(struct kvt_regions *rs, size_t *cap)
+{
+	struct kvt_region *r;
+
+	if (rs->n < *cap)
+		return 0;
+	*cap = *cap ? *cap * 2 : 16;
+	r = realloc(rs->r, *cap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	rs->r = r;
+	return 0;
+}
+
+int kvt_regions_parse(FILE *f, struct kvt_regions *rs)
+{
+	enum region_col cols[REGION_COLS_MAX];
+	struct reader r = { .f = f };
+	size_t ncols = 0, cap = 0;
+	char *line;
+	int ret;
+
+	rs->n = 0;
+	rs->r = NULL;
+	ret = check_header(&r, "kvtier-regions");
+	if (!ret)
+		ret = parse_region_header(&r, cols, &ncols);
+	while (!ret && (line = next_line(&r))) {
+		ret = regions_grow(rs, &cap);
+		if (!ret)
+			ret = parse_region_row(line, cols, ncols, &rs->r[rs->n]);
+		if (!ret)
+			rs->n++;
+	}
+	free(r.line);
+	if (ret)
+		kvt_regions_free(rs);
+	return ret;
+}
+
+void kvt_regions_free(struct kvt_regions *rs)
+{
+	free(rs->r);
+	rs->r = NULL;
+	rs->n = 0;
+}
+
+/* Open tier @id's debugfs @file: 0 or -errno (-ENOENT: no such file). */
+static int tier_file(unsigned int id, const char *file, FILE **f)
+{
+	*f = tier_debugfs_open(id, file);
+	return *f ? 0 : -errno;
+}
+
+int tier_stats(unsigned int id, struct kvt_stats *s)
+{
+	FILE *f;
+	int ret = tier_file(id, "stats", &f);
+
+	if (ret)
+		return ret;
+	ret = kvt_stats_parse(f, s);
+	fclose(f);
+	return ret;
+}
+
+/* latency and io: the same format under two magics. */
+static int tier_histset(unsigned int id, const char *file, const char *magic,
+			struct kvt_histset *hs)
+{
+	FILE *f;
+	int ret = tier_file(id, file, &f);
+
+	if (ret)
+		return ret;
+	ret = kvt_histset_parse(f, magic, hs);
+	fclose(f);
+	return ret;
+}
+
+int tier_latency(unsigned int id, struct kvt_histset *hs)
+{
+	return tier_histset(id, "latency", "kvtier-latency", hs);
+}
+
+int tier_io(unsigned int id, struct kvt_histset *hs)
+{
+	return tier_histset(id, "io", "kvtier-io", hs);
+}
+
+int tier_regions(unsigned int id, struct kvt_regions *rs)
+{
+	FILE *f;
+	int ret = tier_file(id, "regions", &f);
+
+	rs->n = 0;
+	rs->r = NULL;
+	if (ret)
+		return ret;
+	ret = kvt_regions_parse(f, rs);
+	fclose(f);
+	return ret;
+}
