@@ -56,7 +56,8 @@ static const struct cmd cmds[] = {
 	  "  readahead_kb         0..1024, multiple of 4\n"
 	  "  writeback_batch_kb   4..65536, multiple of 4\n"
 	  "  max_inflight_kb      4..1048576, multiple of 4\n"
-	  "  discard              0 or 1\n",
+	  "  discard              0 or 1\n"
+	  "  pin_budget_mb        0..RAM in MiB\n",
 	  cmd_set },
 	{ "persist", "ls|rm|pin|unpin [NAME]",
 	  "persistent regions (not implemented by the module yet)", NULL,

@@ -114,7 +114,7 @@ for bad in "host_budget_mb 0" "host_budget_mb -1" "host_budget_mb abc" \
 	"host_budget_mb 12x" "host_budget_mb 99999999999" "host_budget_mb ''" \
 	"watermark_low 80" "watermark_high 60" "watermark_high 101" \
 	"readahead_kb 6" "readahead_kb 2048" "writeback_batch_kb 0" \
-	"max_inflight_kb 2097152" "discard 2" "bogus_knob 1"; do
+	"max_inflight_kb 2097152" "discard 2" "pin_budget_mb x" "bogus_knob 1"; do
 	eval "set -- $bad"
 	expect 2 'set:' "set $bad: exit 2" -- set 0 "$@"
 done
