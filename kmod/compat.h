@@ -10,6 +10,7 @@
 #define KVTIER_COMPAT_H
 
 #include <linux/blkdev.h>
+#include <linux/crc32.h>
 #include <linux/fs.h>
 #include <linux/mm.h>
 #include <linux/shrinker.h>
@@ -70,6 +71,20 @@ static inline void kvtier_bdev_close(struct kvtier_bdev *kb, void *holder)
 }
 #else
 #error "kvtier: no known exclusive block device open API (see kmod/conftest)"
+#endif
+
+/*
+ * CRC32C of page data. The kernel's library implementation (lib/crc32.c)
+ * is built in on every supported kernel, unlike libcrc32c, which is a
+ * module and would have to be loaded first.
+ */
+#ifdef HAVE_CRC32C_LE
+static inline u32 kvtier_crc32c(const void *p, size_t len)
+{
+	return __crc32c_le(~0U, p, len);
+}
+#else
+#error "kvtier: no built-in crc32c (see kmod/conftest)"
 #endif
 
 /* 6.3+ made vma->vm_flags read-only outside the accessors. */

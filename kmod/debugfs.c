@@ -39,6 +39,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_SHRINK_FREE] = "shrinker_frees",
 	[KVT_STAT_FLUSH] = "flushes",
 	[KVT_STAT_REFAULT] = "refaults",
+	[KVT_STAT_CSUM_ERROR] = "checksum_errors",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

@@ -8,6 +8,7 @@
 
 #include <linux/bio.h>
 #include <linux/blkdev.h>
+#include <linux/highmem.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
 
@@ -91,6 +92,31 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 }
 
 /*
+ * With checksum on, a page read back must match the CRC32C recorded when
+ * it was written; a mismatch is an error like a failed read: the data is
+ * never handed out.
+ */
+static bool kvtier_read_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
+{
+	u32 crc, want = kp->region->crcs[kp->index];
+	void *data;
+
+	if (!READ_ONCE(tier->knobs.checksum))
+		return true;
+	data = kmap_local_page(kp->page);
+	crc = kvtier_crc32c(data, PAGE_SIZE);
+	kunmap_local(data);
+	if (crc == want)
+		return true;
+	kvtier_count(tier, KVT_STAT_CSUM_ERROR, 1);
+	kvtier_set_error(tier, -EBADMSG);
+	pr_err_ratelimited("kvtier%u: checksum mismatch in slot %lu (region %llu, offset %llu): %08x, expected %08x\n",
+			   tier->id, kp->slot, kp->region->id,
+			   (u64)kp->index << PAGE_SHIFT, crc, want);
+	return false;
+}
+
+/*
  * Read completion: mark each page up to date or failed and unlock it; the
  * faulting task waits on its own page's lock, not on the whole bio.
  */
@@ -117,8 +143,9 @@ static void kvtier_read_end_io(struct bio *bio)
 	}
 	for (i = 0; i < io->nr; i++) {
 		struct kvtier_page *kp = io->kps[i];
+		bool good = ok && kvtier_read_verify(tier, kp);
 
-		kvt_pg_set(kp, ok ? KVT_PG_UPTODATE : KVT_PG_ERROR);
+		kvt_pg_set(kp, good ? KVT_PG_UPTODATE : KVT_PG_ERROR);
 		unlock_page(kp->page);
 	}
 	kvtier_inflight_put(tier, io->bytes);

@@ -109,6 +109,7 @@ enum kvtier_stat {
 	KVT_STAT_SHRINK_FREE,
 	KVT_STAT_FLUSH,
 	KVT_STAT_REFAULT,
+	KVT_STAT_CSUM_ERROR,
 	KVT_STAT_NR,
 };
 
@@ -182,7 +183,8 @@ struct kvtier_knobs {
 	unsigned int writeback_batch_kb;
 	unsigned int max_inflight_kb;
 	unsigned int pin_budget_mb;
-	bool discard;
+	unsigned int discard;		/* 0 or 1 */
+	unsigned int checksum;		/* 0 or 1 */
 };
 
 /**
@@ -292,6 +294,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @nr_refaults: of those, refaults
  * @nr_pinned: pages pinned
  * @last_use: jiffies of the last fault or read/write
+ * @crcs: CRC32C of each page's last written-back copy, by index; set when
+ *        the write completes, checked when a read completes
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -310,6 +314,7 @@ struct kvtier_region {
 	atomic_long_t nr_refaults;
 	atomic_long_t nr_pinned;
 	unsigned long last_use;
+	u32 *crcs;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
@@ -328,6 +333,7 @@ enum kvtier_page_flag {
  * @region: owner
  * @index: page index in @region
  * @slot: namespace slot holding its last written-back copy, or KVTIER_NO_SLOT
+ * @crc: CRC32C of the copy being written back (valid under write-back)
  * @flags: KVT_PG_* bits
  * @lru: on pool->lru
  */
@@ -336,6 +342,7 @@ struct kvtier_page {
 	struct kvtier_region *region;
 	pgoff_t index;
 	unsigned long slot;
+	u32 crc;
 	unsigned long flags;
 	struct list_head lru;
 };

@@ -14,6 +14,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
@@ -284,10 +285,16 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
 	ret = kvtier_assign_slots(tier, kps, nr, errs);
 	for (i = 0; i < nr; i++) {
-		if (!errs[i])
+		if (!errs[i]) {
+			void *data = kmap_local_page(kps[i]->page);
+
+			/* Stable under the page lock: this is what lands. */
+			kps[i]->crc = kvtier_crc32c(data, PAGE_SIZE);
+			kunmap_local(data);
 			wr[n++] = kps[i];
-		else
+		} else {
 			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
+		}
 	}
 	if (n) {
 		int wret = kvtier_io_write(tier, wr, n, wr_errs);
@@ -299,6 +306,7 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 		struct kvtier_page *kp = wr[i];
 
 		if (!wr_errs[i]) {
+			kp->region->crcs[kp->index] = kp->crc;
 			if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 				atomic_long_dec(&tier->pool.nr_dirty);
 				atomic_long_dec(&kp->region->nr_dirty);

@@ -54,6 +54,11 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 	region = kzalloc(sizeof(*region), GFP_KERNEL);
 	if (!region)
 		return ERR_PTR(-ENOMEM);
+	region->crcs = kvcalloc(size >> PAGE_SHIFT, sizeof(u32), GFP_KERNEL);
+	if (!region->crcs) {
+		kfree(region);
+		return ERR_PTR(-ENOMEM);
+	}
 	region->tier = tier;
 	region->inode = inode;
 	ihold(inode);
@@ -128,6 +133,7 @@ void kvtier_region_destroy(struct kvtier_region *region)
 	kvtier_region_free_slots(tier, &run, &len);
 	xa_destroy(&region->pages);
 	iput(region->inode);
+	kvfree(region->crcs);
 	kfree(region);
 }
 
@@ -657,12 +663,29 @@ ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 }
 
 /*
+ * Evict a clean page for DONTNEED; counts in *@busy a page some transient
+ * reference (an LRU scan, a lookup) kept in place. Pinned pages stay.
+ */
+static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
+			     enum kvtier_stat stat, unsigned int *busy)
+{
+	bool pinned = kvt_pg_test(kp, KVT_PG_PINNED);
+	int err = kvtier_evict_page(kp);
+
+	if (!err)
+		kvtier_count(tier, stat, 1);
+	else if (err == -EBUSY && !pinned)
+		(*busy)++;
+}
+
+/*
  * Write back a batch of locked dirty pages of a region; with @evict, drop
  * those that came out clean. Releases every page's lock and reference.
  */
 static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 				     struct kvtier_page **batch,
-				     unsigned int nb, bool evict)
+				     unsigned int nb, bool evict,
+				     unsigned int *busy)
 {
 	unsigned int i;
 	int ret;
@@ -672,8 +695,7 @@ static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 		struct kvtier_page *kp = batch[i];
 
 		if (evict && !kvt_pg_test(kp, KVT_PG_DIRTY)) {
-			if (!kvtier_evict_page(kp))
-				kvtier_count(tier, KVT_STAT_EVICT_DIRTY, 1);
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, busy);
 			continue;
 		}
 		unlock_page(kp->page);
@@ -707,24 +729,21 @@ static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 }
 
 /*
- * Write back the dirty pages of [first, last] in batches; with @evict,
- * also drop every clean page of the range from the pool.
+ * One pass over [first, last]: write back the dirty pages in batches;
+ * with @evict, also drop every clean page. Returns the first error; *@busy
+ * counts pages that could not be dropped for a transient reference.
  */
-static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
-				   pgoff_t last, bool evict)
+static int kvtier_region_writeback_pass(struct kvtier_region *region,
+					pgoff_t first, pgoff_t last, bool evict,
+					struct kvtier_page **batch,
+					unsigned int batch_max,
+					unsigned int *busy)
 {
 	struct kvtier_tier *tier = region->tier;
-	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
-				     >> (PAGE_SHIFT - 10));
 	unsigned long index = first;
-	struct kvtier_page **batch;
 	struct kvtier_page *kp;
 	unsigned int nb = 0;
 	int ret = 0, err;
-
-	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
-	if (!batch)
-		return -ENOMEM;
 
 	while ((kp = kvtier_next_resident(region, &index, last))) {
 		struct page *page = kp->page;
@@ -739,14 +758,14 @@ static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
 			batch[nb++] = kp;
 			if (nb == batch_max) {
-				err = kvtier_region_flush_batch(tier, batch, nb, evict);
+				err = kvtier_region_flush_batch(tier, batch, nb,
+								evict, busy);
 				if (err && !ret)
 					ret = err;
 				nb = 0;
 			}
 		} else if (evict) {
-			if (!kvtier_evict_page(kp))
-				kvtier_count(tier, KVT_STAT_EVICT_CLEAN, 1);
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, busy);
 		} else {
 			unlock_page(page);
 			put_page(page);
@@ -756,9 +775,40 @@ static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 		index++;
 	}
 	if (nb) {
-		err = kvtier_region_flush_batch(tier, batch, nb, evict);
+		err = kvtier_region_flush_batch(tier, batch, nb, evict, busy);
 		if (err && !ret)
 			ret = err;
+	}
+	return ret;
+}
+
+/*
+ * Write back the dirty pages of [first, last]; with @evict, also drop every
+ * clean page of the range from the pool, going over the range again (a
+ * few times at most) for pages a transient reference kept.
+ */
+static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
+				   pgoff_t last, bool evict)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
+				     >> (PAGE_SHIFT - 10));
+	struct kvtier_page **batch;
+	unsigned int busy, pass;
+	int ret = 0, err;
+
+	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+	for (pass = 0; pass < 4; pass++) {
+		busy = 0;
+		err = kvtier_region_writeback_pass(region, first, last, evict,
+						   batch, batch_max, &busy);
+		if (err && !ret)
+			ret = err;
+		if (!busy)
+			break;
+		cond_resched();
 	}
 	kfree(batch);
 	return ret;

@@ -80,8 +80,9 @@ static ssize_t error_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(error);
 
 /*
- * Numeric knobs: one table row each (unit in the name), validated against
- * [min, max] and a granularity. max == 0 means "total RAM in MiB".
+ * Knobs: one table row each (unit in the name), validated against
+ * [min, max] and a granularity. max == 0 means "total RAM in MiB". The
+ * switches (discard, checksum) are 0 or 1.
  */
 struct kvtier_knob {
 	struct device_attribute attr;
@@ -108,6 +109,8 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(max_inflight_kb), KNOB_OFF(max_inflight_kb),
 	  PAGE_SIZE >> 10, 1048576, PAGE_SIZE >> 10 },
 	{ KNOB_ATTR(pin_budget_mb), KNOB_OFF(pin_budget_mb), 0, 0, 1 },
+	{ KNOB_ATTR(discard), KNOB_OFF(discard), 0, 1, 1 },
+	{ KNOB_ATTR(checksum), KNOB_OFF(checksum), 0, 1, 1 },
 };
 
 static unsigned int *knob_ptr(struct kvtier_tier *tier,
@@ -173,24 +176,6 @@ static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 	return len;
 }
 
-static ssize_t discard_show(struct device *dev, struct device_attribute *attr,
-			    char *buf)
-{
-	return sysfs_emit(buf, "%d\n", READ_ONCE(dev_to_tier(dev)->knobs.discard));
-}
-
-static ssize_t discard_store(struct device *dev, struct device_attribute *attr,
-			     const char *buf, size_t len)
-{
-	bool v;
-
-	if (kstrtobool(buf, &v))
-		return -EINVAL;
-	WRITE_ONCE(dev_to_tier(dev)->knobs.discard, v);
-	return len;
-}
-static DEVICE_ATTR_RW(discard);
-
 /* Bytes of the attached namespace (0 when detached). */
 static ssize_t capacity_show(struct device *dev, struct device_attribute *attr,
 			     char *buf)
@@ -249,7 +234,8 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&kvtier_knobs[4].attr.attr,
 	&kvtier_knobs[5].attr.attr,
 	&kvtier_knobs[6].attr.attr,
-	&dev_attr_discard.attr,
+	&kvtier_knobs[7].attr.attr,
+	&kvtier_knobs[8].attr.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,
 	&dev_attr_resident.attr,

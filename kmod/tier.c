@@ -180,6 +180,7 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 	.max_inflight_kb = 16384,
 	.pin_budget_mb = 64,
 	.discard = true,
+	.checksum = true,
 };
 
 static void kvtier_tier_release(struct device *dev)

@@ -827,6 +827,7 @@ TEST_F_TIMEOUT(tier, knob_errors, 300)
 		{ "readahead_kb", "6" }, { "readahead_kb", "2048" },
 		{ "writeback_batch_kb", "0" }, { "writeback_batch_kb", "5" },
 		{ "max_inflight_kb", "0" }, { "discard", "maybe" },
+		{ "discard", "2" }, { "checksum", "2" }, { "checksum", "on" },
 		{ "pin_budget_mb", "-1" }, { "pin_budget_mb", "99999999" },
 	};
 	char before[64], after[64];
