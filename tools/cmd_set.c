@@ -26,6 +26,7 @@ static const struct knob knobs[] = {
 	{ "writeback_batch_kb", 4, 65536, 4 },
 	{ "max_inflight_kb", 4, 1048576, 4 },
 	{ "discard", 0, 1, 1 },
+	{ "checksum", 0, 1, 1 },
 	{ "pin_budget_mb", 0, 0, 1 },
 };
 
