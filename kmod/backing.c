@@ -90,7 +90,8 @@ err_free:
 /*
  * Caller holds tier->lock.
  *
- * Detaching a detached tier is a no-op. Errors: -EBUSY while the tier is open.
+ * Detaching a detached tier is a no-op. Errors: -EBUSY while the tier is open
+ * or has named regions.
  */
 int kvtier_backing_detach(struct kvtier_tier *tier)
 {
@@ -99,7 +100,8 @@ int kvtier_backing_detach(struct kvtier_tier *tier)
 	lockdep_assert_held(&tier->lock);
 	if (!kvtier_backing_attached(tier))
 		return 0;
-	if (tier->nr_open)
+	/* Open files and named regions (open or not) hold namespace space. */
+	if (tier->nr_open || !list_empty(&tier->regions))
 		return -EBUSY;
 
 	kvtier_slots_exit(&tier->slots);

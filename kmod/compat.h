@@ -172,4 +172,14 @@ static inline void kvtier_shrinker_destroy(struct shrinker *s)
 }
 #endif
 
+static inline void kvtier_vm_flags_clear(struct vm_area_struct *vma,
+					 unsigned long flags)
+{
+#ifdef HAVE_VM_FLAGS_SET
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
 #endif /* KVTIER_COMPAT_H */

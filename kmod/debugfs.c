@@ -138,8 +138,9 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms\n");
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		seq_printf(m, "%llu - %u %llu %llu %llu %llu %llu %ld %ld %u\n",
-			   r->id, from_kuid_munged(&init_user_ns, r->owner),
+		seq_printf(m, "%llu %s %u %llu %llu %llu %llu %llu %ld %ld %u\n",
+			   r->id, r->name[0] ? r->name : "-",
+			   from_kuid_munged(&init_user_ns, r->owner),
 			   (u64)r->nr_pages << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT,

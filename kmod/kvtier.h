@@ -11,6 +11,7 @@
  *              discard, the in-flight cap
  *   slots.c    namespace space: the slot allocator
  *   tier.c     one tier: its character device and file operations
+ *   names.c    named regions: bind by name, permissions, unlink, list
  *   backing.c  attaching and detaching the namespace (block device)
  *   sysfs.c    /sys/class/kvtier/kvtierN/ attributes (knobs)
  *   debugfs.c  /sys/kernel/debug/kvtier/ (stats)
@@ -296,6 +297,13 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @last_use: jiffies of the last fault or read/write
  * @crcs: CRC32C of each page's last written-back copy, by index; set when
  *        the write completes, checked when a read completes
+ * @users: files bound to the region, plus one while it is named (linked);
+ *         the region is destroyed when it drops to zero
+ * @name: "" for an unnamed region
+ * @linked: the name can be found (under tier->regions_lock)
+ * @mode: permission bits of a named region
+ * @gid: fsgid of the creator
+ * @created: creation time, seconds since the epoch
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -315,6 +323,12 @@ struct kvtier_region {
 	atomic_long_t nr_pinned;
 	unsigned long last_use;
 	u32 *crcs;
+	refcount_t users;
+	char name[KVTIER_NAME_MAX];
+	bool linked;
+	umode_t mode;
+	kgid_t gid;
+	time64_t created;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
@@ -398,12 +412,14 @@ extern struct workqueue_struct *kvtier_wq;
  * @inode: private anonymous inode whose i_mapping is the file's f_mapping
  * @lock: serialises binding @region (first mmap or KVTIER_IOC_REGION_CREATE)
  * @region: the file's region, or NULL; once set it never changes
+ * @readonly: bound with KVTIER_OPEN_RDONLY: no writable mapping, no pwrite
  */
 struct kvtier_file {
 	struct kvtier_tier *tier;
 	struct inode *inode;
 	struct mutex lock;		/* binds region */
 	struct kvtier_region *region;
+	bool readonly;
 };
 
 /* tier.c */
@@ -423,8 +439,18 @@ long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_i
 unsigned long kvtier_pin_limit(struct kvtier_tier *tier);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
-void kvtier_region_destroy(struct kvtier_region *region);
+void kvtier_region_publish(struct kvtier_region *region);
+void kvtier_region_put_user(struct kvtier_region *region);
 void kvtier_page_free(struct kvtier_page *kp);
+
+/* names.c */
+long kvtier_ioctl_region_open(struct file *file,
+			      struct kvtier_region_open __user *uarg);
+long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
+				struct kvtier_region_name __user *uarg);
+long kvtier_ioctl_region_list(struct kvtier_tier *tier,
+			      struct kvtier_region_list __user *uarg);
+void kvtier_names_drop_all(struct kvtier_tier *tier);
 
 /* pool.c */
 int kvtier_pool_init(struct kvtier_tier *tier);

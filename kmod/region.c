@@ -46,6 +46,11 @@ void kvtier_region_put(struct kvtier_region *region)
 		wake_up_var(&region->ref);
 }
 
+/*
+ * A new region of @size bytes whose mappings share @inode's address_space,
+ * with one user (the caller's file). Not yet visible: see
+ * kvtier_region_publish().
+ */
 struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 					   struct inode *inode, loff_t size)
 {
@@ -65,13 +70,24 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 	region->nr_pages = size >> PAGE_SHIFT;
 	xa_init(&region->pages);
 	refcount_set(&region->ref, 1);
+	refcount_set(&region->users, 1);
 	region->id = atomic64_inc_return(&kvtier_region_ids);
 	region->owner = current_fsuid();
+	region->gid = current_fsgid();
+	region->created = ktime_get_real_seconds();
 	region->last_use = jiffies;
+	INIT_LIST_HEAD(&region->node);
+	return region;
+}
+
+/* Make a region visible in the tier's list (debugfs, names, detach). */
+void kvtier_region_publish(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+
 	spin_lock(&tier->regions_lock);
 	list_add_tail(&region->node, &tier->regions);
 	spin_unlock(&tier->regions_lock);
-	return region;
 }
 
 void kvtier_page_free(struct kvtier_page *kp)
@@ -90,22 +106,21 @@ static void kvtier_region_free_slots(struct kvtier_tier *tier,
 }
 
 /*
- * Drop the creator's reference, wait for evictors and workers to let go,
- * and free every page and slot of the region (discarding the slots).
- * Called from release: no mapping or file of the region remains.
+ * Wait for evictors and workers to let go, and free every page and slot of
+ * the region (discarding the slots). No file, mapping or name remains.
  */
-void kvtier_region_destroy(struct kvtier_region *region)
+static void kvtier_region_destroy(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
 	unsigned long run = 0, len = 0, slot;
 	unsigned long index;
 	void *entry;
 
-	kvtier_region_put(region);
-	wait_var_event(&region->ref, !refcount_read(&region->ref));
 	spin_lock(&tier->regions_lock);
 	list_del(&region->node);
 	spin_unlock(&tier->regions_lock);
+	kvtier_region_put(region);
+	wait_var_event(&region->ref, !refcount_read(&region->ref));
 
 	xa_for_each(&region->pages, index, entry) {
 		if (xa_is_value(entry)) {
@@ -135,6 +150,13 @@ void kvtier_region_destroy(struct kvtier_region *region)
 	iput(region->inode);
 	kvfree(region->crcs);
 	kfree(region);
+}
+
+/* A file closed, or the name was unlinked. */
+void kvtier_region_put_user(struct kvtier_region *region)
+{
+	if (refcount_dec_and_test(&region->users))
+		kvtier_region_destroy(region);
 }
 
 /* A new resident page for @index, locked, charged to the budget. */
@@ -538,6 +560,14 @@ int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma)
 		ret = -EINVAL;
 		goto out;
 	}
+	if (kf->readonly) {
+		/* Bound read-only: no writable mapping, now or by mprotect. */
+		if (vma->vm_flags & VM_WRITE) {
+			ret = -EACCES;
+			goto out;
+		}
+		kvtier_vm_flags_clear(vma, VM_MAYWRITE);
+	}
 	vma->vm_ops = &kvtier_vm_ops;
 	vma->vm_private_data = region;
 	/*
@@ -612,17 +642,20 @@ ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 /*
  * pwrite: user bytes are first copied into a bounce page, outside any page
  * lock (the source may be a mapping of this region), then into the page.
- * Writing at or past the end: -EFBIG.
+ * Writing at or past the end: -EFBIG; bound read-only: -EACCES.
  */
 ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	struct kvtier_file *kf = iocb->ki_filp->private_data;
 	loff_t size, pos = iocb->ki_pos;
 	ssize_t done = 0;
 	void *bounce;
 
 	if (!region)
 		return -ENXIO;
+	if (kf->readonly)
+		return -EACCES;
 	size = (loff_t)region->nr_pages << PAGE_SHIFT;
 	if (iov_iter_count(from) && pos >= size)
 		return -EFBIG;

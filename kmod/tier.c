@@ -52,7 +52,7 @@ static int kvtier_release(struct inode *inode, struct file *file)
 	struct kvtier_tier *tier = kf->tier;
 
 	if (kf->region)
-		kvtier_region_destroy(kf->region);
+		kvtier_region_put_user(kf->region);
 	iput(kf->inode);
 	kfree(kf);
 
@@ -93,6 +93,7 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 				      round_up(size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return PTR_ERR(region);
+	kvtier_region_publish(region);
 	kf->region = region;
 	return 0;
 }
@@ -143,6 +144,12 @@ static long kvtier_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return kvtier_ioctl_tier_info(kf->tier, (void __user *)arg);
 	case KVTIER_IOC_REGION_CREATE:
 		return kvtier_ioctl_region_create(kf, (void __user *)arg);
+	case KVTIER_IOC_REGION_OPEN:
+		return kvtier_ioctl_region_open(file, (void __user *)arg);
+	case KVTIER_IOC_REGION_UNLINK:
+		return kvtier_ioctl_region_unlink(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_LIST:
+		return kvtier_ioctl_region_list(kf->tier, (void __user *)arg);
 	case KVTIER_IOC_PIN:
 	case KVTIER_IOC_UNPIN: {
 		struct kvtier_pin pin;
@@ -236,12 +243,14 @@ err_put:
 
 /*
  * Called at module unload only: the module refcount (cdev owner) guarantees
- * no file of the tier is open, so only the namespace can still be attached.
+ * no file of the tier is open, so only named regions without files and the
+ * namespace can remain; named regions do not outlive the module.
  */
 void kvtier_tier_destroy(struct kvtier_tier *tier)
 {
 	kvtier_debugfs_tier_remove(tier);
 	cdev_device_del(&tier->cdev, &tier->dev);
+	kvtier_names_drop_all(tier);
 
 	mutex_lock(&tier->lock);
 	if (kvtier_backing_attached(tier))

@@ -67,11 +67,88 @@ struct kvtier_pin {
 	__u64 flags;
 };
 
+/* Region names: 1 to 63 bytes of 0x21..0x7e except '/', NUL-terminated. */
+#define KVTIER_NAME_MAX		64
+
+/* struct kvtier_region_open.flags */
+#define KVTIER_OPEN_CREATE	(1U << 0)	/* create if it does not exist */
+#define KVTIER_OPEN_EXCL	(1U << 1)	/* with CREATE: fail if it exists */
+#define KVTIER_OPEN_PERSISTENT	(1U << 2)	/* keep on the namespace (not yet) */
+#define KVTIER_OPEN_RDONLY	(1U << 3)	/* bind for reading only */
+
+/**
+ * struct kvtier_region_open - KVTIER_IOC_REGION_OPEN argument
+ * @name: the region's name, NUL-terminated
+ * @size: with CREATE, the size of a new region in bytes (rounded up to the
+ *        page size); when opening an existing region, 0 or its exact size
+ * @flags: KVTIER_OPEN_*
+ * @mode: with CREATE, permission bits (0 to 0777) checked against later
+ *        openers as for files: owner, group, others; root overrides
+ * @reserved: zero
+ *
+ * Binds a fresh file to a named region, which lives until it is unlinked
+ * and its last file is closed (and its last mapping unmapped).
+ */
+struct kvtier_region_open {
+	char name[KVTIER_NAME_MAX];
+	__u64 size;
+	__u32 flags;
+	__u32 mode;
+	__u64 reserved[2];
+};
+
+/* KVTIER_IOC_REGION_UNLINK argument. */
+struct kvtier_region_name {
+	char name[KVTIER_NAME_MAX];
+};
+
+/**
+ * struct kvtier_region_entry - one named region in KVTIER_IOC_REGION_LIST
+ * @name: NUL-terminated
+ * @size: bytes
+ * @resident: bytes in the host pool
+ * @namespace: bytes of namespace slots held
+ * @created: seconds since the epoch
+ * @last_used: seconds since the epoch of the last fault, read or write
+ * @owner: uid of the creator
+ * @mode: permission bits
+ * @users: open files bound to it
+ * @flags: KVTIER_OPEN_PERSISTENT if persistent
+ */
+struct kvtier_region_entry {
+	char name[KVTIER_NAME_MAX];
+	__u64 size;
+	__u64 resident;
+	__u64 namespace;
+	__s64 created;
+	__s64 last_used;
+	__u32 owner;
+	__u32 mode;
+	__u32 users;
+	__u32 flags;
+};
+
+/**
+ * struct kvtier_region_list - KVTIER_IOC_REGION_LIST argument
+ * @entries: user pointer to an array of @count entries
+ * @count: in: room in @entries; out: named regions in the tier (may be
+ *         more than were copied: call again with a larger array)
+ * @reserved: zero
+ */
+struct kvtier_region_list {
+	__u64 entries;
+	__u32 count;
+	__u32 reserved;
+};
+
 #define KVTIER_IOC_MAGIC	0xCB
 
 #define KVTIER_IOC_TIER_INFO	_IOR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_tier_info)
 #define KVTIER_IOC_REGION_CREATE _IOW(KVTIER_IOC_MAGIC, 0x01, struct kvtier_region_create)
 #define KVTIER_IOC_PIN		_IOW(KVTIER_IOC_MAGIC, 0x02, struct kvtier_pin)
 #define KVTIER_IOC_UNPIN	_IOW(KVTIER_IOC_MAGIC, 0x03, struct kvtier_pin)
+#define KVTIER_IOC_REGION_OPEN	_IOW(KVTIER_IOC_MAGIC, 0x04, struct kvtier_region_open)
+#define KVTIER_IOC_REGION_UNLINK _IOW(KVTIER_IOC_MAGIC, 0x05, struct kvtier_region_name)
+#define KVTIER_IOC_REGION_LIST	_IOWR(KVTIER_IOC_MAGIC, 0x06, struct kvtier_region_list)
 
 #endif /* _UAPI_LINUX_KVTIER_H */

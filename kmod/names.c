@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Named regions: a file binds to a region by name (KVTIER_IOC_REGION_OPEN)
+ * instead of creating an unnamed one, so processes that are not related
+ * share KV bytes. Names live in the tier's region list; a named region
+ * holds one "user" reference while it is linked, so it outlives the files
+ * that used it until it is unlinked (or the module is unloaded: names are
+ * kept in memory only; KVTIER_OPEN_PERSISTENT is refused until the
+ * on-namespace format exists).
+ *
+ * Names are untrusted input: bounded, printable, never a path, never used
+ * as a format string.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "kvtier.h"
+
+#define KVTIER_OPEN_FLAGS	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | \
+				 KVTIER_OPEN_PERSISTENT | KVTIER_OPEN_RDONLY)
+#define KVTIER_LIST_MAX		4096
+
+/* 1..63 bytes of 0x21..0x7e, no '/', NUL-terminated within the array. */
+static int kvtier_name_valid(const char *name)
+{
+	size_t len = strnlen(name, KVTIER_NAME_MAX);
+	size_t i;
+
+	if (!len || len == KVTIER_NAME_MAX)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (name[i] < 0x21 || name[i] > 0x7e || name[i] == '/')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* The linked region called @name, with a user reference, or NULL. */
+static struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
+						const char *name)
+{
+	struct kvtier_region *r;
+
+	lockdep_assert_held(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		if (r->linked && !strcmp(r->name, name) &&
+		    refcount_inc_not_zero(&r->users))
+			return r;
+	}
+	return NULL;
+}
+
+/* File-like permission check: owner, then group, then others; root overrides. */
+static int kvtier_region_permission(struct kvtier_region *r, bool write)
+{
+	int want = MAY_READ | (write ? MAY_WRITE : 0);
+	umode_t mode = r->mode;
+
+	if (uid_eq(current_fsuid(), r->owner))
+		mode >>= 6;
+	else if (in_group_p(r->gid))
+		mode >>= 3;
+	if (!(want & ~mode & (MAY_READ | MAY_WRITE)))
+		return 0;
+	if (capable(CAP_DAC_OVERRIDE))
+		return 0;
+	return -EACCES;
+}
+
+/*
+ * Create a named region for @kf and link it, unless a region of that name
+ * appeared meanwhile: then that one is returned (with a user reference) and
+ * nothing is created.
+ */
+static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
+						const struct kvtier_region_open *arg,
+						bool *created)
+{
+	struct kvtier_tier *tier = kf->tier;
+	struct kvtier_region *region, *other;
+
+	region = kvtier_region_create(tier, kf->inode,
+				      round_up(arg->size, PAGE_SIZE));
+	if (IS_ERR(region))
+		return region;
+	strscpy(region->name, arg->name, sizeof(region->name));
+	region->mode = arg->mode;
+	region->linked = true;
+	refcount_inc(&region->users);		/* the name's reference */
+
+	spin_lock(&tier->regions_lock);
+	other = kvtier_name_lookup(tier, arg->name);
+	if (!other)
+		list_add_tail(&region->node, &tier->regions);
+	spin_unlock(&tier->regions_lock);
+	if (other) {
+		/* Never visible: drop both references without a list. */
+		region->linked = false;
+		kvtier_region_put_user(region);
+		kvtier_region_put_user(region);
+		*created = false;
+		return other;
+	}
+	*created = true;
+	return region;
+}
+
+/*
+ * KVTIER_IOC_REGION_OPEN. Errors: EINVAL (name, flags, mode, size), EBUSY
+ * (the file already has a region), ENODEV (no namespace), ENOENT (no such
+ * region, no CREATE), EEXIST (CREATE|EXCL and it exists), EACCES (mode),
+ * ENOSPC (larger than the namespace), EOPNOTSUPP (PERSISTENT), EFAULT,
+ * ENOMEM. Nothing changes on error.
+ */
+long kvtier_ioctl_region_open(struct file *file,
+			      struct kvtier_region_open __user *uarg)
+{
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_tier *tier = kf->tier;
+	struct kvtier_region_open arg;
+	struct kvtier_region *region;
+	bool created = false;
+	loff_t capacity;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (kvtier_name_valid(arg.name) || arg.flags & ~KVTIER_OPEN_FLAGS ||
+	    arg.mode & ~0777U || arg.reserved[0] || arg.reserved[1] ||
+	    ((arg.flags & KVTIER_OPEN_EXCL) && !(arg.flags & KVTIER_OPEN_CREATE)) ||
+	    arg.size > (u64)MAX_LFS_FILESIZE)
+		return -EINVAL;
+	if (arg.flags & KVTIER_OPEN_PERSISTENT)
+		return -EOPNOTSUPP;
+
+	mutex_lock(&kf->lock);
+	ret = -EBUSY;
+	if (kf->region)
+		goto out;
+	mutex_lock(&tier->lock);
+	capacity = kvtier_backing_attached(tier) ?
+		(loff_t)tier->slots.nr << PAGE_SHIFT : -1;
+	mutex_unlock(&tier->lock);
+	ret = -ENODEV;
+	if (capacity < 0)
+		goto out;
+
+	spin_lock(&tier->regions_lock);
+	region = kvtier_name_lookup(tier, arg.name);
+	spin_unlock(&tier->regions_lock);
+	if (!region) {
+		ret = -ENOENT;
+		if (!(arg.flags & KVTIER_OPEN_CREATE))
+			goto out;
+		ret = -EINVAL;
+		if (!arg.size)
+			goto out;
+		ret = -ENOSPC;
+		if (arg.size > capacity)
+			goto out;
+		region = kvtier_name_create(kf, &arg, &created);
+		ret = PTR_ERR_OR_ZERO(region);
+		if (ret)
+			goto out;
+	}
+	if (!created) {
+		ret = -EEXIST;
+		if (arg.flags & KVTIER_OPEN_EXCL)
+			goto out_put;
+		ret = -EINVAL;
+		if (arg.size && round_up(arg.size, PAGE_SIZE) !=
+		    (u64)region->nr_pages << PAGE_SHIFT)
+			goto out_put;
+		ret = kvtier_region_permission(region,
+					       !(arg.flags & KVTIER_OPEN_RDONLY));
+		if (ret)
+			goto out_put;
+	}
+	/* No mapping exists yet (a mapping would have made a region). */
+	file->f_mapping = region->inode->i_mapping;
+	kf->readonly = arg.flags & KVTIER_OPEN_RDONLY;
+	kf->region = region;
+	ret = 0;
+	goto out;
+
+out_put:
+	kvtier_region_put_user(region);
+out:
+	mutex_unlock(&kf->lock);
+	return ret;
+}
+
+/*
+ * KVTIER_IOC_REGION_UNLINK: the name goes now, the bytes when the last file
+ * and mapping go. Only the owner (or CAP_FOWNER) may unlink. Errors:
+ * EINVAL, ENOENT, EPERM, EFAULT.
+ */
+long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
+				struct kvtier_region_name __user *uarg)
+{
+	struct kvtier_region_name arg;
+	struct kvtier_region *region;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (kvtier_name_valid(arg.name))
+		return -EINVAL;
+
+	spin_lock(&tier->regions_lock);
+	region = kvtier_name_lookup(tier, arg.name);
+	if (region) {
+		if (uid_eq(current_fsuid(), region->owner) || capable(CAP_FOWNER))
+			region->linked = false;
+		else
+			ret = -EPERM;
+	}
+	spin_unlock(&tier->regions_lock);
+	if (!region)
+		return -ENOENT;
+	if (!ret)
+		kvtier_region_put_user(region);	/* the name's reference */
+	kvtier_region_put_user(region);		/* the lookup's */
+	return ret;
+}
+
+static void kvtier_region_entry_fill(struct kvtier_region *r,
+				     struct kvtier_region_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	strscpy(e->name, r->name, sizeof(e->name));
+	e->size = (u64)r->nr_pages << PAGE_SHIFT;
+	e->resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;
+	e->namespace = (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT;
+	e->created = r->created;
+	e->last_used = ktime_get_real_seconds() -
+		jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)) / MSEC_PER_SEC;
+	e->owner = from_kuid_munged(&init_user_ns, r->owner);
+	e->mode = r->mode;
+	/* The name holds one user reference of its own. */
+	e->users = refcount_read(&r->users) - 1;
+}
+
+/* KVTIER_IOC_REGION_LIST: the tier's named regions. */
+long kvtier_ioctl_region_list(struct kvtier_tier *tier,
+			      struct kvtier_region_list __user *uarg)
+{
+	struct kvtier_region_entry *entries;
+	struct kvtier_region_list arg;
+	struct kvtier_region *r;
+	u32 n = 0, room;
+	long ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved)
+		return -EINVAL;
+	room = min_t(u32, arg.count, KVTIER_LIST_MAX);
+	entries = kvcalloc(max(room, 1U), sizeof(*entries), GFP_KERNEL);
+	if (!entries)
+		return -ENOMEM;
+
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		if (!r->linked)
+			continue;
+		if (n < room)
+			kvtier_region_entry_fill(r, &entries[n]);
+		n++;
+	}
+	spin_unlock(&tier->regions_lock);
+
+	if (copy_to_user(u64_to_user_ptr(arg.entries), entries,
+			 (size_t)min(n, room) * sizeof(*entries)) ||
+	    put_user(n, &uarg->count))
+		ret = -EFAULT;
+	kvfree(entries);
+	return ret;
+}
+
+/* Module unload: names are in memory only, so they go with the module. */
+void kvtier_names_drop_all(struct kvtier_tier *tier)
+{
+	struct kvtier_region *r;
+
+	for (;;) {
+		spin_lock(&tier->regions_lock);
+		list_for_each_entry(r, &tier->regions, node) {
+			if (r->linked)
+				break;
+		}
+		if (list_entry_is_head(r, &tier->regions, node)) {
+			spin_unlock(&tier->regions_lock);
+			return;
+		}
+		r->linked = false;
+		spin_unlock(&tier->regions_lock);
+		kvtier_region_put_user(r);
+	}
+}

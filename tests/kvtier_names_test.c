@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Named regions: binding by name, sharing between files, lifetime after
+ * the last file, unlink, list, permissions and every documented errno.
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <linux/kvtier.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB	(1024ULL * 1024)
+#define PAGE	4096ULL
+
+static int tier_open(void)
+{
+	return open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+}
+
+/* Bind @fd to @name; returns 0 or -errno. */
+static int bind_name(int fd, const char *name, unsigned long long size,
+		     unsigned int flags, unsigned int mode)
+{
+	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
+
+	strncpy(ro.name, name, sizeof(ro.name));
+	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
+}
+
+static int unlink_name(int fd, const char *name)
+{
+	struct kvtier_region_name rn = { 0 };
+
+	strncpy(rn.name, name, sizeof(rn.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) ? -errno : 0;
+}
+
+/* Named regions listed into @e (room @n); returns the total or -errno. */
+static int list_names(int fd, struct kvtier_region_entry *e, unsigned int n)
+{
+	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = n };
+
+	return ioctl(fd, KVTIER_IOC_REGION_LIST, &rl) ? -errno : (int)rl.count;
+}
+
+FIXTURE(tier) {
+	int fd;
+};
+
+FIXTURE_SETUP(tier)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+
+	self->fd = -1;
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns0)
+		SKIP(return, "no namespace in KVTIER_NS0");
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_EQ(0, kvt_load(""));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
+	self->fd = tier_open();
+	ASSERT_GE(self->fd, 0);
+}
+
+/*
+ * In the parent, after the test process exited. Named regions may remain:
+ * unloading the module must free them (the kernel log gate and the slab
+ * check of kmem_cache_destroy catch a leak).
+ */
+FIXTURE_TEARDOWN_PARENT(tier)
+{
+	if (!kvt_loaded())
+		return;
+	EXPECT_EQ(0, kvt_unload());
+}
+
+TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
+{
+	size_t len = 8 * MiB;	/* twice the budget: pages go to the namespace */
+	struct kvtier_region_entry e[4];
+	unsigned char *a, *b;
+	int fb, fc;
+
+	ASSERT_EQ(0, bind_name(self->fd, "prefix:sys-prompt-0", len,
+			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
+	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, a);
+	kvt_fill(a, len, 0, 1);
+
+	/* A second file by name sees the same bytes, both ways, live. */
+	fb = tier_open();
+	ASSERT_EQ(0, bind_name(fb, "prefix:sys-prompt-0", 0, 0, 0));
+	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
+	ASSERT_NE(MAP_FAILED, b);
+	ASSERT_EQ(-1, kvt_check(b, len, 0, 1));
+	kvt_fill(b + MiB, PAGE, MiB, 2);
+	ASSERT_EQ(-1, kvt_check(a + MiB, PAGE, MiB, 2));
+	kvt_fill(a + MiB, PAGE, MiB, 1);
+
+	/* Every file and mapping gone: the named region stays. */
+	munmap(a, len);
+	munmap(b, len);
+	close(fb);
+	close(self->fd);
+	self->fd = tier_open();
+	ASSERT_EQ(1, list_names(self->fd, e, 4));
+	ASSERT_STREQ("prefix:sys-prompt-0", e[0].name);
+	ASSERT_EQ(len, e[0].size);
+	ASSERT_EQ(0U, e[0].owner);
+	ASSERT_EQ(0600U, e[0].mode);
+	ASSERT_EQ(0U, e[0].users);
+	ASSERT_GT(e[0].namespace, 0ULL);
+	ASSERT_LE(e[0].resident, 4 * MiB);
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+
+	fc = tier_open();
+	ASSERT_EQ(0, bind_name(fc, "prefix:sys-prompt-0", len, 0, 0));
+	a = mmap(NULL, len, PROT_READ, MAP_SHARED, fc, 0);
+	ASSERT_NE(MAP_FAILED, a);
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 1));
+	ASSERT_EQ(1, list_names(self->fd, e, 4));
+	ASSERT_EQ(1U, e[0].users);
+
+	/* Unlinked while open: the name goes now, the bytes with the file. */
+	ASSERT_EQ(0, unlink_name(self->fd, "prefix:sys-prompt-0"));
+	ASSERT_EQ(0, list_names(self->fd, e, 4));
+	ASSERT_EQ(-ENOENT, unlink_name(self->fd, "prefix:sys-prompt-0"));
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 1));
+	ASSERT_GT(kvt_tier_num(0, "used"), 0);
+	/* The name can be used again at once, for a new region. */
+	fb = tier_open();
+	ASSERT_EQ(0, bind_name(fb, "prefix:sys-prompt-0", MiB,
+			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
+	close(fb);
+	ASSERT_EQ(0, unlink_name(self->fd, "prefix:sys-prompt-0"));
+	munmap(a, len);
+	close(fc);
+	ASSERT_EQ(0, kvt_tier_num(0, "used"));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+TEST_F_TIMEOUT(tier, list_counts_and_truncates, 300)
+{
+	struct kvtier_region_entry e[2];
+	struct kvtier_region_list rl = { 0 };
+	int f1 = tier_open(), f2 = tier_open();
+
+	ASSERT_EQ(0, bind_name(f1, "one", MiB, KVTIER_OPEN_CREATE, 0640));
+	ASSERT_EQ(0, bind_name(f2, "two", 2 * MiB, KVTIER_OPEN_CREATE, 0600));
+	/* An unnamed region is not listed. */
+	ASSERT_NE(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_SHARED, self->fd, 0));
+	memset(e, 0, sizeof(e));
+	ASSERT_EQ(2, list_names(self->fd, e, 1));
+	ASSERT_STREQ("one", e[0].name);
+	ASSERT_EQ(0640U, e[0].mode);
+	ASSERT_EQ('\0', e[1].name[0]);	/* room for one: one copied */
+	ASSERT_EQ(2, list_names(self->fd, e, 2));
+	ASSERT_STREQ("two", e[1].name);
+	ASSERT_EQ(2 * MiB, e[1].size);
+	ASSERT_EQ(2, list_names(self->fd, NULL, 0));
+	rl.reserved = 1;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_LIST, &rl));
+	ASSERT_EQ(EINVAL, errno);
+	rl = (struct kvtier_region_list){ .entries = 8, .count = 2 };
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_LIST, &rl));
+	ASSERT_EQ(EFAULT, errno);
+	close(f1);
+	close(f2);
+	/* Left linked on purpose: the module unload frees them. */
+}
+
+TEST_F_TIMEOUT(tier, open_errors, 300)
+{
+	char long_name[80];
+	struct kvtier_region_open ro;
+	int fd2;
+
+	memset(long_name, 'x', sizeof(long_name));
+	long_name[64] = '\0';
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "a b", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "../x", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "tab\there", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "%s%n", MiB, 0x100, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", MiB, KVTIER_OPEN_CREATE, 01000));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", MiB, KVTIER_OPEN_EXCL, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", 0, KVTIER_OPEN_CREATE, 0600));
+	/* 64 bytes without a NUL; 63 are fine. */
+	memset(&ro, 0, sizeof(ro));
+	memcpy(ro.name, long_name, sizeof(ro.name));
+	ro.size = MiB;
+	ro.flags = KVTIER_OPEN_CREATE;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_OPEN, &ro));
+	ASSERT_EQ(EINVAL, errno);
+	ro.name[63] = '\0';
+	ro.reserved[1] = 1;
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_OPEN, &ro));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_OPEN, (void *)8));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_EQ(-EOPNOTSUPP, bind_name(self->fd, "ok", MiB,
+					 KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
+	ASSERT_EQ(-ENOENT, bind_name(self->fd, "missing", 0, 0, 0));
+	ASSERT_EQ(-ENOSPC, bind_name(self->fd, "huge", 1ULL << 40, KVTIER_OPEN_CREATE, 0600));
+	/* Nothing above created anything. */
+	ASSERT_EQ(0, list_names(self->fd, NULL, 0));
+
+	ASSERT_EQ(0, bind_name(self->fd, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EBUSY, bind_name(self->fd, "other", MiB, KVTIER_OPEN_CREATE, 0600));
+	fd2 = tier_open();
+	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB,
+				     KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(fd2, long_name + 1, 2 * MiB, 0, 0));
+	ASSERT_EQ(0, bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
+	close(fd2);
+	ASSERT_EQ(0, unlink_name(self->fd, long_name + 1));
+	ASSERT_EQ(-EINVAL, unlink_name(self->fd, "a/b"));
+
+	/* No namespace: ENODEV. */
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	fd2 = tier_open();
+	ASSERT_EQ(-ENODEV, bind_name(fd2, "ok", MiB, KVTIER_OPEN_CREATE, 0600));
+	close(fd2);
+}
+
+/* Run @fn as uid/gid 1000 in a child; returns its exit status. */
+static int as_user(int (*fn)(int), int fd)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setresgid(1000, 1000, 1000) || setresuid(1000, 1000, 1000))
+			_exit(99);
+		_exit(fn(fd));
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static int user_private(int fd)
+{
+	/* 0600 root's: neither read-write nor read-only, and no unlink. */
+	if (bind_name(fd, "private", 0, 0, 0) != -EACCES)
+		return 1;
+	if (bind_name(fd, "private", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+		return 2;
+	if (unlink_name(fd, "private") != -EPERM)
+		return 3;
+	return 0;
+}
+
+static int user_shared_ro(int fd)
+{
+	unsigned char *p;
+	char buf[8];
+
+	/* 0644: read-only yes, read-write no. */
+	if (bind_name(fd, "shared", 0, 0, 0) != -EACCES)
+		return 1;
+	if (bind_name(fd, "shared", 0, KVTIER_OPEN_RDONLY, 0))
+		return 2;
+	if (mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) != MAP_FAILED ||
+	    errno != EACCES)
+		return 3;
+	p = mmap(NULL, MiB, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED || kvt_check(p, MiB, 0, 3) != -1)
+		return 4;
+	if (mprotect(p, PAGE, PROT_READ | PROT_WRITE) == 0 || errno != EACCES)
+		return 5;
+	if (pwrite(fd, "x", 1, 0) != -1 || errno != EACCES)
+		return 6;
+	if (pread(fd, buf, 8, 0) != 8)
+		return 7;
+	return 0;
+}
+
+static int user_creates(int fd)
+{
+	/* A user's own region: owned by it, and it may unlink it. */
+	if (bind_name(fd, "mine", MiB, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
+		return 1;
+	return 0;
+}
+
+TEST_F_TIMEOUT(tier, permissions, 300)
+{
+	struct kvtier_region_entry e[4];
+	unsigned char *p;
+	int fp, fs, fu, n, i;
+
+	fp = tier_open();
+	ASSERT_EQ(0, bind_name(fp, "private", MiB, KVTIER_OPEN_CREATE, 0600));
+	fs = tier_open();
+	ASSERT_EQ(0, bind_name(fs, "shared", MiB, KVTIER_OPEN_CREATE, 0644));
+	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fs, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, MiB, 0, 3);
+	munmap(p, MiB);
+
+	/* The device is opened as root; the uid is checked at bind time. */
+	fu = tier_open();
+	ASSERT_EQ(0, as_user(user_private, fu));
+	close(fu);
+	fu = tier_open();
+	ASSERT_EQ(0, as_user(user_shared_ro, fu));
+	close(fu);
+	fu = tier_open();
+	ASSERT_EQ(0, as_user(user_creates, fu));
+	close(fu);
+	n = list_names(self->fd, e, 4);
+	ASSERT_EQ(3, n);
+	for (i = 0; i < n; i++)
+		if (!strcmp(e[i].name, "mine"))
+			ASSERT_EQ(1000U, e[i].owner);
+	/* Root overrides the mode, as for files. */
+	fu = tier_open();
+	ASSERT_EQ(0, bind_name(fu, "mine", 0, 0, 0));
+	close(fu);
+	close(fp);
+	close(fs);
+}
+
+TEST_HARNESS_MAIN
