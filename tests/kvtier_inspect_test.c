@@ -87,20 +87,13 @@ FIXTURE(tier) {
 
 FIXTURE_SETUP(tier)
 {
-	const char *ns0 = kvt_ns("KVTIER_NS0");
+	const char *why = kvt_missing();
 
 	self->fd = -1;
-	if (!getenv("KVTIER_KO"))
-		SKIP(return, "KVTIER_KO not set");
-	if (!ns0)
-		SKIP(return, "no namespace in KVTIER_NS0");
-	if (!kvt_exists("/sys/kernel/debug/kvtier") && kvt_loaded())
-		SKIP(return, "debugfs not mounted");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_FALSE(kvt_loaded());
-	ASSERT_EQ(0, kvt_load("num_tiers=2"));
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
-	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
-	self->fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	self->fd = kvt_start("num_tiers=2", 4);
 	ASSERT_GE(self->fd, 0);
 }
 

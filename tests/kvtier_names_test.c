@@ -53,18 +53,13 @@ FIXTURE(tier) {
 
 FIXTURE_SETUP(tier)
 {
-	const char *ns0 = kvt_ns("KVTIER_NS0");
+	const char *why = kvt_missing();
 
 	self->fd = -1;
-	if (!getenv("KVTIER_KO"))
-		SKIP(return, "KVTIER_KO not set");
-	if (!ns0)
-		SKIP(return, "no namespace in KVTIER_NS0");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_FALSE(kvt_loaded());
-	ASSERT_EQ(0, kvt_load(""));
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
-	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
-	self->fd = tier_open();
+	self->fd = kvt_start("", 4);
 	ASSERT_GE(self->fd, 0);
 }
 

@@ -55,18 +55,13 @@ FIXTURE(tier) {
 
 FIXTURE_SETUP(tier)
 {
-	const char *ns0 = kvt_ns("KVTIER_NS0");
+	const char *why = kvt_missing();
 
 	self->fd = -1;
-	if (!getenv("KVTIER_KO"))
-		SKIP(return, "KVTIER_KO not set");
-	if (!ns0)
-		SKIP(return, "no namespace in KVTIER_NS0");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_FALSE(kvt_loaded());
-	ASSERT_EQ(0, kvt_load("num_tiers=2"));
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
-	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
-	self->fd = tier_open();
+	self->fd = kvt_start("num_tiers=2", BUDGET_MB);
 	ASSERT_GE(self->fd, 0);
 }
 
@@ -75,18 +70,23 @@ FIXTURE_SETUP(tier)
  * its mappings and files are gone even when an assertion or the timeout
  * ended it, so the tier must be empty.
  */
-FIXTURE_TEARDOWN_PARENT(tier)
+/* Every page, slot and pin went back with the last file; unload. */
+static void check_empty_and_unload(struct __test_metadata *_metadata)
 {
 	if (!__test_passed(_metadata))
 		dump_stats(_metadata, 0);
 	if (!kvt_loaded())
 		return;
-	/* Every page and slot went back with the last file. */
 	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
 	EXPECT_EQ(0, kvt_tier_num(0, "used"));
 	EXPECT_EQ(0, kvt_tier_num(0, "pinned"));
 	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 	EXPECT_EQ(0, kvt_unload());
+}
+
+FIXTURE_TEARDOWN_PARENT(tier)
+{
+	check_empty_and_unload(_metadata);
 }
 
 /* Integrity through the mapping at 1x, 2x and 8x the budget. */
@@ -104,30 +104,19 @@ FIXTURE_VARIANT_ADD(integrity, x8) { .times_budget = 8 };
 
 FIXTURE_SETUP(integrity)
 {
-	const char *ns0 = kvt_ns("KVTIER_NS0");
+	const char *why = kvt_missing();
 
 	self->fd = -1;
-	if (!getenv("KVTIER_KO"))
-		SKIP(return, "KVTIER_KO not set");
-	if (!ns0)
-		SKIP(return, "no namespace in KVTIER_NS0");
-	ASSERT_EQ(0, kvt_load("num_tiers=1"));
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
-	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
-	self->fd = tier_open();
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_FALSE(kvt_loaded());
+	self->fd = kvt_start("num_tiers=1", BUDGET_MB);
 	ASSERT_GE(self->fd, 0);
 }
 
 FIXTURE_TEARDOWN_PARENT(integrity)
 {
-	if (!__test_passed(_metadata))
-		dump_stats(_metadata, 0);
-	if (!kvt_loaded())
-		return;
-	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
-	EXPECT_EQ(0, kvt_tier_num(0, "used"));
-	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	EXPECT_EQ(0, kvt_unload());
+	check_empty_and_unload(_metadata);
 }
 
 TEST_F_TIMEOUT(integrity, mapping_round_trip, 300)
@@ -565,29 +554,6 @@ TEST_F_TIMEOUT(tier, ioctl_fadvise_rw_errors, 300)
 	ASSERT_EQ(0, memcmp(buf, "hello", 5));
 }
 
-/* A small loop device as the namespace, backed by a file in tmpfs. */
-static int loop_attach(const char *file, size_t size, char *dev, size_t len)
-{
-	int ctl, fd, lfd, n;
-
-	fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, size))
-		return -1;
-	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	if (ctl < 0)
-		return -1;
-	n = ioctl(ctl, LOOP_CTL_GET_FREE);
-	close(ctl);
-	if (n < 0)
-		return -1;
-	snprintf(dev, len, "/dev/loop%d", n);
-	lfd = open(dev, O_RDWR | O_CLOEXEC);
-	if (lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd))
-		return -1;
-	close(fd);
-	return lfd;
-}
-
 static sigjmp_buf sigbus_jmp;
 
 static void on_sigbus(int sig)
@@ -624,7 +590,7 @@ TEST_F_TIMEOUT(tier, full_namespace, 300)
 	int lfd, fa, fb;
 
 	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = loop_attach("/tmp/kvtier-small.img", 8 * MiB, dev, sizeof(dev));
+	lfd = kvt_loop_attach("/tmp/kvtier-small.img", 8 * MiB, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 1));

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +129,65 @@ static inline const char *kvt_ns(const char *var)
 	if (!ns || stat(ns, &st) || !S_ISBLK(st.st_mode))
 		return NULL;
 	return ns;
+}
+
+/*
+ * A loop device over a fresh @size-byte @file (a small namespace for tests
+ * that fill one). Puts its path in @dev; returns its fd (LOOP_CLR_FD and
+ * close it when done) or -1.
+ */
+static inline int kvt_loop_attach(const char *file, size_t size, char *dev,
+				  size_t len)
+{
+	int ctl, fd, lfd, n;
+
+	fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, size))
+		return -1;
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		return -1;
+	n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (n < 0)
+		return -1;
+	snprintf(dev, len, "/dev/loop%d", n);
+	lfd = open(dev, O_RDWR | O_CLOEXEC);
+	if (lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd))
+		return -1;
+	close(fd);
+	return lfd;
+}
+
+/* Why the tier tests cannot run here (module or namespace missing), or NULL. */
+static inline const char *kvt_missing(void)
+{
+	if (!getenv("KVTIER_KO"))
+		return "KVTIER_KO not set";
+	if (!kvt_ns("KVTIER_NS0"))
+		return "no namespace in KVTIER_NS0";
+	return NULL;
+}
+
+static inline int kvt_knob(int id, const char *attr, long long v);
+
+/*
+ * Load the module with @params, attach KVTIER_NS0 to tier 0 with a host
+ * budget of @budget_mb and open /dev/kvtier0. Returns the fd or -errno.
+ */
+static inline int kvt_start(const char *params, int budget_mb)
+{
+	int ret, fd;
+
+	ret = kvt_load(params);
+	if (!ret)
+		ret = kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0"));
+	if (!ret)
+		ret = kvt_knob(0, "host_budget_mb", budget_mb);
+	if (ret)
+		return ret;
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 /* Counter @name of tier @id from debugfs stats, or -1. */

@@ -207,35 +207,13 @@ TEST_F_TIMEOUT(ctl, attach_refuses_in_use, 300)
 	ASSERT_TRUE(tier_is(1, "none"));
 }
 
-static int loop_attach(const char *file, size_t size, char *dev, size_t len)
-{
-	int ctl_fd, fd, lfd, n;
-
-	fd = open(file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, size))
-		return -1;
-	ctl_fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	if (ctl_fd < 0)
-		return -1;
-	n = ioctl(ctl_fd, LOOP_CTL_GET_FREE);
-	close(ctl_fd);
-	if (n < 0)
-		return -1;
-	snprintf(dev, len, "/dev/loop%d", n);
-	lfd = open(dev, O_RDWR | O_CLOEXEC);
-	if (lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd))
-		return -1;
-	close(fd);
-	return lfd;
-}
-
 TEST_F_TIMEOUT(ctl, attach_refuses_small_and_not_nvme, 300)
 {
 	char dev[32];
 	int lfd;
 
 	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = loop_attach(SMALL_IMG, 8 * MiB, dev, sizeof(dev));
+	lfd = kvt_loop_attach(SMALL_IMG, 8 * MiB, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
 	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", dev));
 	TH_LOG("%s", self->out);
