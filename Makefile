@@ -7,6 +7,8 @@
 #   make check           build for both supported kernels, boot each in QEMU,
 #                        run the test suite, print one summary line
 #   make demo            boot a VM and show a tier doing its job
+#   make bench           kvtier vs raw NVMe, swap and page cache in one VM boot
+#                        (tests/bench/run.sh; Documentation/performance.rst)
 #   make install         module via DKMS, uapi header, libraries, kvtierctl
 #                        (with its bash completion),
 #                        man pages, udev rule
@@ -20,7 +22,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
-	dkms-install checkpatch modules-all deps
+	dkms-install checkpatch modules-all deps bench
 
 all: module lib tools
 
@@ -73,6 +75,9 @@ check: deps
 demo: deps
 	$(MAKE) lib tools
 	tests/demo.sh $(BUILD)
+
+bench: deps
+	tests/bench/run.sh $(BUILD)
 
 checkpatch:
 	tests/checkpatch.sh $(BUILD)

@@ -64,6 +64,7 @@ phase "kselftest headers (linux-source)" "$top/tests/get-ksrc.sh" "$build"
 phase "checkpatch --strict" "$top/tests/checkpatch.sh" "$build"
 phase "module builds, W=1, all kernels" "$top/tests/build-modules.sh" "$build"
 phase "test programs" make -s -C "$top/tests" BUILD="$build"
+phase "kvtierctl on fixture files (host)" make -s -C "$top/tools" check
 phase "dkms add/build/install, all kernels" "$top/tests/dkms-check.sh" "$build"
 
 while read -r short kver; do
@@ -89,6 +90,11 @@ while read -r short kver; do
 	fi
 	summary+=("$(printf '%-40s %4d s   %s' "suite on $short" $((SECONDS - start)) "$tally")")
 done < <("$top/tests/vm/kernels.sh" list)
+
+# A tiny benchmark in the 6.12 guest (tests/bench/run.sh --tiny): proves
+# kvbench and its runner still work. It prints a row; its numbers are never
+# judged, only a crash or a missing row fails it.
+phase "tiny benchmark (6.12)" "$top/tests/bench/run.sh" --tiny "$build"
 
 echo "#"
 echo "# phase times and per-kernel results:"

@@ -23,6 +23,7 @@
 #                                 (tools, tests that mount or stack dm targets)
 #   libblkid-dev                  kvtierctl attach: filesystem/partition signatures
 #   passwd                        groupadd for the kvtier group (make install)
+#   util-linux mount gnuplot-nox  make bench: mkswap, swapon/swapoff, plots
 #
 # The kernel images the VM boots are not installed: tests/vm/prepare.sh
 # fetches them with `apt-get download`, which needs current package lists;
@@ -35,7 +36,8 @@ PKGS=(make gcc libc6-dev perl git
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip coreutils
 	libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
 	libblkid-dev
-	passwd)
+	passwd
+	util-linux mount gnuplot-nox)
 
 mode=install
 case "${1:-}" in

@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+#
+# Side-by-side table and plots from the CSV tests/bench/guest.sh writes.
+#
+# usage: tests/bench/report.py RESULTS.csv OUTDIR
+#   prints the comparison table (ratios: kvtier's value over the other
+#   system's, so > 1 means kvtier is better for throughput, and for latency
+#   the other system's p99 over kvtier's), the targets of issue 7, and the
+#   scaling tables; writes OUTDIR/throughput.png and OUTDIR/cdf-*.png with
+#   gnuplot when it is installed (data files OUTDIR/*.dat beside them).
+import csv
+import os
+import shutil
+import subprocess
+import sys
+
+res, outdir = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(res)))
+SYSTEMS = ["kvtier", "swap", "pagecache"]
+
+
+def f(r, k):
+    try:
+        return float(r[k])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def key(r):
+    return (r["workload"], r["model"], r["ratio"], r["nseq"])
+
+
+by = {}
+for r in rows:
+    by[(r["system"],) + key(r)] = r
+order = []
+for r in rows:
+    if r["system"] in SYSTEMS and key(r) not in order:
+        order.append(key(r))
+fio = {r["workload"]: r for r in rows if r["system"] == "raw"}
+
+
+def label(k):
+    w, model, ratio, nseq = k
+    s = w
+    if w in ("decode", "churn", "writeback", "restore"):
+        s += " %sx" % ratio.rstrip("0").rstrip(".")
+    if w in ("decode", "churn"):
+        s += " n=%s" % nseq
+    if model == "llama-70b":
+        s += " 70B"
+    return s
+
+
+def metric(r):
+    """(value, unit) of the headline throughput of a row."""
+    if r["workload"] in ("decode", "churn"):
+        return f(r, "tokens_s"), "tok/s"
+    if r["workload"].startswith("hot-"):
+        return f(r, "mean_us"), "us/page"
+    return f(r, "gbps"), "GB/s"
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return "%.3g" % v
+
+
+lines = []
+hdr = "%-22s %-8s" % ("workload", "unit")
+for s in SYSTEMS:
+    hdr += " %9s %9s" % (s[:9], "p99 us")
+hdr += " %8s %8s" % ("kvt/swap", "kvt/pc")
+lines.append(hdr)
+lines.append("-" * len(hdr))
+for k in order:
+    vals, unit = {}, ""
+    line = ""
+    for s in SYSTEMS:
+        r = by.get((s,) + k)
+        v, u = metric(r) if r else (None, unit)
+        unit = u or unit
+        vals[s] = v
+        line += " %9s %9s" % (fmt(v), fmt(f(r, "p99_us")) if r else "-")
+    rat = []
+    for s in ("swap", "pagecache"):
+        a, b = vals.get("kvtier"), vals.get(s)
+        if a and b:
+            # lower is better for a time per page
+            rat.append("%.2fx" % (b / a if unit == "us/page" else a / b))
+        else:
+            rat.append("-")
+    lines.append("%-22s %-8s%s %8s %8s" % (label(k), unit, line, rat[0], rat[1]))
+
+lines.append("")
+lines.append("raw device, fio --direct=1 (GB/s, p50/p99 completion latency us):")
+for name in sorted(fio):
+    r = fio[name]
+    lines.append("  %-22s %8s GB/s  p50 %8s  p99 %8s" % (
+        name[4:], fmt(f(r, "gbps")), fmt(f(r, "p50_us")), fmt(f(r, "p99_us"))))
+
+# Issue 7's targets, measured.
+lines.append("")
+lines.append("targets (issue 7), measured in this run:")
+
+
+def get(s, w, ratio=None, model="llama-3.1-8b"):
+    for r in rows:
+        if r["system"] == s and r["workload"] == w and r["model"] == model and \
+                (ratio is None or abs(float(r["ratio"]) - ratio) < 1e-6):
+            return r
+    return None
+
+
+def tgt(what, have, goal):
+    if have is None:
+        lines.append("  %-52s    n/a (goal %s)" % (what, goal))
+    else:
+        lines.append("  %-52s %6.2fx (goal %s)" % (what, have, goal))
+
+
+def seqmax(rw):
+    v = [f(fio[n], "gbps") for n in fio if n.startswith("fio-%s-1M" % rw)]
+    v = [x for x in v if x]
+    return max(v) if v else None
+
+
+rr, sr = get("kvtier", "restore"), seqmax("read")
+tgt("cold restore / raw sequential read (best 1M)",
+    f(rr, "gbps") / sr if rr and sr else None, ">= 0.9x")
+k2, s2, p2 = get("kvtier", "decode", 2), get("swap", "decode", 2), get("pagecache", "decode", 2)
+tgt("decode 2x: kvtier / swap tokens/s",
+    f(k2, "tokens_s") / f(s2, "tokens_s") if k2 and s2 else None, ">= 3x")
+tgt("decode 2x: kvtier / page cache tokens/s",
+    f(k2, "tokens_s") / f(p2, "tokens_s") if k2 and p2 else None, ">= 2x")
+tgt("decode 2x: swap p99 / kvtier p99",
+    f(s2, "p99_us") / f(k2, "p99_us") if k2 and s2 else None, "> 1x")
+tgt("decode 2x: page cache p99 / kvtier p99",
+    f(p2, "p99_us") / f(k2, "p99_us") if k2 and p2 else None, "> 1x")
+wk, sw = get("kvtier", "writeback"), seqmax("write")
+tgt("write-back / raw sequential write (best 1M)",
+    f(wk, "gbps") / sw if wk and sw else None, ">= 0.9x")
+km, af = get("kvtier", "hot-remap"), get("swap", "hot-first")
+tgt("minor fault (elapsed/fault) / anon first touch (p50/page)",
+    f(km, "us_per_fault") / f(af, "p50_us")
+    if km and af and f(km, "us_per_fault") and f(af, "p50_us") else None,
+    "<= 1.5x")
+kh, ah = get("kvtier", "hot-mapped"), get("swap", "hot-mapped")
+tgt("resident mapped page: kvtier / anon time per page",
+    f(kh, "mean_us") / f(ah, "mean_us") if kh and ah and f(ah, "mean_us") else None,
+    "~1x")
+
+# Scaling (kvtier only).
+sc = [r for r in rows if r["system"] == "kvtier-scale"]
+if sc:
+    lines.append("")
+    lines.append("scaling, kvtier (budget fixed): cold restore by region size")
+    lines.append("  %8s %8s %8s %9s %9s %10s %10s" % (
+        "MiB", "GB/s", "s/GB", "majflt", "us/fault", "mod p50us", "mod p99us"))
+    for r in sc:
+        if r["workload"] != "restore":
+            continue
+        g = f(r, "gbps")
+        lines.append("  %8s %8s %8s %9s %9s %10s %10s" % (
+            r["mib"], fmt(g), fmt(1 / g if g else None), r["majflt"],
+            r["us_per_fault"] or "-", r["mod_major_p50_us"] or "-",
+            r["mod_major_p99_us"] or "-"))
+    lines.append("scaling, kvtier: decode at 2x the budget by concurrent sequences")
+    lines.append("  %8s %8s %8s %8s %8s %9s %9s %10s" % (
+        "nseq", "ctx tok", "tok/s", "GB/s", "s/GB", "faults", "us/fault", "p99 us"))
+    for r in sc:
+        if r["workload"] != "decode":
+            continue
+        g = f(r, "gbps")
+        nf = int(r["minflt"] or 0) + int(r["majflt"] or 0)
+        lines.append("  %8s %8s %8s %8s %8s %9d %9s %10s" % (
+            r["nseq"], r["ctx_tokens"], fmt(f(r, "tokens_s")), fmt(g),
+            fmt(1 / g if g else None), nf, r["us_per_fault"] or "-",
+            fmt(f(r, "p99_us"))))
+
+print("\n".join(lines))
+
+# --- plots ----------------------------------------------------------------------
+gp = shutil.which("gnuplot")
+if not gp:
+    print("(gnuplot not installed: no plots)")
+    sys.exit(0)
+
+# Throughput (GB/s of KV touched) of decode against working set / budget.
+with open(os.path.join(outdir, "throughput.dat"), "w") as d:
+    for s in SYSTEMS:
+        d.write("# %s\n" % s)
+        for r in rows:
+            if r["system"] == s and r["workload"] == "decode" and r["model"] == "llama-3.1-8b":
+                d.write("%s %s\n" % (r["ratio"], r["gbps"]))
+        d.write("\n\n")
+ceil = seqmax("read") or 0
+rnd = f(fio.get("fio-randread-4k-qd1", {}), "gbps") or 0
+script = """
+set terminal pngcairo size 720,440 font ',10'
+set output '%(o)s/throughput.png'
+set title 'decode scan (Llama-3.1-8B shape): KV touched per second vs working set'
+set xlabel 'working set / host budget'
+set ylabel 'GB/s (log)'
+set logscale y
+set logscale x 2
+set key outside right
+set grid
+plot '%(o)s/throughput.dat' index 0 using 1:2 with linespoints lw 2 title 'kvtier', \\
+     '' index 1 using 1:2 with linespoints lw 2 title 'swap (memcg)', \\
+     '' index 2 using 1:2 with linespoints lw 2 title 'ext4 mmap (memcg)', \\
+     %(c)g with lines dt 2 lw 2 title 'raw seq read 1M (fio)', \\
+     %(r)g with lines dt 3 lw 2 title 'raw rand read 4k qd1 (fio)'
+""" % {"o": outdir, "c": ceil, "r": rnd}
+
+cdf = os.path.join(os.path.dirname(res), "vm", "cdf.txt")
+if not os.path.exists(cdf):
+    cdf = os.path.join(outdir, "vm", "cdf.txt")
+if os.path.exists(cdf):
+    pts = {}
+    for line in open(cdf):
+        p = line.split()
+        if len(p) == 6:
+            pts.setdefault((p[0], p[1], p[2], p[3]), []).append((float(p[5]), float(p[4])))
+    for w, ratio, title in (("decode", "2.00", "decode scan at 2x budget, per layer x sequence access"),
+                            ("restore", "0.50", "cold restore, per 64 KiB unit"),
+                            ("hot-first", "0.25", "first touch, per 4 KiB page")):
+        fn = os.path.join(outdir, "cdf-%s.dat" % w)
+        plots = []
+        with open(fn, "w") as d:
+            idx = 0
+            for s in SYSTEMS:
+                ks = [k for k in pts if k[0] == s and k[1] == w and k[2] == ratio and
+                      (w != "decode" or k[3] == "4")]
+                if not ks:
+                    continue
+                d.write("# %s\n" % s)
+                # 202 points per run; a key can hold several runs (the
+                # 70B decode has the same ratio and nseq): the first is 8B.
+                for lat, q in pts[ks[0]][:202]:
+                    d.write("%g %g\n" % (max(lat, 0.01), q))
+                d.write("\n\n")
+                plots.append("'%s' index %d using 1:2 with lines lw 2 title '%s'" % (fn, idx, s))
+                idx += 1
+        if plots:
+            script += """
+set output '%s/cdf-%s.png'
+set title '%s'
+set xlabel 'latency, us (log)'
+set ylabel 'fraction of accesses'
+unset logscale y
+set logscale x 10
+set yrange [0:1]
+plot %s
+set yrange [*:*]
+""" % (outdir, w, title, ", ".join(plots))
+subprocess.run([gp], input=script, text=True, check=False)

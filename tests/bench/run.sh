@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make bench`: kvtier against raw NVMe (fio), Linux swap and the page
+# cache, on the same emulated namespace, in one boot of the 6.12 kernel.
+#
+# usage: tests/bench/run.sh BUILD            the whole comparison
+#        tests/bench/run.sh --tiny BUILD     one tiny kvtier row (make check)
+#
+# Full run: builds kvbench (tools/bench) and kvtier.ko for 6.12 in a private
+# copy (BUILD/bench/mod/), boots the VM with 2 GiB of RAM and one 1 GiB NVMe
+# namespace (serial kvt0) and runs tests/bench/guest.sh in it. Results:
+#   BUILD/bench/results.csv   every row (fio, kvbench; header first)
+#   BUILD/bench/table.txt     the side-by-side table with ratios to kvtier
+#   BUILD/bench/*.png         plots (gnuplot)
+#   BUILD/bench/vm/           console, kernel log, fio JSON, module stats
+# Tiny run: uses BUILD/<kver>/kvtier.ko (make check built it), 256 MiB
+# namespace, one kvbench decode row; fails only when it crashes or prints
+# no row. Numbers are never judged.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tiny=0
+if [[ ${1:-} == --tiny ]]; then
+	tiny=1
+	shift
+fi
+build=$(mkdir -p "${1:?usage: run.sh [--tiny] BUILD}" && cd "$1" && pwd)
+cache=$build/cache
+t0=$SECONDS
+
+make -s -C "$top/tools/bench" BUILD="$build"
+read -r short kver < <("$top/tests/vm/kernels.sh" list | awk '$1 == "6.12"')
+[[ -n ${kver:-} ]] || { echo "bench: no 6.12 kernel headers installed" >&2; exit 1; }
+
+# build_module DIR: kvtier.ko for $kver in a private copy of the sources
+# (others may be editing or building the tree's own build/<kver>/). The
+# copy is of the working tree, or of the committed HEAD with
+# KVTIER_BENCH_SRC=head (a tree whose kmod/ is mid-edit).
+build_module() {
+	local src=$1/src kdir
+	kdir=$("$top/tests/vm/kernels.sh" kdir "$short")
+	if [[ ${KVTIER_BENCH_SRC:-tree} == head ]]; then
+		rm -rf "$src"
+		mkdir -p "$src"
+		git -C "$top" archive HEAD Kbuild Makefile dkms.conf include kmod |
+			tar -C "$src" -xf -
+	else
+		mkdir -p "$src"
+		rm -f "$src/modules.order" "$src/kmod/modules.order" \
+			"$src/Module.symvers" "$src/kmod/compat_generated.h"
+		tar -C "$top" -cf - --exclude='*.o' --exclude='*.ko' \
+			--exclude='.*.cmd' --exclude='*.mod*' \
+			--exclude=compat_generated.h --exclude=modules.order \
+			--exclude=Module.symvers --exclude='*.a' \
+			--exclude=.conftest-kdir Kbuild Makefile dkms.conf include kmod |
+			tar -C "$src" -xf -
+	fi
+	make -C "$src" module KDIR="$kdir" >"$1/build.log" 2>&1 ||
+		{ cat "$1/build.log"; echo "bench: module build failed" >&2; return 1; }
+	cp "$src/kmod/kvtier.ko" "$1/kvtier.ko"
+	echo "bench: kvtier.ko from ${KVTIER_BENCH_SRC:-tree}" \
+		"(HEAD $(git -C "$top" rev-parse --short HEAD))"
+}
+
+if ((tiny)); then
+	ko=$build/$kver/kvtier.ko
+	if [[ ! -f $ko ]]; then
+		build_module "$build/bench/mod/$kver"
+		ko=$build/bench/mod/$kver/kvtier.ko
+	fi
+	out=$build/bench/vm-tiny
+	size=256M timeout=240 mode=tiny mem=2G
+else
+	build_module "$build/bench/mod/$kver"
+	ko=$build/bench/mod/$kver/kvtier.ko
+	out=$build/bench/vm
+	size=1G timeout=1500 mode=full mem=6G
+fi
+"$top/tests/vm/prepare.sh" "$kver" "$cache" >/dev/null
+rm -rf "$out"
+mkdir -p "$out"
+echo "bench: $mode run on $kver, log in $out/console.log"
+rc=0
+"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
+	--mem $mem --nvme-count 1 --nvme-size $size --timeout $timeout -- \
+	"$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko" \
+	>"$out/run.log" 2>&1 || rc=$?
+# The guest's progress lines (its stderr) and rows, without boot noise.
+grep -E '^(bench:|  )' "$out/console.log" | tr -d '\r' || true
+rm -f "$out"/nvme*.img
+
+rows=0
+[[ -f $out/bench.csv ]] && rows=$(($(wc -l <"$out/bench.csv") - 1))
+if ((tiny)); then
+	echo "bench: tiny run: $rows row(s), status $rc, $((SECONDS - t0)) s"
+	((rc == 0 && rows > 0))
+	exit
+fi
+if ((rows > 0)); then
+	cp "$out/bench.csv" "$build/bench/results.csv"
+	/usr/bin/python3 "$top/tests/bench/report.py" "$build/bench/results.csv" \
+		"$build/bench" | tee "$build/bench/table.txt"
+fi
+echo "bench: $rows rows in $build/bench/results.csv, status $rc, $((SECONDS - t0)) s"
+((rc == 0 && rows > 0))
