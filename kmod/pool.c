@@ -195,7 +195,8 @@ int kvtier_evict_page(struct kvtier_page *kp)
 			   (u64)kp->index << PAGE_SHIFT, false);
 	kvtier_pool_del(tier, kp);
 	unlock_page(page);
-	put_page(page);
+	put_page(page);		/* ours */
+	put_page(page);		/* the pool's: frees it */
 	kvtier_page_free(kp);
 	return 0;
 
