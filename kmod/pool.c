@@ -76,7 +76,13 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 		}
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		freed = kvtier_reclaim(tier, 32, true);
+		/*
+		 * A whole write-back batch per stall: one large bio instead of
+		 * many small ones, and room for the next faults too.
+		 */
+		freed = kvtier_reclaim(tier, max(32U,
+				       READ_ONCE(tier->knobs.writeback_batch_kb) >>
+				       (PAGE_SHIFT - 10)), true);
 		if (freed > 0) {
 			idle = 0;
 			continue;

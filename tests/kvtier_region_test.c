@@ -866,7 +866,7 @@ TEST_F_TIMEOUT(tier, knob_errors, 300)
 	/* Defaults and good values. */
 	ASSERT_EQ(90, kvt_tier_num(0, "watermark_high"));
 	ASSERT_EQ(75, kvt_tier_num(0, "watermark_low"));
-	ASSERT_EQ(128, kvt_tier_num(0, "readahead_kb"));
+	ASSERT_EQ(512, kvt_tier_num(0, "readahead_kb"));
 	ASSERT_EQ(0, kvt_knob(0, "watermark_low", 50));
 	ASSERT_EQ(0, kvt_knob(0, "watermark_high", 60));
 	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
