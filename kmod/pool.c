@@ -55,6 +55,17 @@ static bool kvtier_pool_try_charge(struct kvtier_tier *tier)
 }
 
 /*
+ * Pages a budget stall frees per round: a whole write-back batch, so the
+ * stall writes one large bio instead of many small ones and makes room for
+ * the next faults too.
+ */
+static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
+{
+	return max(32U, READ_ONCE(tier->knobs.writeback_batch_kb) >>
+		   (PAGE_SHIFT - 10));
+}
+
+/*
  * Charge one page to the budget. With @may_wait, a full pool is reclaimed
  * synchronously (a budget stall): clean pages are dropped, dirty ones
  * written back. Errors: -ENOMEM (full, !@may_wait, or nothing evictable),
@@ -76,13 +87,7 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 		}
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		/*
-		 * A whole write-back batch per stall: one large bio instead of
-		 * many small ones, and room for the next faults too.
-		 */
-		freed = kvtier_reclaim(tier, max(32U,
-				       READ_ONCE(tier->knobs.writeback_batch_kb) >>
-				       (PAGE_SHIFT - 10)), true);
+		freed = kvtier_reclaim(tier, kvtier_stall_batch(tier), true);
 		if (freed > 0) {
 			idle = 0;
 			continue;
