@@ -304,6 +304,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @mode: permission bits of a named region
  * @gid: fsgid of the creator
  * @created: creation time, seconds since the epoch
+ * @ra_next: index after the last read from the namespace; a miss there
+ *           continues a sequential run and gets the full readahead window
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -329,6 +331,7 @@ struct kvtier_region {
 	umode_t mode;
 	kgid_t gid;
 	time64_t created;
+	pgoff_t ra_next;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */

@@ -292,6 +292,26 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
 	return n;
 }
 
+/* Readahead for a miss that does not continue a sequential run, in pages. */
+#define KVTIER_RA_RANDOM_PAGES	4
+
+/*
+ * Pages to read for a miss at @index, the missing page included: the full
+ * readahead_kb window when the miss continues where the region's last read
+ * ended (a sequential pass: a sequence's blocks, a layer's pages), a few
+ * pages otherwise, so random access does not read what it will not use.
+ */
+static unsigned int kvtier_readahead_window(struct kvtier_region *region,
+					    pgoff_t index)
+{
+	unsigned int pages = 1 + (READ_ONCE(region->tier->knobs.readahead_kb) >>
+				  (PAGE_SHIFT - 10));
+
+	if (index != READ_ONCE(region->ra_next))
+		pages = min_t(unsigned int, pages, KVTIER_RA_RANDOM_PAGES);
+	return min_t(unsigned int, pages, BIO_MAX_VECS);
+}
+
 /* How a page was found; the values are the kvtier_fault tracepoint's kind. */
 enum kvtier_get {
 	KVT_GET_MINOR,		/* was resident */
@@ -369,8 +389,7 @@ retry:
 	get_page(page);
 	kvtier_note_refault(region, entry);
 
-	ra_max = min_t(unsigned int, BIO_MAX_VECS,
-		       1 + (READ_ONCE(tier->knobs.readahead_kb) >> (PAGE_SHIFT - 10)));
+	ra_max = kvtier_readahead_window(region, index);
 	ra = kmalloc_array(ra_max, sizeof(*ra), GFP_KERNEL);
 	if (!ra) {
 		ra = &kp;
@@ -378,6 +397,7 @@ retry:
 	}
 	ra[0] = kp;
 	nr_ra = 1 + kvtier_readahead(region, index, kp->slot, ra + 1, ra_max - 1);
+	WRITE_ONCE(region->ra_next, index + nr_ra);
 	kvtier_count(tier, KVT_STAT_READAHEAD, nr_ra - 1);
 	ret = kvtier_io_read(tier, ra, nr_ra);
 	if (ret) {

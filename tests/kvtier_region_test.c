@@ -658,6 +658,18 @@ TEST_F_TIMEOUT(tier, sequential_pass_batches, 300)
 	ASSERT_GT(kvt_stat(0, "readahead_pages"), 0);
 	ASSERT_GT(kvt_stat(0, "fault_around_pages"), 0);
 
+	/* Misses that do not continue a run read a few pages, not a window. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	pages = kvt_stat(0, "read_pages");
+	for (int i = 0; i < 32; i++) {
+		size_t pg = (size_t)(i * 37 % 32) * 64 + 8;	/* 256 KiB apart */
+
+		ASSERT_EQ(-1, kvt_check(p + pg * PAGE, 8, pg * PAGE, 101));
+	}
+	pages = kvt_stat(0, "read_pages") - pages;
+	TH_LOG("32 scattered misses read %lld pages", pages);
+	ASSERT_LE(pages, 32 * 4);
+
 	/* readahead_kb=0: one page per major fault. */
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
