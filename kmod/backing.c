@@ -11,6 +11,22 @@
 
 #include "kvtier.h"
 
+/*
+ * Bytes of the attached namespace a region may use (its slots), or -ENODEV.
+ * Takes tier->lock; an open file of the tier keeps the answer valid, since
+ * detach is refused while one exists.
+ */
+loff_t kvtier_backing_capacity(struct kvtier_tier *tier)
+{
+	loff_t bytes = -ENODEV;
+
+	mutex_lock(&tier->lock);
+	if (kvtier_backing_attached(tier))
+		bytes = (loff_t)tier->slots.nr << PAGE_SHIFT;
+	mutex_unlock(&tier->lock);
+	return bytes;
+}
+
 /* Caller holds tier->lock. */
 bool kvtier_backing_attached(const struct kvtier_tier *tier)
 {

@@ -375,11 +375,6 @@ static inline void kvt_pg_set(struct kvtier_page *kp, enum kvtier_page_flag f)
 	set_bit(f, &kp->flags);
 }
 
-static inline void kvt_pg_clear(struct kvtier_page *kp, enum kvtier_page_flag f)
-{
-	clear_bit(f, &kp->flags);
-}
-
 static inline bool kvt_pg_test_and_clear(struct kvtier_page *kp,
 					 enum kvtier_page_flag f)
 {
@@ -439,7 +434,6 @@ int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
 int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 			int advice);
 long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it);
-unsigned long kvtier_pin_limit(struct kvtier_tier *tier);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
 void kvtier_region_publish(struct kvtier_region *region);
@@ -490,7 +484,8 @@ void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt);
 void kvtier_tier_destroy(struct kvtier_tier *tier);
 
-/* backing.c: callers hold tier->lock */
+/* backing.c: callers hold tier->lock, except for kvtier_backing_capacity */
+loff_t kvtier_backing_capacity(struct kvtier_tier *tier);
 bool kvtier_backing_attached(const struct kvtier_tier *tier);
 int kvtier_backing_attach(struct kvtier_tier *tier, const char *path);
 int kvtier_backing_detach(struct kvtier_tier *tier);

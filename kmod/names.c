@@ -142,11 +142,8 @@ long kvtier_ioctl_region_open(struct file *file,
 	ret = -EBUSY;
 	if (kf->region)
 		goto out;
-	mutex_lock(&tier->lock);
-	capacity = kvtier_backing_attached(tier) ?
-		(loff_t)tier->slots.nr << PAGE_SHIFT : -1;
-	mutex_unlock(&tier->lock);
-	ret = -ENODEV;
+	capacity = kvtier_backing_capacity(tier);
+	ret = capacity;
 	if (capacity < 0)
 		goto out;
 

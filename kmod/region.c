@@ -1001,7 +1001,7 @@ int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 }
 
 /* Pages a tier may pin: pin_budget_mb, and never more than half the pool. */
-unsigned long kvtier_pin_limit(struct kvtier_tier *tier)
+static unsigned long kvtier_pin_limit(struct kvtier_tier *tier)
 {
 	unsigned long pin = (unsigned long)READ_ONCE(tier->knobs.pin_budget_mb)
 		<< (20 - PAGE_SHIFT);

@@ -79,13 +79,9 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 	if (size <= 0)
 		return -EINVAL;
 
-	/* nr_open > 0 keeps the namespace attached from here on. */
-	mutex_lock(&tier->lock);
-	capacity = kvtier_backing_attached(tier) ?
-		(loff_t)tier->slots.nr << PAGE_SHIFT : -1;
-	mutex_unlock(&tier->lock);
+	capacity = kvtier_backing_capacity(tier);
 	if (capacity < 0)
-		return -ENODEV;
+		return capacity;
 	if (size > capacity)
 		return -ENOSPC;
 
