@@ -73,7 +73,7 @@ struct kvtier_pin {
 /* struct kvtier_region_open.flags */
 #define KVTIER_OPEN_CREATE	(1U << 0)	/* create if it does not exist */
 #define KVTIER_OPEN_EXCL	(1U << 1)	/* with CREATE: fail if it exists */
-#define KVTIER_OPEN_PERSISTENT	(1U << 2)	/* keep on the namespace (not yet) */
+#define KVTIER_OPEN_PERSISTENT	(1U << 2)	/* keep on the namespace */
 #define KVTIER_OPEN_RDONLY	(1U << 3)	/* bind for reading only */
 
 /**
@@ -88,6 +88,13 @@ struct kvtier_pin {
  *
  * Binds a fresh file to a named region, which lives until it is unlinked
  * and its last file is closed (and its last mapping unmapped).
+ *
+ * With CREATE|PERSISTENT a new region is persistent: its name, attributes
+ * and (after fsync or msync(MS_SYNC)) its bytes are on the namespace and
+ * survive the process, module reloads and reboots; creating it commits.
+ * Opening an existing region with PERSISTENT fails with EEXIST if that
+ * region is not persistent (and vice versa PERSISTENT is not required to
+ * open a persistent region). A persistent region is at most 2^32 pages.
  */
 struct kvtier_region_open {
 	char name[KVTIER_NAME_MAX];
@@ -113,7 +120,8 @@ struct kvtier_region_name {
  * @owner: uid of the creator
  * @mode: permission bits
  * @users: open files bound to it
- * @flags: KVTIER_OPEN_PERSISTENT if persistent
+ * @flags: KVTIER_OPEN_PERSISTENT if persistent, KVTIER_REGION_PINNED if
+ *         pinned against capacity reclaim
  */
 struct kvtier_region_entry {
 	char name[KVTIER_NAME_MAX];
@@ -141,6 +149,28 @@ struct kvtier_region_list {
 	__u32 reserved;
 };
 
+/* struct kvtier_region_entry.flags and struct kvtier_region_flags bits */
+#define KVTIER_REGION_PINNED	(1U << 8)	/* never reclaimed for space */
+
+/**
+ * struct kvtier_region_flags - KVTIER_IOC_REGION_SETFLAGS argument
+ * @name: a persistent region's name, NUL-terminated
+ * @set: KVTIER_REGION_* bits to set
+ * @clear: KVTIER_REGION_* bits to clear (not also in @set)
+ * @reserved: zero
+ *
+ * Changes a persistent region's flags and commits them. Only its owner (or
+ * CAP_FOWNER) may. When the namespace is full, persistent regions that no
+ * file or mapping uses and that are not pinned are reclaimed (unlinked)
+ * least recently used first; a pinned one stays until it is unpinned.
+ */
+struct kvtier_region_flags {
+	char name[KVTIER_NAME_MAX];
+	__u32 set;
+	__u32 clear;
+	__u64 reserved;
+};
+
 #define KVTIER_IOC_MAGIC	0xCB
 
 #define KVTIER_IOC_TIER_INFO	_IOR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_tier_info)
@@ -150,5 +180,6 @@ struct kvtier_region_list {
 #define KVTIER_IOC_REGION_OPEN	_IOW(KVTIER_IOC_MAGIC, 0x04, struct kvtier_region_open)
 #define KVTIER_IOC_REGION_UNLINK _IOW(KVTIER_IOC_MAGIC, 0x05, struct kvtier_region_name)
 #define KVTIER_IOC_REGION_LIST	_IOWR(KVTIER_IOC_MAGIC, 0x06, struct kvtier_region_list)
+#define KVTIER_IOC_REGION_SETFLAGS _IOW(KVTIER_IOC_MAGIC, 0x07, struct kvtier_region_flags)
 
 #endif /* _UAPI_LINUX_KVTIER_H */
