@@ -3,6 +3,8 @@
  * Attaching and detaching a tier's namespace: an exclusively claimed block
  * device. The claim's holder is the tier, so a second tier, a mount or any
  * other exclusive opener of the same device gets -EBUSY from the block layer.
+ * What the namespace holds is the store's business (store.c): attach opens
+ * it (formatting a blank or, on request, any namespace), detach closes it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -35,17 +37,19 @@ bool kvtier_backing_attached(const struct kvtier_tier *tier)
 }
 
 /*
- * Caller holds tier->lock.
+ * Caller holds tier->lock. With @format, whatever the namespace holds is
+ * destroyed and an empty store written.
  *
  * Errors: -EBUSY if a namespace is already attached or the device is claimed
  * by someone else, -ENOENT if @path does not exist, -EINVAL if it is not a
- * block device or its logical block size exceeds PAGE_SIZE, -ENOMEM, or what
- * the block layer returns for the open.
+ * block device or its logical block size exceeds PAGE_SIZE, what
+ * kvtier_store_open() returns (-EMEDIUMTYPE, -EUCLEAN, -EOPNOTSUPP,
+ * -ENOSPC, -EIO), -ENOMEM, or what the block layer returns for the open.
  */
-int kvtier_backing_attach(struct kvtier_tier *tier, const char *path)
+int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
+			  bool format)
 {
 	struct kvtier_backing *b = &tier->backing;
-	unsigned long slots;
 	unsigned int lbs;
 	char *copy;
 	int ret;
@@ -75,22 +79,18 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path)
 	}
 
 	b->nr_sectors = bdev_nr_sectors(b->kb.bdev);
-	slots = b->nr_sectors >> (PAGE_SHIFT - SECTOR_SHIFT);
-	/* Shadow entries hold KVT_SLOT_BITS of slot number. */
-	if (slots > KVT_SLOT_MASK) {
-		dev_warn(&tier->dev, "%s: using the first %llu bytes only\n",
-			 path, (unsigned long long)KVT_SLOT_MASK << PAGE_SHIFT);
-		slots = KVT_SLOT_MASK;
-	}
-	ret = kvtier_slots_init(&tier->slots, slots);
-	if (ret)
-		goto err_close;
+	b->path = copy;
+	b->lbs = lbs;
 	/* Statistics of a tier describe its current attachment. */
 	kvtier_latency_reset(tier);
 	memset(tier->io_sizes, 0, sizeof(tier->io_sizes));
 	tier->first_error = 0;
-	b->path = copy;
-	b->lbs = lbs;
+	ret = kvtier_store_open(tier, format);
+	if (ret) {
+		b->path = NULL;
+		b->lbs = 0;
+		goto err_close;
+	}
 	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks)\n",
 		 path, (unsigned long long)b->nr_sectors << SECTOR_SHIFT, lbs);
 	return 0;
@@ -103,29 +103,46 @@ err_free:
 	return ret;
 }
 
+/* Any region but persistent ones without users? Caller holds tier->lock. */
+static bool kvtier_backing_busy(struct kvtier_tier *tier)
+{
+	struct kvtier_region *r;
+	bool busy = tier->nr_open;
+
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node)
+		busy |= !r->persistent || refcount_read(&r->users) > 1;
+	spin_unlock(&tier->regions_lock);
+	return busy;
+}
+
 /*
  * Caller holds tier->lock.
  *
- * Detaching a detached tier is a no-op. Errors: -EBUSY while the tier is open
- * or has named regions.
+ * Persistent regions are written back, committed and forgotten (they come
+ * back at the next attach). Detaching a detached tier is a no-op. Errors:
+ * -EBUSY while the tier is open or has volatile named regions (nothing
+ * changes); a write-back or commit error (-EIO...): the tier is detached
+ * anyway, and the namespace holds the last commit that succeeded.
  */
 int kvtier_backing_detach(struct kvtier_tier *tier)
 {
 	struct kvtier_backing *b = &tier->backing;
+	int ret;
 
 	lockdep_assert_held(&tier->lock);
 	if (!kvtier_backing_attached(tier))
 		return 0;
-	/* Open files and named regions (open or not) hold namespace space. */
-	if (tier->nr_open || !list_empty(&tier->regions))
+	/* Open files and volatile named regions hold namespace space. */
+	if (kvtier_backing_busy(tier))
 		return -EBUSY;
 
-	kvtier_slots_exit(&tier->slots);
+	ret = kvtier_store_close(tier);
 	kvtier_bdev_close(&b->kb, tier);
 	dev_info(&tier->dev, "detached %s\n", b->path);
 	kfree(b->path);
 	b->path = NULL;
 	b->nr_sectors = 0;
 	b->lbs = 0;
-	return 0;
+	return ret;
 }

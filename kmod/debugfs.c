@@ -40,6 +40,8 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_FLUSH] = "flushes",
 	[KVT_STAT_REFAULT] = "refaults",
 	[KVT_STAT_CSUM_ERROR] = "checksum_errors",
+	[KVT_STAT_COMMIT] = "commits",
+	[KVT_STAT_REGION_RECLAIM] = "regions_reclaimed",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {
@@ -171,6 +173,8 @@ static int kvtier_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "pinned_pages %ld\n", atomic_long_read(&tier->nr_pinned));
 	seq_printf(m, "slots_used %lu\n", READ_ONCE(tier->slots.used));
 	seq_printf(m, "slots_total %lu\n", READ_ONCE(tier->slots.nr));
+	seq_printf(m, "slots_deferred %lu\n", READ_ONCE(tier->slots.nr_deferred));
+	seq_printf(m, "generation %llu\n", READ_ONCE(tier->store.generation));
 	seq_printf(m, "inflight_bytes %ld\n",
 		   atomic_long_read(&tier->inflight_bytes));
 	return 0;

@@ -11,13 +11,15 @@
 #include <linux/highmem.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "kvtier.h"
 #include "kvtier_trace.h"
 
-/* One bio's worth of pages. */
+/* One bio's worth of pages, at consecutive slots from @slot. */
 struct kvtier_io {
 	struct kvtier_tier *tier;
+	unsigned long slot;
 	unsigned int nr;
 	long bytes;
 	u64 start_ns;
@@ -28,9 +30,16 @@ struct kvtier_io {
 	struct kvtier_page *kps[];
 };
 
-static inline sector_t slot_to_sector(unsigned long slot)
+static inline sector_t block_to_sector(u64 block)
 {
-	return (sector_t)slot << (PAGE_SHIFT - SECTOR_SHIFT);
+	return (sector_t)block << (PAGE_SHIFT - SECTOR_SHIFT);
+}
+
+/* Data slots start after the superblocks and checkpoint areas. */
+static inline sector_t slot_to_sector(struct kvtier_tier *tier,
+				      unsigned long slot)
+{
+	return block_to_sector(tier->store.data_start + slot);
 }
 
 /* Wait until @bytes more fit under max_inflight_kb (or nothing is in flight). */
@@ -77,7 +86,7 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 	unsigned int i;
 
 	bio = bio_alloc(tier->backing.kb.bdev, io->nr, opf, GFP_NOIO);
-	bio->bi_iter.bi_sector = slot_to_sector(io->kps[0]->slot);
+	bio->bi_iter.bi_sector = slot_to_sector(tier, io->slot);
 	bio->bi_end_io = end_io;
 	bio->bi_private = io;
 	for (i = 0; i < io->nr; i++)
@@ -126,7 +135,7 @@ static void kvtier_read_end_io(struct bio *bio)
 	struct kvtier_tier *tier = io->tier;
 	u64 ns = ktime_get_ns() - io->start_ns;
 	int err = blk_status_to_errno(bio->bi_status);
-	sector_t sector = slot_to_sector(io->kps[0]->slot);
+	sector_t sector = slot_to_sector(tier, io->slot);
 	bool ok = !err;
 	unsigned int i;
 
@@ -166,6 +175,7 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 	if (!io)
 		return -ENOMEM;
 	memcpy(io->kps, kps, nr * sizeof(*kps));
+	io->slot = kps[0]->slot;
 	kvtier_io_submit(io, REQ_OP_READ, kvtier_read_end_io);
 	return 0;
 }
@@ -186,7 +196,7 @@ static void kvtier_write_end_io(struct bio *bio)
 		kvtier_set_error(tier, err);
 		pr_err_ratelimited("kvtier%u: write error %d at sector %llu\n",
 				   tier->id, err,
-				   (unsigned long long)slot_to_sector(io->kps[0]->slot));
+				   (unsigned long long)slot_to_sector(tier, io->slot));
 	}
 	for (i = 0; i < io->nr; i++)
 		io->errs[io->first + i] = err;
@@ -198,7 +208,7 @@ static void kvtier_write_end_io(struct bio *bio)
 }
 
 /*
- * Write @nr locked pages, each with a slot, and wait for all of them.
+ * Write @nr locked pages, each to its wb_slot, and wait for all of them.
  * Pages whose slots are consecutive share a bio. errs[i] gets each page's
  * status. Returns the first error, or 0.
  */
@@ -214,7 +224,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		struct kvtier_io *io;
 
 		for (j = i + 1; j < nr && j - i < BIO_MAX_VECS &&
-		     kps[j]->slot == kps[j - 1]->slot + 1; j++)
+		     kps[j]->wb_slot == kps[j - 1]->wb_slot + 1; j++)
 			;
 		io = kvtier_io_alloc(tier, j - i);
 		if (!io) {
@@ -223,6 +233,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 			break;
 		}
 		memcpy(io->kps, kps + i, (j - i) * sizeof(*kps));
+		io->slot = kps[i]->wb_slot;
 		io->pending = &pending;
 		io->done = &done;
 		io->errs = errs;
@@ -266,7 +277,49 @@ void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 	if (!READ_ONCE(tier->knobs.discard) || !bdev_max_discard_sectors(bdev))
 		return;
 	/* Best effort: a failed discard loses nothing. */
-	if (!blkdev_issue_discard(bdev, slot_to_sector(slot),
-				  slot_to_sector(nr), GFP_KERNEL))
+	if (!blkdev_issue_discard(bdev, slot_to_sector(tier, slot),
+				  block_to_sector(nr), GFP_KERNEL))
 		kvtier_count(tier, KVT_STAT_DISCARD, nr);
+}
+
+/*
+ * Synchronous metadata I/O (store.c): @nr blocks at @block to or from @buf
+ * (vmalloc'ed or directly mapped memory). Write flags such as REQ_FUA apply
+ * to every bio. Not counted against max_inflight_kb: commits are rare and
+ * must not wait behind the data they make durable.
+ */
+int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
+		   void *buf, unsigned int nr)
+{
+	bool vm = is_vmalloc_addr(buf);
+	size_t len = (size_t)nr << PAGE_SHIFT;
+	void *start = buf;
+	int ret = 0;
+
+	if (vm && op_is_write(opf))
+		flush_kernel_vmap_range(buf, len);
+	while (nr && !ret) {
+		unsigned int n = min_t(unsigned int, nr, BIO_MAX_VECS), i;
+		struct bio *bio;
+
+		bio = bio_alloc(tier->backing.kb.bdev, n, opf, GFP_NOIO);
+		bio->bi_iter.bi_sector = block_to_sector(block);
+		for (i = 0; i < n; i++, buf += PAGE_SIZE)
+			__bio_add_page(bio, vm ? vmalloc_to_page(buf) :
+				       virt_to_page(buf), PAGE_SIZE,
+				       offset_in_page(buf));
+		ret = submit_bio_wait(bio);
+		bio_put(bio);
+		block += n;
+		nr -= n;
+	}
+	if (vm && !op_is_write(opf))
+		invalidate_kernel_vmap_range(start, len);
+	if (ret) {
+		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		kvtier_set_error(tier, ret);
+		dev_err_ratelimited(&tier->dev, "metadata %s error %d at block %llu\n",
+				    op_is_write(opf) ? "write" : "read", ret, block);
+	}
+	return ret;
 }

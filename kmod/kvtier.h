@@ -9,7 +9,9 @@
  *              background write-back worker, shrinker
  *   io.c       where bytes hit the namespace: read and write bios, flush,
  *              discard, the in-flight cap
- *   slots.c    namespace space: the slot allocator
+ *   slots.c    namespace space: the slot allocator, deferred frees
+ *   store.c    the on-namespace store: superblock, checkpoint, commit,
+ *              format, load at attach, capacity reclaim of regions
  *   tier.c     one tier: its character device and file operations
  *   names.c    named regions: bind by name, permissions, unlink, list
  *   backing.c  attaching and detaching the namespace (block device)
@@ -27,14 +29,17 @@
  *   mmap_lock / per-VMA lock (fault path)
  *     kvtier_tier.lock (attach/detach, open/release only)
  *     page lock (PG_locked of a resident page; held across its I/O)
+ *       kvtier_store.lock (commits)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
- *       kvtier_region.pages xa_lock
- *         kvtier_pool.lock
- *           kvtier_slots.lock
+ *       kvtier_tier.regions_lock
+ *         kvtier_region.pages xa_lock
+ *           kvtier_pool.lock
+ *             kvtier_slots.lock
  */
 #ifndef KVTIER_H
 #define KVTIER_H
 
+#include <linux/blk_types.h>
 #include <linux/cdev.h>
 #include <linux/device.h>
 #include <linux/math64.h>
@@ -69,19 +74,65 @@ struct kvtier_backing {
 };
 
 /**
- * struct kvtier_slots - namespace space, in PAGE_SIZE slots
- * @lock: protects @map and @used
- * @map: one bit per slot, set when allocated
- * @nr: slots on the namespace
+ * struct kvtier_slots - namespace space, in PAGE_SIZE data slots
+ * @lock: protects @map, @used, @deferred, @nr_deferred and @hint
+ * @map: one bit per slot, set when allocated (deferred slots included)
+ * @deferred: slots to free after the next commit (see slots.c)
+ * @nr: data slots on the namespace
  * @used: slots allocated
+ * @nr_deferred: bits set in @deferred
  * @hint: where the next search starts (keeps runs contiguous)
  */
 struct kvtier_slots {
-	spinlock_t lock;		/* protects map, used, hint */
+	spinlock_t lock;		/* protects all but nr */
 	unsigned long *map;
+	unsigned long *deferred;
 	unsigned long nr;
 	unsigned long used;
+	unsigned long nr_deferred;
 	unsigned long hint;
+};
+
+/**
+ * struct kvtier_store - the on-namespace store of an attached tier
+ * @lock: serialises commits (and guards every field below but @changes,
+ *        @dropping and the geometry, which is fixed while attached)
+ * @uuid: the namespace's, from its superblock
+ * @format_time: seconds since the epoch
+ * @nr_blocks: namespace blocks at format time
+ * @meta_start: first block of checkpoint area 0
+ * @meta_blocks: blocks of each checkpoint area
+ * @data_start: block of data slot 0
+ * @nr_slots: data slots
+ * @max_regions: persistent regions a checkpoint has room for
+ * @generation: of the last commit that reached the media
+ * @ckpt: checkpoint buffer, @meta_blocks blocks (vmalloc)
+ * @releasing: slots the next successful commit frees
+ * @nr_releasing: bits set in @releasing
+ * @changes: bumped by every change a commit must record (atomic)
+ * @committed_changes: @changes as of the last commit's snapshot
+ * @commit_work: commits in the background (slots a region let go of)
+ * @dropping: persistent regions are being forgotten, not deleted: their
+ *            slots are freed in memory only (detach, failed attach)
+ */
+struct kvtier_store {
+	struct mutex lock;		/* commits; see above */
+	u8 uuid[16];
+	u64 format_time;
+	u64 nr_blocks;
+	u64 meta_start;
+	u64 meta_blocks;
+	u64 data_start;
+	u64 nr_slots;
+	u64 max_regions;
+	u64 generation;
+	void *ckpt;
+	unsigned long *releasing;
+	unsigned long nr_releasing;
+	atomic64_t changes;
+	s64 committed_changes;
+	struct work_struct commit_work;
+	bool dropping;
 };
 
 #define KVTIER_NO_SLOT		ULONG_MAX
@@ -111,6 +162,8 @@ enum kvtier_stat {
 	KVT_STAT_FLUSH,
 	KVT_STAT_REFAULT,
 	KVT_STAT_CSUM_ERROR,
+	KVT_STAT_COMMIT,
+	KVT_STAT_REGION_RECLAIM,
 	KVT_STAT_NR,
 };
 
@@ -226,6 +279,7 @@ struct kvtier_pool {
  * @knobs: tunables (sysfs)
  * @pool: host pages
  * @slots: namespace space; valid while attached
+ * @store: the on-namespace store; valid while attached
  * @inflight_bytes: tier I/O submitted and not completed
  * @inflight_wait: submitters waiting under max_inflight_kb
  * @stats: counters
@@ -248,6 +302,7 @@ struct kvtier_tier {
 	struct kvtier_knobs knobs;
 	struct kvtier_pool pool;
 	struct kvtier_slots slots;
+	struct kvtier_store store;
 	atomic_long_t inflight_bytes;
 	wait_queue_head_t inflight_wait;
 	atomic64_t stats[KVT_STAT_NR];
@@ -296,7 +351,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @nr_pinned: pages pinned
  * @last_use: jiffies of the last fault or read/write
  * @crcs: CRC32C of each page's last written-back copy, by index; set when
- *        the write completes, checked when a read completes
+ *        the write completes (under the xa_lock, with the page's slot),
+ *        checked when a read completes
  * @users: files bound to the region, plus one while it is named (linked);
  *         the region is destroyed when it drops to zero
  * @name: "" for an unnamed region
@@ -306,6 +362,9 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @created: creation time, seconds since the epoch
  * @ra_next: index after the last read from the namespace; a miss there
  *           continues a sequential run and gets the full readahead window
+ * @persistent: named and kept on the namespace (fixed at creation); its
+ *              pages are written copy-on-write (see slots.c)
+ * @pinned: never reclaimed for space (KVTIER_REGION_PINNED)
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -332,6 +391,8 @@ struct kvtier_region {
 	kgid_t gid;
 	time64_t created;
 	pgoff_t ra_next;
+	bool persistent;
+	bool pinned;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
@@ -349,7 +410,9 @@ enum kvtier_page_flag {
  * @page: the host page; the pool holds one reference
  * @region: owner
  * @index: page index in @region
- * @slot: namespace slot holding its last written-back copy, or KVTIER_NO_SLOT
+ * @slot: namespace slot holding its last written-back copy, or KVTIER_NO_SLOT;
+ *        changes under the region's xa_lock when a write-back completes
+ * @wb_slot: the slot a write-back in progress writes to (valid under it)
  * @crc: CRC32C of the copy being written back (valid under write-back)
  * @flags: KVT_PG_* bits
  * @lru: on pool->lru
@@ -359,6 +422,7 @@ struct kvtier_page {
 	struct kvtier_region *region;
 	pgoff_t index;
 	unsigned long slot;
+	unsigned long wb_slot;
 	u32 crc;
 	unsigned long flags;
 	struct list_head lru;
@@ -439,6 +503,8 @@ void kvtier_region_put(struct kvtier_region *region);
 void kvtier_region_publish(struct kvtier_region *region);
 void kvtier_region_put_user(struct kvtier_region *region);
 void kvtier_page_free(struct kvtier_page *kp);
+int kvtier_region_sync(struct kvtier_region *region);
+time64_t kvtier_region_last_used(struct kvtier_region *region);
 
 /* names.c */
 long kvtier_ioctl_region_open(struct file *file,
@@ -447,7 +513,12 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 				struct kvtier_region_name __user *uarg);
 long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 			      struct kvtier_region_list __user *uarg);
+long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
+				  struct kvtier_region_flags __user *uarg);
 void kvtier_names_drop_all(struct kvtier_tier *tier);
+int kvtier_name_valid(const char *name);
+struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
+					 const char *name);
 
 /* pool.c */
 int kvtier_pool_init(struct kvtier_tier *tier);
@@ -469,6 +540,8 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		    unsigned int nr, int *errs);
 int kvtier_io_flush(struct kvtier_tier *tier);
+int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
+		   void *buf, unsigned int nr);
 void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 		       unsigned long nr);
 
@@ -479,6 +552,21 @@ unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 				 unsigned long want, unsigned long *got);
 void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 		       unsigned long nr);
+int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot);
+void kvtier_slots_defer(struct kvtier_slots *slots, unsigned long slot,
+			unsigned long nr);
+unsigned long kvtier_slots_freeze(struct kvtier_slots *slots,
+				  unsigned long *set);
+
+/* store.c: open/close/drop under tier->lock */
+void kvtier_store_init(struct kvtier_store *st);
+int kvtier_store_open(struct kvtier_tier *tier, bool format);
+int kvtier_store_close(struct kvtier_tier *tier);
+void kvtier_store_drop_regions(struct kvtier_tier *tier);
+int kvtier_store_commit(struct kvtier_tier *tier);
+void kvtier_store_kick(struct kvtier_tier *tier);
+bool kvtier_store_make_room(struct kvtier_tier *tier, struct kvtier_page **busy,
+			    unsigned int nbusy);
 
 /* tier.c */
 struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt);
@@ -487,7 +575,8 @@ void kvtier_tier_destroy(struct kvtier_tier *tier);
 /* backing.c: callers hold tier->lock, except for kvtier_backing_capacity */
 loff_t kvtier_backing_capacity(struct kvtier_tier *tier);
 bool kvtier_backing_attached(const struct kvtier_tier *tier);
-int kvtier_backing_attach(struct kvtier_tier *tier, const char *path);
+int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
+			  bool format);
 int kvtier_backing_detach(struct kvtier_tier *tier);
 
 /* sysfs.c */

@@ -4,9 +4,11 @@
  * instead of creating an unnamed one, so processes that are not related
  * share KV bytes. Names live in the tier's region list; a named region
  * holds one "user" reference while it is linked, so it outlives the files
- * that used it until it is unlinked (or the module is unloaded: names are
- * kept in memory only; KVTIER_OPEN_PERSISTENT is refused until the
- * on-namespace format exists).
+ * that used it until it is unlinked. A volatile name goes with the module
+ * (or the detach); a persistent one (KVTIER_OPEN_PERSISTENT) is in every
+ * commit's checkpoint (store.c) and comes back at the next attach.
+ * Creating, unlinking and changing the flags of a persistent region
+ * commit before they return.
  *
  * Names are untrusted input: bounded, printable, never a path, never used
  * as a format string.
@@ -26,7 +28,7 @@
 #define KVTIER_LIST_MAX		4096
 
 /* 1..63 bytes of 0x21..0x7e, no '/', NUL-terminated within the array. */
-static int kvtier_name_valid(const char *name)
+int kvtier_name_valid(const char *name)
 {
 	size_t len = strnlen(name, KVTIER_NAME_MAX);
 	size_t i;
@@ -40,9 +42,12 @@ static int kvtier_name_valid(const char *name)
 	return 0;
 }
 
-/* The linked region called @name, with a user reference, or NULL. */
-static struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
-						const char *name)
+/*
+ * The linked region called @name, with a user reference, or NULL. Caller
+ * holds tier->regions_lock.
+ */
+struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
+					 const char *name)
 {
 	struct kvtier_region *r;
 
@@ -72,39 +77,91 @@ static int kvtier_region_permission(struct kvtier_region *r, bool write)
 	return -EACCES;
 }
 
+/* Persistent regions linked in the tier. Caller holds tier->regions_lock. */
+static u64 kvtier_nr_persistent(struct kvtier_tier *tier)
+{
+	struct kvtier_region *r;
+	u64 n = 0;
+
+	list_for_each_entry(r, &tier->regions, node)
+		n += r->linked && r->persistent;
+	return n;
+}
+
+/*
+ * Unlink a region the caller holds a user reference of, if it is still
+ * linked; drops the name's reference. A persistent region's name is gone
+ * from the namespace once this returns 0.
+ */
+static int kvtier_name_unlink(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+	bool was;
+
+	spin_lock(&tier->regions_lock);
+	was = region->linked;
+	region->linked = false;
+	spin_unlock(&tier->regions_lock);
+	if (!was)
+		return 0;
+	kvtier_region_put_user(region);		/* the name's reference */
+	if (!region->persistent)
+		return 0;
+	atomic64_inc(&tier->store.changes);
+	return kvtier_store_commit(tier);
+}
+
 /*
  * Create a named region for @kf and link it, unless a region of that name
  * appeared meanwhile: then that one is returned (with a user reference) and
- * nothing is created.
+ * nothing is created. A persistent one is committed before it is returned.
  */
 static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 						const struct kvtier_region_open *arg,
 						bool *created)
 {
 	struct kvtier_tier *tier = kf->tier;
+	bool persistent = arg->flags & KVTIER_OPEN_PERSISTENT;
 	struct kvtier_region *region, *other;
+	int ret = 0;
 
+	if (persistent && round_up(arg->size, PAGE_SIZE) >> PAGE_SHIFT >
+	    (u64)U32_MAX + 1)
+		return ERR_PTR(-EINVAL);
 	region = kvtier_region_create(tier, kf->inode,
 				      round_up(arg->size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return region;
 	strscpy(region->name, arg->name, sizeof(region->name));
 	region->mode = arg->mode;
+	region->persistent = persistent;
 	region->linked = true;
 	refcount_inc(&region->users);		/* the name's reference */
 
 	spin_lock(&tier->regions_lock);
 	other = kvtier_name_lookup(tier, arg->name);
-	if (!other)
+	if (!other && persistent &&
+	    kvtier_nr_persistent(tier) >= tier->store.max_regions)
+		ret = -ENOSPC;
+	else if (!other)
 		list_add_tail(&region->node, &tier->regions);
 	spin_unlock(&tier->regions_lock);
-	if (other) {
+	if (ret || other) {
 		/* Never visible: drop both references without a list. */
 		region->linked = false;
 		kvtier_region_put_user(region);
 		kvtier_region_put_user(region);
 		*created = false;
-		return other;
+		return ret ? ERR_PTR(ret) : other;
+	}
+	if (persistent) {
+		atomic64_inc(&tier->store.changes);
+		ret = kvtier_store_commit(tier);
+		if (ret) {
+			kvtier_name_unlink(region);
+			kvtier_region_put_user(region);
+			return ERR_PTR(ret);
+		}
 	}
 	*created = true;
 	return region;
@@ -113,9 +170,10 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 /*
  * KVTIER_IOC_REGION_OPEN. Errors: EINVAL (name, flags, mode, size), EBUSY
  * (the file already has a region), ENODEV (no namespace), ENOENT (no such
- * region, no CREATE), EEXIST (CREATE|EXCL and it exists), EACCES (mode),
- * ENOSPC (larger than the namespace), EOPNOTSUPP (PERSISTENT), EFAULT,
- * ENOMEM. Nothing changes on error.
+ * region, no CREATE), EEXIST (CREATE|EXCL and it exists, or PERSISTENT and
+ * it is not persistent), EACCES (mode), ENOSPC (larger than the namespace,
+ * or no room for another persistent region), EIO (the commit of a new
+ * persistent region failed), EFAULT, ENOMEM. Nothing changes on error.
  */
 long kvtier_ioctl_region_open(struct file *file,
 			      struct kvtier_region_open __user *uarg)
@@ -135,8 +193,6 @@ long kvtier_ioctl_region_open(struct file *file,
 	    ((arg.flags & KVTIER_OPEN_EXCL) && !(arg.flags & KVTIER_OPEN_CREATE)) ||
 	    arg.size > (u64)MAX_LFS_FILESIZE)
 		return -EINVAL;
-	if (arg.flags & KVTIER_OPEN_PERSISTENT)
-		return -EOPNOTSUPP;
 
 	mutex_lock(&kf->lock);
 	ret = -EBUSY;
@@ -167,7 +223,8 @@ long kvtier_ioctl_region_open(struct file *file,
 	}
 	if (!created) {
 		ret = -EEXIST;
-		if (arg.flags & KVTIER_OPEN_EXCL)
+		if ((arg.flags & KVTIER_OPEN_EXCL) ||
+		    ((arg.flags & KVTIER_OPEN_PERSISTENT) && !region->persistent))
 			goto out_put;
 		ret = -EINVAL;
 		if (arg.size && round_up(arg.size, PAGE_SIZE) !=
@@ -192,17 +249,23 @@ out:
 	return ret;
 }
 
+/* Only the owner (or CAP_FOWNER) may unlink a region or change its flags. */
+static bool kvtier_region_owner(struct kvtier_region *region)
+{
+	return uid_eq(current_fsuid(), region->owner) || capable(CAP_FOWNER);
+}
+
 /*
  * KVTIER_IOC_REGION_UNLINK: the name goes now, the bytes when the last file
- * and mapping go. Only the owner (or CAP_FOWNER) may unlink. Errors:
- * EINVAL, ENOENT, EPERM, EFAULT.
+ * and mapping go. Errors: EINVAL, ENOENT, EPERM (not the owner), EIO (the
+ * commit of a persistent region's unlink failed), EFAULT.
  */
 long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 				struct kvtier_region_name __user *uarg)
 {
 	struct kvtier_region_name arg;
 	struct kvtier_region *region;
-	int ret = 0;
+	int ret;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
@@ -211,18 +274,52 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 
 	spin_lock(&tier->regions_lock);
 	region = kvtier_name_lookup(tier, arg.name);
-	if (region) {
-		if (uid_eq(current_fsuid(), region->owner) || capable(CAP_FOWNER))
-			region->linked = false;
-		else
-			ret = -EPERM;
-	}
 	spin_unlock(&tier->regions_lock);
 	if (!region)
 		return -ENOENT;
-	if (!ret)
-		kvtier_region_put_user(region);	/* the name's reference */
+	ret = kvtier_region_owner(region) ? kvtier_name_unlink(region) : -EPERM;
 	kvtier_region_put_user(region);		/* the lookup's */
+	return ret;
+}
+
+/*
+ * KVTIER_IOC_REGION_SETFLAGS: pin or unpin a persistent region against
+ * capacity reclaim, committed before it returns. Errors: EINVAL (name,
+ * bits, reserved, not persistent), ENOENT, EPERM, EIO, EFAULT.
+ */
+long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
+				  struct kvtier_region_flags __user *uarg)
+{
+	struct kvtier_region_flags arg;
+	struct kvtier_region *region;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (kvtier_name_valid(arg.name) || arg.reserved ||
+	    (arg.set | arg.clear) & ~KVTIER_REGION_PINNED ||
+	    arg.set & arg.clear)
+		return -EINVAL;
+
+	spin_lock(&tier->regions_lock);
+	region = kvtier_name_lookup(tier, arg.name);
+	spin_unlock(&tier->regions_lock);
+	if (!region)
+		return -ENOENT;
+	ret = -EINVAL;
+	if (!region->persistent)
+		goto out;
+	ret = -EPERM;
+	if (!kvtier_region_owner(region))
+		goto out;
+	if (arg.set & KVTIER_REGION_PINNED)
+		WRITE_ONCE(region->pinned, true);
+	if (arg.clear & KVTIER_REGION_PINNED)
+		WRITE_ONCE(region->pinned, false);
+	atomic64_inc(&tier->store.changes);
+	ret = kvtier_store_commit(tier);
+out:
+	kvtier_region_put_user(region);
 	return ret;
 }
 
@@ -235,10 +332,11 @@ static void kvtier_region_entry_fill(struct kvtier_region *r,
 	e->resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;
 	e->namespace = (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT;
 	e->created = r->created;
-	e->last_used = ktime_get_real_seconds() -
-		jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)) / MSEC_PER_SEC;
+	e->last_used = kvtier_region_last_used(r);
 	e->owner = from_kuid_munged(&init_user_ns, r->owner);
 	e->mode = r->mode;
+	e->flags = (r->persistent ? KVTIER_OPEN_PERSISTENT : 0) |
+		   (READ_ONCE(r->pinned) ? KVTIER_REGION_PINNED : 0);
 	/* The name holds one user reference of its own. */
 	e->users = refcount_read(&r->users) - 1;
 }
@@ -280,7 +378,10 @@ long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 	return ret;
 }
 
-/* Module unload: names are in memory only, so they go with the module. */
+/*
+ * Module unload: volatile names are in memory only, so they go with the
+ * module. Persistent ones are written back and forgotten by the detach.
+ */
 void kvtier_names_drop_all(struct kvtier_tier *tier)
 {
 	struct kvtier_region *r;
@@ -288,7 +389,7 @@ void kvtier_names_drop_all(struct kvtier_tier *tier)
 	for (;;) {
 		spin_lock(&tier->regions_lock);
 		list_for_each_entry(r, &tier->regions, node) {
-			if (r->linked)
+			if (r->linked && !r->persistent)
 				break;
 		}
 		if (list_entry_is_head(r, &tier->regions, node)) {

@@ -230,10 +230,23 @@ static int kvtier_page_cmp(const void *a, const void *b)
 }
 
 /*
- * Give slots to the pages of a sorted batch that have none: one run of
- * consecutive slots for each run of consecutive indexes of one region, so
- * the batch goes out in few, large bios. Returns -ENOSPC for the pages it
- * could not place (errs[i]), 0 otherwise.
+ * Does this write-back need a fresh slot? A page without one does, and so
+ * does every page of a persistent region: its current slot may be named by
+ * the last commit, so the new copy goes elsewhere (copy-on-write) and the
+ * old slot is deferred when the write completes.
+ */
+static bool kvtier_needs_slot(const struct kvtier_page *kp)
+{
+	return kp->slot == KVTIER_NO_SLOT || kp->region->persistent;
+}
+
+/*
+ * Choose each page's wb_slot in a sorted batch: its own slot where it may
+ * be overwritten in place, else a fresh one; one run of consecutive slots
+ * for each run of consecutive indexes of one region, so the batch goes out
+ * in few, large bios. When the namespace is full, the store is asked to
+ * make room (commit, then reclaim an unused persistent region). Returns
+ * -ENOSPC for the pages it could not place (errs[i]), 0 otherwise.
  */
 static int kvtier_assign_slots(struct kvtier_tier *tier,
 			       struct kvtier_page **kps, unsigned int nr,
@@ -244,15 +257,19 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 	int ret = 0;
 
 	while (i < nr) {
-		if (kps[i]->slot != KVTIER_NO_SLOT) {
+		if (!kvtier_needs_slot(kps[i])) {
+			kps[i]->wb_slot = kps[i]->slot;
 			i++;
 			continue;
 		}
-		for (j = i + 1; j < nr && kps[j]->slot == KVTIER_NO_SLOT &&
+		for (j = i + 1; j < nr && kvtier_needs_slot(kps[j]) &&
 		     kps[j]->region == kps[i]->region &&
 		     kps[j]->index == kps[j - 1]->index + 1; j++)
 			;
 		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
+		if (slot == KVTIER_NO_SLOT &&
+		    kvtier_store_make_room(tier, kps, nr))
+			continue;
 		if (slot == KVTIER_NO_SLOT) {
 			for (; i < j; i++)
 				errs[i] = -ENOSPC;
@@ -260,11 +277,44 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 			continue;
 		}
 		for (j = 0; j < got; j++)
-			kps[i + j]->slot = slot + j;
-		atomic_long_add(got, &kps[i]->region->nr_slots);
+			kps[i + j]->wb_slot = slot + j;
 		i += got;
 	}
 	return ret;
+}
+
+/*
+ * A page's write-back to wb_slot ended with @err. On success the new copy
+ * becomes the page's slot, with its CRC, under the xa_lock (a commit's
+ * snapshot reads the pair there); a slot it replaces is deferred (a commit
+ * may name it). On failure a fresh slot is given back: nothing names it.
+ */
+static void kvtier_writeback_done(struct kvtier_tier *tier,
+				  struct kvtier_page *kp, int err)
+{
+	struct kvtier_region *region = kp->region;
+	unsigned long old = kp->slot;
+
+	if (err) {
+		if (kp->wb_slot != old)
+			kvtier_slots_free(&tier->slots, kp->wb_slot, 1);
+		cmpxchg(&region->err, 0, err);
+		return;
+	}
+	xa_lock(&region->pages);
+	kp->slot = kp->wb_slot;
+	region->crcs[kp->index] = kp->crc;
+	xa_unlock(&region->pages);
+	if (old == KVTIER_NO_SLOT)
+		atomic_long_inc(&region->nr_slots);
+	else if (old != kp->slot)
+		kvtier_slots_defer(&tier->slots, old, 1);
+	if (region->persistent)
+		atomic64_inc(&tier->store.changes);
+	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
+		atomic_long_dec(&tier->pool.nr_dirty);
+		atomic_long_dec(&region->nr_dirty);
+	}
 }
 
 /*
@@ -314,19 +364,8 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 		if (wret)
 			ret = wret;
 	}
-	for (i = 0; i < n; i++) {
-		struct kvtier_page *kp = wr[i];
-
-		if (!wr_errs[i]) {
-			kp->region->crcs[kp->index] = kp->crc;
-			if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
-				atomic_long_dec(&tier->pool.nr_dirty);
-				atomic_long_dec(&kp->region->nr_dirty);
-			}
-		} else {
-			cmpxchg(&kp->region->err, 0, wr_errs[i]);
-		}
-	}
+	for (i = 0; i < n; i++)
+		kvtier_writeback_done(tier, wr[i], wr_errs[i]);
 	kfree(wr);
 	kfree(errs);
 	return ret;

@@ -80,6 +80,14 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 	return region;
 }
 
+/* Seconds since the epoch of the region's last fault, read or write. */
+time64_t kvtier_region_last_used(struct kvtier_region *region)
+{
+	return ktime_get_real_seconds() -
+		jiffies_to_msecs(jiffies - READ_ONCE(region->last_use)) /
+		MSEC_PER_SEC;
+}
+
 /* Make a region visible in the tier's list (debugfs, names, detach). */
 void kvtier_region_publish(struct kvtier_region *region)
 {
@@ -95,13 +103,27 @@ void kvtier_page_free(struct kvtier_page *kp)
 	kmem_cache_free(kvtier_page_cache, kp);
 }
 
-static void kvtier_region_free_slots(struct kvtier_tier *tier,
+/*
+ * Give back a run of a destroyed region's slots. A persistent region's may
+ * be named by the last commit: they are deferred to the next one (queued
+ * now), unless the region is only being forgotten (detach), when the
+ * namespace keeps them.
+ */
+static void kvtier_region_free_slots(struct kvtier_region *region,
 				     unsigned long *run, unsigned long *len)
 {
+	struct kvtier_tier *tier = region->tier;
+
 	if (!*len)
 		return;
-	kvtier_io_discard(tier, *run, *len);
-	kvtier_slots_free(&tier->slots, *run, *len);
+	if (!region->persistent) {
+		kvtier_io_discard(tier, *run, *len);
+		kvtier_slots_free(&tier->slots, *run, *len);
+	} else if (READ_ONCE(tier->store.dropping)) {
+		kvtier_slots_free(&tier->slots, *run, *len);
+	} else {
+		kvtier_slots_defer(&tier->slots, *run, *len);
+	}
 	*len = 0;
 }
 
@@ -141,11 +163,13 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 			len++;
 			continue;
 		}
-		kvtier_region_free_slots(tier, &run, &len);
+		kvtier_region_free_slots(region, &run, &len);
 		run = slot;
 		len = 1;
 	}
-	kvtier_region_free_slots(tier, &run, &len);
+	kvtier_region_free_slots(region, &run, &len);
+	if (region->persistent && !READ_ONCE(tier->store.dropping))
+		kvtier_store_kick(tier);
 	xa_destroy(&region->pages);
 	iput(region->inode);
 	kvfree(region->crcs);
@@ -179,6 +203,7 @@ static struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 	kp->region = region;
 	kp->index = index;
 	kp->slot = KVTIER_NO_SLOT;
+	kp->wb_slot = KVTIER_NO_SLOT;
 	kp->flags = 0;
 	INIT_LIST_HEAD(&kp->lru);
 	if (WARN_ON_ONCE(!trylock_page(kp->page)))
@@ -869,28 +894,42 @@ static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 
 /*
  * fsync/fdatasync/msync(MS_SYNC): every dirty page of the range reaches
- * the namespace and the device cache is flushed. Reports a write error
- * that happened since the region was created (sticky, like a filesystem).
+ * the namespace, and the device cache is flushed; for a persistent region
+ * a commit makes the pages (and every other persistent change) durable.
+ * Reports a write error that happened since the region was created
+ * (sticky, like a filesystem).
  */
 int kvtier_file_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	struct kvtier_region *region = kvtier_file_region(file);
 	pgoff_t first, last;
-	int ret, err;
+	int ret = 0, err;
 
 	if (!region)
 		return 0;
-	if (start >= (loff_t)region->nr_pages << PAGE_SHIFT)
-		return kvtier_io_flush(region->tier);
-	first = start >> PAGE_SHIFT;
-	last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
-	ret = kvtier_region_writeback(region, first, last, false);
-	err = kvtier_io_flush(region->tier);
+	if (start < (loff_t)region->nr_pages << PAGE_SHIFT) {
+		first = start >> PAGE_SHIFT;
+		last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
+		ret = kvtier_region_writeback(region, first, last, false);
+	}
+	if (region->persistent)
+		err = kvtier_store_commit(region->tier);
+	else
+		err = kvtier_io_flush(region->tier);
 	if (!ret)
 		ret = err;
 	if (!ret)
 		ret = READ_ONCE(region->err);
 	return ret;
+}
+
+/*
+ * Write back every dirty page of @region and drop its pages from the pool
+ * (detach: the region is about to be forgotten). Returns the first error.
+ */
+int kvtier_region_sync(struct kvtier_region *region)
+{
+	return kvtier_region_writeback(region, 0, region->nr_pages - 1, true);
 }
 
 struct kvtier_prefetch {

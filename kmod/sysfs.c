@@ -27,10 +27,12 @@ static ssize_t backing_dev_show(struct device *dev,
 	return ret;
 }
 
-/* "none" detaches; anything else is the path of a block device to attach. */
-static ssize_t backing_dev_store(struct device *dev,
-				 struct device_attribute *attr,
-				 const char *buf, size_t len)
+/*
+ * Attach (or with @format, format and attach) the block device whose path
+ * is in @buf; for backing_dev, "none" detaches.
+ */
+static ssize_t kvtier_path_store(struct device *dev, const char *buf,
+				 size_t len, bool format)
 {
 	struct kvtier_tier *tier = dev_to_tier(dev);
 	char *path;
@@ -42,18 +44,33 @@ static ssize_t backing_dev_store(struct device *dev,
 	strim(path);
 
 	mutex_lock(&tier->lock);
-	if (!*path)
+	if (!*path || (format && !strcmp(path, "none")))
 		ret = -EINVAL;
 	else if (!strcmp(path, "none"))
 		ret = kvtier_backing_detach(tier);
 	else
-		ret = kvtier_backing_attach(tier, path);
+		ret = kvtier_backing_attach(tier, path, format);
 	mutex_unlock(&tier->lock);
 
 	kfree(path);
 	return ret ? ret : len;
 }
+
+static ssize_t backing_dev_store(struct device *dev,
+				 struct device_attribute *attr,
+				 const char *buf, size_t len)
+{
+	return kvtier_path_store(dev, buf, len, false);
+}
 static DEVICE_ATTR_RW(backing_dev);
+
+/* Write-only: format the device at this path (destroying it) and attach. */
+static ssize_t format_store(struct device *dev, struct device_attribute *attr,
+			    const char *buf, size_t len)
+{
+	return kvtier_path_store(dev, buf, len, true);
+}
+static DEVICE_ATTR_WO(format);
 
 static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
@@ -225,6 +242,7 @@ static DEVICE_ATTR_RO(pinned);
 
 static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_backing_dev.attr,
+	&dev_attr_format.attr,
 	&dev_attr_state.attr,
 	&dev_attr_error.attr,
 	&kvtier_knobs[0].attr.attr,

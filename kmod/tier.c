@@ -146,6 +146,8 @@ static long kvtier_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return kvtier_ioctl_region_unlink(kf->tier, (void __user *)arg);
 	case KVTIER_IOC_REGION_LIST:
 		return kvtier_ioctl_region_list(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_SETFLAGS:
+		return kvtier_ioctl_region_setflags(kf->tier, (void __user *)arg);
 	case KVTIER_IOC_PIN:
 	case KVTIER_IOC_UNPIN: {
 		struct kvtier_pin pin;
@@ -208,6 +210,7 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
 	atomic_long_set(&tier->nr_pinned, 0);
+	kvtier_store_init(&tier->store);
 
 	device_initialize(&tier->dev);
 	tier->dev.class = &kvtier_class;
@@ -240,7 +243,8 @@ err_put:
 /*
  * Called at module unload only: the module refcount (cdev owner) guarantees
  * no file of the tier is open, so only named regions without files and the
- * namespace can remain; named regions do not outlive the module.
+ * namespace can remain. Volatile named regions do not outlive the module;
+ * persistent ones are written back and committed by the detach.
  */
 void kvtier_tier_destroy(struct kvtier_tier *tier)
 {
