@@ -1,0 +1,873 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The on-namespace store: the superblock, the checkpoint of persistent
+ * regions, and the commit that makes them durable. The format is specified
+ * in include/uapi/linux/kvtier_format.h and
+ * Documentation/admin-guide/kvtier-format.rst.
+ *
+ * A commit (kvtier_store_commit) is dm-writecache's order: the data it
+ * names is already written (write-back waits for its bios), the checkpoint
+ * is written to the area the newest superblock does not name, then the
+ * superblock copy of the new generation with a cache flush before it and
+ * FUA. Slots the previous checkpoint named and the new one does not are
+ * freed only after that (slots.c: deferred slots).
+ *
+ * A snapshot takes each persistent region's (slot, crc) pairs under the
+ * region's xa_lock, which is where write-back completion changes them, so a
+ * page's pair is always one whose write completed.
+ *
+ * Locking: kvtier_store.lock serialises commits and attach/detach of the
+ * store; it is taken with page locks held (write-back that runs out of
+ * space commits to free deferred slots), so nothing under it takes a page
+ * lock or waits for a region's references. Order: page lock -> store.lock
+ * -> regions_lock -> a region's xa_lock -> slots.lock.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/blkdev.h>
+#include <linux/bitmap.h>
+#include <linux/fs.h>
+#include <linux/mount.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include <linux/kvtier_format.h>
+
+#include "kvtier.h"
+
+/* The smallest namespace worth formatting: 1 MiB of data slots. */
+#define KVTIER_MIN_SLOTS	256
+
+static u32 kvtier_sb_crc(const struct kvtier_disk_super *sb)
+{
+	struct kvtier_disk_super tmp = *sb;
+
+	tmp.crc = 0;
+	return kvtier_crc32c(&tmp, sizeof(tmp));
+}
+
+/* What a superblock copy turned out to be. */
+enum kvtier_sb_state {
+	KVT_SB_NONE,		/* no kvtier magic */
+	KVT_SB_DAMAGED,		/* magic, but checksum or fields wrong */
+	KVT_SB_NEWER,		/* a format this module does not know */
+	KVT_SB_VALID,
+};
+
+static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
+{
+	if (le64_to_cpu(sb->magic) != KVTIER_SB_MAGIC)
+		return KVT_SB_NONE;
+	if (le32_to_cpu(sb->version) > KVTIER_FORMAT_VERSION ||
+	    (le64_to_cpu(sb->feature_incompat) & ~KVTIER_FEATURE_INCOMPAT_SUPP) ||
+	    (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP))
+		return KVT_SB_NEWER;
+	if (le32_to_cpu(sb->version) != KVTIER_FORMAT_VERSION ||
+	    le32_to_cpu(sb->header_size) != sizeof(*sb) ||
+	    le32_to_cpu(sb->crc) != kvtier_sb_crc(sb))
+		return KVT_SB_DAMAGED;
+	return KVT_SB_VALID;
+}
+
+/* A name for what block 0 (or block 16) of a foreign namespace holds. */
+static const char *kvtier_foreign_signature(const u8 *b0, const u8 *b16)
+{
+	if (!memcmp(b0, "XFSB", 4))
+		return "xfs";
+	if (!memcmp(b0, "LUKS\xba\xbe", 6))
+		return "LUKS";
+	if (b0[1080] == 0x53 && b0[1081] == 0xef)
+		return "ext2/3/4";
+	if (!memcmp(b0 + 4086, "SWAPSPACE2", 10) ||
+	    !memcmp(b0 + 4086, "SWAP-SPACE", 10))
+		return "swap";
+	if (!memcmp(b0 + 512, "EFI PART", 8))
+		return "GPT partition table";
+	if (!memcmp(b0 + 512, "LABELONE", 8))
+		return "LVM2";
+	if (!memcmp(b16 + 64, "_BHRfS_M", 8))
+		return "btrfs";
+	if (b0[510] == 0x55 && b0[511] == 0xaa)
+		return "DOS partition table";
+	return NULL;
+}
+
+/* Caller holds store.lock (or the store is not yet visible). */
+static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb,
+			   u64 generation, u64 ckpt_bytes, u32 ckpt_crc)
+{
+	memset(sb, 0, sizeof(*sb));
+	sb->magic = cpu_to_le64(KVTIER_SB_MAGIC);
+	sb->version = cpu_to_le32(KVTIER_FORMAT_VERSION);
+	sb->header_size = cpu_to_le32(sizeof(*sb));
+	memcpy(sb->uuid, st->uuid, sizeof(sb->uuid));
+	sb->format_time = cpu_to_le64(st->format_time);
+	sb->nr_blocks = cpu_to_le64(st->nr_blocks);
+	sb->meta_start = cpu_to_le64(st->meta_start);
+	sb->meta_blocks = cpu_to_le64(st->meta_blocks);
+	sb->data_start = cpu_to_le64(st->data_start);
+	sb->nr_slots = cpu_to_le64(st->nr_slots);
+	sb->max_regions = cpu_to_le64(st->max_regions);
+	sb->generation = cpu_to_le64(generation);
+	sb->commit_time = cpu_to_le64(ktime_get_real_seconds());
+	sb->ckpt_bytes = cpu_to_le64(ckpt_bytes);
+	sb->ckpt_crc = cpu_to_le32(ckpt_crc);
+	sb->crc = cpu_to_le32(kvtier_sb_crc(sb));
+}
+
+static u64 kvtier_ckpt_max_bytes(u64 max_regions, u64 nr_slots)
+{
+	return sizeof(struct kvtier_disk_ckpt) +
+		max_regions * sizeof(struct kvtier_disk_region) +
+		nr_slots * sizeof(struct kvtier_disk_page);
+}
+
+/*
+ * Lay out a namespace of @nr_blocks: as many data slots as fit beside two
+ * checkpoint areas that can name every one of them.
+ */
+static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
+{
+	u64 regions = clamp_t(u64, nr_blocks / 64, 64, 1 << 20);
+	u64 fixed = DIV_ROUND_UP(kvtier_ckpt_max_bytes(regions, 0),
+				 KVTIER_BLOCK_SIZE);
+	u64 slots, mb;
+
+	if (nr_blocks < 2 + 2 * fixed + KVTIER_MIN_SLOTS)
+		return -ENOSPC;
+	/* Each slot costs its block and 2 x 16 bytes of checkpoint. */
+	slots = (nr_blocks - 2 - 2 * fixed) * 128 / 129;
+	slots = min_t(u64, slots, KVT_SLOT_MASK);
+	for (;;) {
+		mb = DIV_ROUND_UP(kvtier_ckpt_max_bytes(regions, slots),
+				  KVTIER_BLOCK_SIZE);
+		if (2 + 2 * mb + slots <= nr_blocks)
+			break;
+		slots--;
+	}
+	if (slots < KVTIER_MIN_SLOTS)
+		return -ENOSPC;
+	st->nr_blocks = nr_blocks;
+	st->meta_start = 2;
+	st->meta_blocks = mb;
+	st->data_start = 2 + 2 * mb;
+	st->nr_slots = slots;
+	st->max_regions = regions;
+	return 0;
+}
+
+static int kvtier_store_alloc(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	int ret;
+
+	st->ckpt = vzalloc(st->meta_blocks * KVTIER_BLOCK_SIZE);
+	st->releasing = kvcalloc(BITS_TO_LONGS(st->nr_slots),
+				 sizeof(unsigned long), GFP_KERNEL);
+	if (!st->ckpt || !st->releasing) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = kvtier_slots_init(&tier->slots, st->nr_slots);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	vfree(st->ckpt);
+	kvfree(st->releasing);
+	st->ckpt = NULL;
+	st->releasing = NULL;
+	return ret;
+}
+
+static void kvtier_store_free(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+
+	kvtier_slots_exit(&tier->slots);
+	vfree(st->ckpt);
+	kvfree(st->releasing);
+	st->ckpt = NULL;
+	st->releasing = NULL;
+	st->nr_releasing = 0;
+}
+
+/*
+ * The linked persistent regions, each with a reference, in list order:
+ * *@out (kmalloc'ed, NULL if none) and *@n. Errors: -ENOMEM; a snapshot
+ * must never mistake a failed allocation for "no regions".
+ */
+static int kvtier_persistent_get(struct kvtier_tier *tier,
+				 struct kvtier_region ***out, unsigned int *n)
+{
+	struct kvtier_region **v, *r;
+	unsigned int max = 0;
+
+	*out = NULL;
+	*n = 0;
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node)
+		max += r->linked && r->persistent;
+	spin_unlock(&tier->regions_lock);
+	if (!max)
+		return 0;
+	v = kmalloc_array(max, sizeof(*v), GFP_NOIO);
+	if (!v)
+		return -ENOMEM;
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		if (*n < max && r->linked && r->persistent &&
+		    kvtier_region_tryget(r))
+			v[(*n)++] = r;
+	}
+	spin_unlock(&tier->regions_lock);
+	*out = v;
+	return 0;
+}
+
+/*
+ * Record @r's page records at @pages (room for @room); returns how many,
+ * or -EOVERFLOW. Pairs are read under the region's xa_lock, released every
+ * so often; a page that changes meanwhile is recorded old or new, both of
+ * which are complete on the media.
+ */
+static long kvtier_snapshot_pages(struct kvtier_region *r,
+				  struct kvtier_disk_page *pages, u64 room)
+{
+	XA_STATE(xas, &r->pages, 0);
+	unsigned int batch = 0;
+	u64 n = 0;
+	void *entry;
+
+	xas_lock(&xas);
+	xas_for_each(&xas, entry, r->nr_pages - 1) {
+		unsigned long slot;
+
+		if (xas_retry(&xas, entry))
+			continue;
+		slot = xa_is_value(entry) ? kvt_shadow_slot(entry) :
+			((struct kvtier_page *)entry)->slot;
+		if (slot != KVTIER_NO_SLOT) {
+			if (n == room) {
+				xas_unlock(&xas);
+				return -EOVERFLOW;
+			}
+			pages[n].slot = cpu_to_le64(slot);
+			pages[n].index = cpu_to_le32(xas.xa_index);
+			pages[n].crc = cpu_to_le32(r->crcs[xas.xa_index]);
+			n++;
+		}
+		if (++batch % 4096 == 0) {
+			xas_pause(&xas);
+			xas_unlock(&xas);
+			cond_resched();
+			xas_lock(&xas);
+		}
+	}
+	xas_unlock(&xas);
+	return n;
+}
+
+/* Build the checkpoint of generation @gen in st->ckpt; returns its bytes. */
+static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen)
+{
+	struct kvtier_store *st = &tier->store;
+	struct kvtier_disk_ckpt *hdr = st->ckpt;
+	struct kvtier_disk_region *rec = (void *)(hdr + 1);
+	struct kvtier_disk_page *pages;
+	struct kvtier_region **v;
+	unsigned int i, n;
+	u64 nr_pages = 0, room;
+	long ret = 0;
+
+	ret = kvtier_persistent_get(tier, &v, &n);
+	if (ret)
+		return ret;
+	if (n > st->max_regions) {
+		ret = -EOVERFLOW;
+		goto out;
+	}
+	pages = (void *)(rec + n);
+	room = (st->meta_blocks * KVTIER_BLOCK_SIZE - ((u8 *)pages - (u8 *)hdr)) /
+		sizeof(*pages);
+	for (i = 0; i < n; i++) {
+		struct kvtier_region *r = v[i];
+		long got;
+
+		memset(&rec[i], 0, sizeof(rec[i]));
+		strscpy_pad(rec[i].name, r->name, sizeof(rec[i].name));
+		rec[i].size = cpu_to_le64((u64)r->nr_pages << PAGE_SHIFT);
+		rec[i].created = cpu_to_le64(r->created);
+		rec[i].last_used = cpu_to_le64(kvtier_region_last_used(r));
+		rec[i].owner = cpu_to_le32(from_kuid(&init_user_ns, r->owner));
+		rec[i].group = cpu_to_le32(from_kgid(&init_user_ns, r->gid));
+		rec[i].mode = cpu_to_le32(r->mode);
+		rec[i].flags = cpu_to_le32(READ_ONCE(r->pinned) ?
+					   KVTIER_DISK_REGION_PINNED : 0);
+		got = kvtier_snapshot_pages(r, pages + nr_pages, room - nr_pages);
+		if (got < 0) {
+			ret = got;
+			goto out;
+		}
+		rec[i].nr_pages = cpu_to_le64(got);
+		nr_pages += got;
+	}
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = cpu_to_le64(KVTIER_CKPT_MAGIC);
+	hdr->generation = cpu_to_le64(gen);
+	hdr->nr_regions = cpu_to_le64(n);
+	hdr->nr_pages = cpu_to_le64(nr_pages);
+	ret = (u8 *)(pages + nr_pages) - (u8 *)hdr;
+out:
+	for (i = 0; i < n; i++)
+		kvtier_region_put(v[i]);
+	kfree(v);
+	if (ret == -EOVERFLOW)
+		dev_err(&tier->dev, "checkpoint does not fit its area\n");
+	return ret;
+}
+
+/* Free the slots of the last commit's set, discarding them. Under store.lock. */
+static void kvtier_store_release(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	unsigned long start, end;
+
+	for_each_set_bitrange(start, end, st->releasing, st->nr_slots) {
+		kvtier_io_discard(tier, start, end - start);
+		kvtier_slots_free(&tier->slots, start, end - start);
+	}
+	bitmap_zero(st->releasing, st->nr_slots);
+	st->nr_releasing = 0;
+}
+
+/*
+ * Write checkpoint and superblock of generation st->generation + 1 (see
+ * the top of the file). Caller holds store.lock.
+ */
+static int kvtier_commit_locked(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	s64 changes = atomic64_read(&st->changes);
+	u64 gen = st->generation + 1;
+	struct kvtier_disk_super *sb;
+	unsigned int noio;
+	long bytes;
+	int ret;
+
+	lockdep_assert_held(&st->lock);
+	st->nr_releasing += kvtier_slots_freeze(&tier->slots, st->releasing);
+	if (changes == st->committed_changes && !st->nr_releasing)
+		return 0;
+
+	noio = memalloc_noio_save();
+	sb = kmalloc(KVTIER_BLOCK_SIZE, GFP_NOIO | __GFP_ZERO);
+	ret = -ENOMEM;
+	if (!sb)
+		goto out;
+	bytes = kvtier_snapshot(tier, gen);
+	ret = bytes;
+	if (bytes < 0)
+		goto out;
+	ret = kvtier_io_meta(tier, REQ_OP_WRITE,
+			     st->meta_start + (gen % 2) * st->meta_blocks,
+			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE));
+	if (ret)
+		goto out;
+	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(st->ckpt, bytes));
+	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
+			     gen % 2, sb, 1);
+	if (ret)
+		goto out;
+	st->generation = gen;
+	st->committed_changes = changes;
+	kvtier_count(tier, KVT_STAT_COMMIT, 1);
+	kvtier_store_release(tier);
+out:
+	kfree(sb);
+	memalloc_noio_restore(noio);
+	if (ret)
+		dev_err_ratelimited(&tier->dev, "commit of generation %llu failed: %d\n",
+				    gen, ret);
+	return ret;
+}
+
+/*
+ * Make every persistent region's written-back pages and its attributes
+ * durable. A no-op when nothing changed since the last commit.
+ */
+int kvtier_store_commit(struct kvtier_tier *tier)
+{
+	int ret;
+
+	mutex_lock(&tier->store.lock);
+	ret = kvtier_commit_locked(tier);
+	mutex_unlock(&tier->store.lock);
+	return ret;
+}
+
+static void kvtier_commit_work(struct work_struct *work)
+{
+	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+						store.commit_work);
+
+	kvtier_store_commit(tier);
+}
+
+/* A persistent region let go of slots: commit soon so they can be reused. */
+void kvtier_store_kick(struct kvtier_tier *tier)
+{
+	queue_work(kvtier_wq, &tier->store.commit_work);
+}
+
+static bool kvtier_region_in(struct kvtier_region *r, struct kvtier_page **kps,
+			     unsigned int nr)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		if (kps[i]->region == r)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The least recently used persistent region that nobody uses (its name is
+ * its only user) and that is not pinned, unlinked, with the name's user
+ * reference passed to the caller; NULL if there is none. Regions of @busy
+ * (whose references the caller holds) are skipped: destroying one would
+ * wait for the caller.
+ */
+static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
+						   struct kvtier_page **busy,
+						   unsigned int nbusy)
+{
+	struct kvtier_region *r, *victim = NULL;
+
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		if (!r->linked || !r->persistent || READ_ONCE(r->pinned) ||
+		    refcount_read(&r->users) != 1 ||
+		    kvtier_region_in(r, busy, nbusy))
+			continue;
+		if (!victim || time_before(READ_ONCE(r->last_use),
+					   READ_ONCE(victim->last_use)))
+			victim = r;
+	}
+	if (victim)
+		victim->linked = false;
+	spin_unlock(&tier->regions_lock);
+	return victim;
+}
+
+/*
+ * The namespace is full: free slots for write-back of @busy (locked pages
+ * the caller holds, with references to their regions). First commit, which
+ * frees the slots persistent regions let go of since the last commit; if
+ * that frees nothing, reclaim the least recently used unused persistent
+ * region. Returns true if slots were freed (try again).
+ */
+bool kvtier_store_make_room(struct kvtier_tier *tier, struct kvtier_page **busy,
+			    unsigned int nbusy)
+{
+	struct kvtier_slots *slots = &tier->slots;
+	unsigned long used = READ_ONCE(slots->used);
+	struct kvtier_region *victim;
+
+	kvtier_store_commit(tier);
+	if (READ_ONCE(slots->used) < used)
+		return true;
+
+	victim = kvtier_reclaim_victim(tier, busy, nbusy);
+	if (!victim)
+		return false;
+	kvtier_count(tier, KVT_STAT_REGION_RECLAIM, 1);
+	dev_info(&tier->dev, "reclaimed persistent region '%s' (%llu bytes on the namespace, unused for %lu s) for space\n",
+		 victim->name, (u64)atomic_long_read(&victim->nr_slots) << PAGE_SHIFT,
+		 (jiffies - READ_ONCE(victim->last_use)) / HZ);
+	atomic64_inc(&tier->store.changes);
+	kvtier_region_put_user(victim);		/* the name's: destroys it */
+	kvtier_store_commit(tier);
+	return true;
+}
+
+/* Format @nr_blocks: zero the signature blocks and commit an empty store. */
+static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
+{
+	struct kvtier_store *st = &tier->store;
+	void *zero;
+	int ret;
+
+	ret = kvtier_store_geometry(st, nr_blocks);
+	if (ret) {
+		dev_err(&tier->dev, "%s: too small to format (%llu bytes)\n",
+			tier->backing.path, nr_blocks * KVTIER_BLOCK_SIZE);
+		return ret;
+	}
+	ret = kvtier_store_alloc(tier);
+	if (ret)
+		return ret;
+	generate_random_uuid(st->uuid);
+	st->format_time = ktime_get_real_seconds();
+	st->generation = 0;
+	st->committed_changes = atomic64_read(&st->changes) - 1;
+
+	/* Blocks 0..16: both superblocks and any old signature (btrfs: 16). */
+	zero = vzalloc(17 * KVTIER_BLOCK_SIZE);
+	ret = -ENOMEM;
+	if (!zero)
+		goto err;
+	ret = kvtier_io_meta(tier, REQ_OP_WRITE, 0, zero,
+			     min_t(u64, 17, st->data_start));
+	vfree(zero);
+	if (ret)
+		goto err;
+	/* Generation 1 goes to copy 1; copy 0 stays zero until generation 2. */
+	ret = kvtier_store_commit(tier);
+	if (ret)
+		goto err;
+	dev_info(&tier->dev, "formatted %s: %llu data slots of %u bytes, uuid %pU\n",
+		 tier->backing.path, st->nr_slots, KVTIER_BLOCK_SIZE, st->uuid);
+	return 0;
+err:
+	kvtier_store_free(tier);
+	return ret;
+}
+
+static int kvtier_geometry_check(struct kvtier_store *st,
+				 const struct kvtier_disk_super *sb)
+{
+	u64 mb = le64_to_cpu(sb->meta_blocks);
+	u64 slots = le64_to_cpu(sb->nr_slots);
+	u64 regions = le64_to_cpu(sb->max_regions);
+
+	if (le64_to_cpu(sb->meta_start) != 2 || !slots || !regions ||
+	    slots > KVT_SLOT_MASK || regions > (1 << 20) ||
+	    mb > slots || kvtier_ckpt_max_bytes(regions, slots) > mb * KVTIER_BLOCK_SIZE ||
+	    le64_to_cpu(sb->data_start) != 2 + 2 * mb ||
+	    le64_to_cpu(sb->data_start) + slots > le64_to_cpu(sb->nr_blocks) ||
+	    le64_to_cpu(sb->ckpt_bytes) > mb * KVTIER_BLOCK_SIZE ||
+	    le64_to_cpu(sb->ckpt_bytes) < sizeof(struct kvtier_disk_ckpt))
+		return -EUCLEAN;
+	memcpy(st->uuid, sb->uuid, sizeof(st->uuid));
+	st->format_time = le64_to_cpu(sb->format_time);
+	st->nr_blocks = le64_to_cpu(sb->nr_blocks);
+	st->meta_start = 2;
+	st->meta_blocks = mb;
+	st->data_start = le64_to_cpu(sb->data_start);
+	st->nr_slots = slots;
+	st->max_regions = regions;
+	st->generation = le64_to_cpu(sb->generation);
+	return 0;
+}
+
+/*
+ * A region from its record, with its pages as shadow entries, linked. The
+ * slots it names are claimed. Errors: -EUCLEAN (the record contradicts
+ * itself or another), -ENOMEM.
+ */
+static int kvtier_load_region(struct kvtier_tier *tier,
+			      const struct kvtier_disk_region *rec,
+			      const struct kvtier_disk_page *pages)
+{
+	u64 size = le64_to_cpu(rec->size);
+	u64 nr = le64_to_cpu(rec->nr_pages);
+	u32 mode = le32_to_cpu(rec->mode);
+	u32 flags = le32_to_cpu(rec->flags);
+	time64_t now = ktime_get_real_seconds(), last;
+	struct kvtier_region *r;
+	struct inode *inode;
+	char name[KVTIER_NAME_MAX];
+	s64 prev = -1;
+	u64 i;
+	int ret;
+
+	memcpy(name, rec->name, sizeof(name));
+	if (kvtier_name_valid(name) || !size || size % KVTIER_BLOCK_SIZE ||
+	    size / KVTIER_BLOCK_SIZE > (u64)U32_MAX + 1 ||
+	    size > tier->store.nr_slots * KVTIER_BLOCK_SIZE ||
+	    nr > size / KVTIER_BLOCK_SIZE || mode & ~0777U ||
+	    flags & ~KVTIER_DISK_REGION_PINNED)
+		return -EUCLEAN;
+	spin_lock(&tier->regions_lock);
+	r = kvtier_name_lookup(tier, name);
+	spin_unlock(&tier->regions_lock);
+	if (r) {
+		kvtier_region_put_user(r);
+		return -EUCLEAN;
+	}
+
+	inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	r = kvtier_region_create(tier, inode, size);
+	iput(inode);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	strscpy(r->name, name, sizeof(r->name));
+	r->owner = make_kuid(&init_user_ns, le32_to_cpu(rec->owner));
+	r->gid = make_kgid(&init_user_ns, le32_to_cpu(rec->group));
+	r->mode = mode;
+	r->created = le64_to_cpu(rec->created);
+	last = min_t(time64_t, le64_to_cpu(rec->last_used), now);
+	r->last_use = jiffies - min_t(u64, now - last, 10ULL * 365 * 86400) * HZ;
+	r->pinned = flags & KVTIER_DISK_REGION_PINNED;
+	r->persistent = true;
+	r->linked = true;
+	/* The only user is the name: this is the creator's reference. */
+	kvtier_region_publish(r);
+
+	for (i = 0; i < nr; i++) {
+		u64 slot = le64_to_cpu(pages[i].slot);
+		u32 index = le32_to_cpu(pages[i].index);
+
+		if ((s64)index <= prev || index >= r->nr_pages)
+			return -EUCLEAN;
+		ret = kvtier_slots_claim(&tier->slots, slot);
+		if (ret)
+			return ret;
+		ret = xa_err(xa_store(&r->pages, index, kvt_mk_shadow(slot, 0),
+				      GFP_KERNEL));
+		if (ret) {
+			kvtier_slots_free(&tier->slots, slot, 1);
+			return ret;
+		}
+		r->crcs[index] = le32_to_cpu(pages[i].crc);
+		atomic_long_inc(&r->nr_slots);
+		prev = index;
+	}
+	return 0;
+}
+
+/* Read and check the checkpoint the superblock names; load its regions. */
+static int kvtier_store_load(struct kvtier_tier *tier,
+			     const struct kvtier_disk_super *sb)
+{
+	struct kvtier_store *st = &tier->store;
+	u64 bytes = le64_to_cpu(sb->ckpt_bytes);
+	struct kvtier_disk_ckpt *hdr;
+	struct kvtier_disk_region *rec;
+	struct kvtier_disk_page *pages;
+	u64 nr_regions, nr_pages, done = 0, i;
+	int ret;
+
+	ret = kvtier_store_alloc(tier);
+	if (ret)
+		return ret;
+	hdr = st->ckpt;
+	ret = kvtier_io_meta(tier, REQ_OP_READ,
+			     st->meta_start + (st->generation % 2) * st->meta_blocks,
+			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE));
+	if (ret)
+		goto err;
+	ret = -EUCLEAN;
+	nr_regions = le64_to_cpu(hdr->nr_regions);
+	nr_pages = le64_to_cpu(hdr->nr_pages);
+	if (kvtier_crc32c(st->ckpt, bytes) != le32_to_cpu(sb->ckpt_crc) ||
+	    le64_to_cpu(hdr->magic) != KVTIER_CKPT_MAGIC ||
+	    le64_to_cpu(hdr->generation) != st->generation ||
+	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
+	    bytes != sizeof(*hdr) + nr_regions * sizeof(*rec) +
+		     nr_pages * sizeof(*pages)) {
+		dev_err(&tier->dev, "%s: checkpoint of generation %llu is damaged; refusing to attach (write the path to 'format' to start over)\n",
+			tier->backing.path, st->generation);
+		goto err;
+	}
+	rec = (void *)(hdr + 1);
+	pages = (void *)(rec + nr_regions);
+	for (i = 0; i < nr_regions; i++) {
+		u64 n = le64_to_cpu(rec[i].nr_pages);
+
+		if (n > nr_pages - done) {
+			ret = -EUCLEAN;
+			break;
+		}
+		ret = kvtier_load_region(tier, &rec[i], pages + done);
+		if (ret)
+			break;
+		done += n;
+	}
+	if (!ret && done != nr_pages)
+		ret = -EUCLEAN;
+	if (ret) {
+		if (ret == -EUCLEAN)
+			dev_err(&tier->dev, "%s: region record %llu of generation %llu is inconsistent; refusing to attach\n",
+				tier->backing.path, i, st->generation);
+		goto err_drop;
+	}
+	st->committed_changes = atomic64_read(&st->changes);
+	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
+		 tier->backing.path, st->generation, nr_regions, nr_pages);
+	return 0;
+
+err_drop:
+	kvtier_store_drop_regions(tier);
+err:
+	kvtier_store_free(tier);
+	return ret;
+}
+
+/*
+ * Open the store of the namespace being attached: format it if @format or
+ * if it is blank, load it if it is a kvtier namespace. Caller holds
+ * tier->lock; the block device is open. Nothing is written unless the
+ * namespace is formatted. Errors: -EMEDIUMTYPE (foreign data), -EUCLEAN
+ * (damaged kvtier metadata, or the namespace shrank), -EOPNOTSUPP (a newer
+ * format), -ENOSPC (too small), -EIO, -ENOMEM.
+ */
+int kvtier_store_open(struct kvtier_tier *tier, bool format)
+{
+	struct kvtier_store *st = &tier->store;
+	const char *path = tier->backing.path;
+	u64 nr_blocks = tier->backing.nr_sectors >> (PAGE_SHIFT - SECTOR_SHIFT);
+	enum kvtier_sb_state state[2];
+	struct kvtier_disk_super *sb[2];
+	const char *foreign;
+	u8 *buf;
+	int ret, best = -1, i;
+
+	BUILD_BUG_ON(PAGE_SIZE != KVTIER_BLOCK_SIZE);
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_super) > KVTIER_BLOCK_SIZE);
+	st->dropping = false;
+	if (format)
+		return kvtier_store_format(tier, nr_blocks);
+	if (nr_blocks < 17)
+		return kvtier_store_format(tier, nr_blocks);	/* -ENOSPC */
+
+	buf = kvmalloc(3 * KVTIER_BLOCK_SIZE, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	ret = kvtier_io_meta(tier, REQ_OP_READ, 0, buf, 2);
+	if (!ret)
+		ret = kvtier_io_meta(tier, REQ_OP_READ, 16,
+				     buf + 2 * KVTIER_BLOCK_SIZE, 1);
+	if (ret)
+		goto out;
+	for (i = 0; i < 2; i++) {
+		sb[i] = (void *)(buf + i * KVTIER_BLOCK_SIZE);
+		state[i] = kvtier_sb_check(sb[i]);
+		if (state[i] == KVT_SB_VALID &&
+		    (best < 0 || le64_to_cpu(sb[i]->generation) >
+				 le64_to_cpu(sb[best]->generation)))
+			best = i;
+	}
+	foreign = state[0] == KVT_SB_NONE ?
+		kvtier_foreign_signature(buf, buf + 2 * KVTIER_BLOCK_SIZE) : NULL;
+
+	ret = -EOPNOTSUPP;
+	if (state[0] == KVT_SB_NEWER || state[1] == KVT_SB_NEWER) {
+		dev_err(&tier->dev, "%s: kvtier format version %u is newer than this module's (%u); refusing to attach\n",
+			path, le32_to_cpu(sb[state[0] == KVT_SB_NEWER ? 0 : 1]->version),
+			KVTIER_FORMAT_VERSION);
+		goto out;
+	}
+	ret = -EMEDIUMTYPE;
+	if (foreign) {
+		dev_err(&tier->dev, "%s: not a kvtier namespace (%s signature); refusing to attach (write the path to 'format' to destroy it and format)\n",
+			path, foreign);
+		goto out;
+	}
+	if (best < 0) {
+		if (state[0] == KVT_SB_DAMAGED || state[1] == KVT_SB_DAMAGED) {
+			ret = -EUCLEAN;
+			dev_err(&tier->dev, "%s: kvtier superblock damaged (both copies fail their checksum); refusing to attach (write the path to 'format' to start over)\n",
+				path);
+			goto out;
+		}
+		/* Blank: blocks 0, 1 and 16 (where btrfs puts its own) zero. */
+		if (memchr_inv(buf, 0, 3 * KVTIER_BLOCK_SIZE)) {
+			dev_err(&tier->dev, "%s: not a kvtier namespace (unrecognised data); refusing to attach (write the path to 'format' to destroy it and format)\n",
+				path);
+			goto out;
+		}
+		dev_info(&tier->dev, "%s: blank namespace, formatting\n", path);
+		ret = kvtier_store_format(tier, nr_blocks);
+		goto out;
+	}
+	if (state[!best] == KVT_SB_DAMAGED)
+		dev_warn(&tier->dev, "%s: superblock copy %d is damaged; using copy %d (generation %llu)\n",
+			 path, !best, best, le64_to_cpu(sb[best]->generation));
+	ret = kvtier_geometry_check(st, sb[best]);
+	if (ret) {
+		dev_err(&tier->dev, "%s: kvtier superblock geometry is inconsistent; refusing to attach\n",
+			path);
+		goto out;
+	}
+	if (st->nr_blocks > nr_blocks) {
+		ret = -EUCLEAN;
+		dev_err(&tier->dev, "%s: namespace has %llu blocks but was formatted with %llu; refusing to attach\n",
+			path, nr_blocks, st->nr_blocks);
+		goto out;
+	}
+	ret = kvtier_store_load(tier, sb[best]);
+out:
+	kvfree(buf);
+	return ret;
+}
+
+/*
+ * Drop every persistent region from memory without touching the namespace
+ * (its slots are freed in memory only). Caller holds tier->lock; no file
+ * of the tier is open.
+ */
+void kvtier_store_drop_regions(struct kvtier_tier *tier)
+{
+	struct kvtier_region *r;
+
+	tier->store.dropping = true;
+	for (;;) {
+		spin_lock(&tier->regions_lock);
+		list_for_each_entry(r, &tier->regions, node) {
+			if (r->linked && r->persistent)
+				break;
+		}
+		if (list_entry_is_head(r, &tier->regions, node)) {
+			spin_unlock(&tier->regions_lock);
+			break;
+		}
+		r->linked = false;
+		spin_unlock(&tier->regions_lock);
+		kvtier_region_put_user(r);
+	}
+	cancel_work_sync(&tier->store.commit_work);
+}
+
+/*
+ * Detach: write back every persistent region, commit, and forget them.
+ * Caller holds tier->lock; no file of the tier is open. Returns the first
+ * write-back or commit error; the store is closed either way.
+ */
+int kvtier_store_close(struct kvtier_tier *tier)
+{
+	struct kvtier_region **v;
+	unsigned int i, n;
+	int ret = 0, err;
+
+	ret = kvtier_persistent_get(tier, &v, &n);
+	for (i = 0; i < n; i++) {
+		err = kvtier_region_sync(v[i]);
+		if (err && !ret)
+			ret = err;
+		kvtier_region_put(v[i]);
+	}
+	kfree(v);
+	err = kvtier_store_commit(tier);
+	if (err && !ret)
+		ret = err;
+	if (ret)
+		dev_err(&tier->dev, "%s: detaching after error %d: persistent regions are as of generation %llu\n",
+			tier->backing.path, ret, tier->store.generation);
+	kvtier_store_drop_regions(tier);
+	kvtier_store_free(tier);
+	return ret;
+}
+
+void kvtier_store_init(struct kvtier_store *st)
+{
+	mutex_init(&st->lock);
+	atomic64_set(&st->changes, 0);
+	INIT_WORK(&st->commit_work, kvtier_commit_work);
+}
