@@ -678,24 +678,22 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	}
 	rec = (void *)(hdr + 1);
 	pages = (void *)(rec + nr_regions);
-	for (i = 0; i < nr_regions; i++) {
+	ret = 0;
+	for (i = 0; i < nr_regions && !ret; i++) {
 		u64 n = le64_to_cpu(rec[i].nr_pages);
 
-		if (n > nr_pages - done) {
+		if (n > nr_pages - done)
 			ret = -EUCLEAN;
-			break;
-		}
-		ret = kvtier_load_region(tier, &rec[i], pages + done);
-		if (ret)
-			break;
+		else
+			ret = kvtier_load_region(tier, &rec[i], pages + done);
 		done += n;
 	}
 	if (!ret && done != nr_pages)
 		ret = -EUCLEAN;
 	if (ret) {
 		if (ret == -EUCLEAN)
-			dev_err(&tier->dev, "%s: region record %llu of generation %llu is inconsistent; refusing to attach\n",
-				tier->backing.path, i, st->generation);
+			dev_err(&tier->dev, "%s: checkpoint of generation %llu names inconsistent regions or pages (record %llu); refusing to attach\n",
+				tier->backing.path, st->generation, i - 1);
 		goto err_drop;
 	}
 	st->committed_changes = atomic64_read(&st->changes);
