@@ -565,8 +565,7 @@ int kvtier_store_close(struct kvtier_tier *tier);
 void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
 void kvtier_store_kick(struct kvtier_tier *tier);
-bool kvtier_store_make_room(struct kvtier_tier *tier, struct kvtier_page **busy,
-			    unsigned int nbusy);
+bool kvtier_store_make_room(struct kvtier_tier *tier);
 
 /* tier.c */
 struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt);

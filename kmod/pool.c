@@ -268,7 +268,7 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 			;
 		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
 		if (slot == KVTIER_NO_SLOT &&
-		    kvtier_store_make_room(tier, kps, nr))
+		    kvtier_store_make_room(tier))
 			continue;
 		if (slot == KVTIER_NO_SLOT) {
 			for (; i < j; i++)

@@ -422,36 +422,21 @@ void kvtier_store_kick(struct kvtier_tier *tier)
 	queue_work(kvtier_wq, &tier->store.commit_work);
 }
 
-static bool kvtier_region_in(struct kvtier_region *r, struct kvtier_page **kps,
-			     unsigned int nr)
-{
-	unsigned int i;
-
-	for (i = 0; i < nr; i++) {
-		if (kps[i]->region == r)
-			return true;
-	}
-	return false;
-}
-
 /*
  * The least recently used persistent region that nobody uses (its name is
- * its only user) and that is not pinned, unlinked, with the name's user
- * reference passed to the caller; NULL if there is none. Regions of @busy
- * (whose references the caller holds) are skipped: destroying one would
- * wait for the caller.
+ * its only user), that nobody holds a reference to (no evictor, write-back
+ * or prefetch is working on it: destroying it would wait for them, and
+ * they may be waiting for us) and that is not pinned, unlinked, with the
+ * name's user reference passed to the caller; NULL if there is none.
  */
-static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
-						   struct kvtier_page **busy,
-						   unsigned int nbusy)
+static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier)
 {
 	struct kvtier_region *r, *victim = NULL;
 
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
 		if (!r->linked || !r->persistent || READ_ONCE(r->pinned) ||
-		    refcount_read(&r->users) != 1 ||
-		    kvtier_region_in(r, busy, nbusy))
+		    refcount_read(&r->users) != 1 || refcount_read(&r->ref) != 1)
 			continue;
 		if (!victim || time_before(READ_ONCE(r->last_use),
 					   READ_ONCE(victim->last_use)))
@@ -464,14 +449,12 @@ static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
 }
 
 /*
- * The namespace is full: free slots for write-back of @busy (locked pages
- * the caller holds, with references to their regions). First commit, which
- * frees the slots persistent regions let go of since the last commit; if
- * that frees nothing, reclaim the least recently used unused persistent
- * region. Returns true if slots were freed (try again).
+ * The namespace is full. First commit, which frees the slots persistent
+ * regions let go of since the last commit; if that frees nothing, reclaim
+ * the least recently used unused persistent region. Called from write-back
+ * with page locks held. Returns true if slots were freed (try again).
  */
-bool kvtier_store_make_room(struct kvtier_tier *tier, struct kvtier_page **busy,
-			    unsigned int nbusy)
+bool kvtier_store_make_room(struct kvtier_tier *tier)
 {
 	struct kvtier_slots *slots = &tier->slots;
 	unsigned long used = READ_ONCE(slots->used);
@@ -481,7 +464,7 @@ bool kvtier_store_make_room(struct kvtier_tier *tier, struct kvtier_page **busy,
 	if (READ_ONCE(slots->used) < used)
 		return true;
 
-	victim = kvtier_reclaim_victim(tier, busy, nbusy);
+	victim = kvtier_reclaim_victim(tier);
 	if (!victim)
 		return false;
 	kvtier_count(tier, KVT_STAT_REGION_RECLAIM, 1);
