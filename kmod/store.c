@@ -2,8 +2,7 @@
 /*
  * The on-namespace store: the superblock, the checkpoint of persistent
  * regions, and the commit that makes them durable. The format is specified
- * in include/uapi/linux/kvtier_format.h and
- * Documentation/admin-guide/kvtier-format.rst.
+ * in include/uapi/linux/kvtier_format.h and Documentation/kvtier-format.rst.
  *
  * A commit (kvtier_store_commit) is dm-writecache's order: the data it
  * names is already written (write-back waits for its bios), the checkpoint
@@ -711,7 +710,10 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	int ret, best = -1, i;
 
 	BUILD_BUG_ON(PAGE_SIZE != KVTIER_BLOCK_SIZE);
-	BUILD_BUG_ON(sizeof(struct kvtier_disk_super) > KVTIER_BLOCK_SIZE);
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_super) != 256);
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_ckpt) != 64);
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_region) != 128);
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
 	if (format)
 		return kvtier_store_format(tier, nr_blocks);

@@ -2,7 +2,7 @@
 /*
  * kvtier on-namespace format, version 1.
  *
- * Specified in Documentation/admin-guide/kvtier-format.rst. Everything is
+ * Specified in Documentation/kvtier-format.rst. Everything is
  * little-endian; every structure has a fixed size and is padded with zero
  * reserved fields. The unit of the namespace is a 4096-byte block.
  *
@@ -85,7 +85,7 @@ struct kvtier_disk_super {
 	__le64 ckpt_bytes;
 	__le32 ckpt_crc;
 	__le32 reserved1;
-	__le64 reserved[12];
+	__le64 reserved[13];
 };
 
 /**
