@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * libkvtier: opening tiers, querying them, attaching namespaces.
+ * libkvtier: opening tiers, querying them, attaching and formatting
+ * namespaces, listing and changing named regions.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,9 @@
 #include "kvtier.h"
 
 #define KVTIER_EXPORT __attribute__((visibility("default")))
+
+/* The most entries one KVTIER_IOC_REGION_LIST copies. */
+#define REGION_LIST_MAX	4096U
 
 struct kvtier_tier {
 	unsigned int id;
@@ -97,4 +103,99 @@ KVTIER_EXPORT int kvtier_attach(unsigned int id, const char *path)
 KVTIER_EXPORT int kvtier_detach(unsigned int id)
 {
 	return write_attr(id, "backing_dev", "none");
+}
+
+KVTIER_EXPORT int kvtier_format(unsigned int id, const char *path)
+{
+	if (!path || !*path || !strcmp(path, "none"))
+		return -EINVAL;
+	return write_attr(id, "format", path);
+}
+
+KVTIER_EXPORT int kvtier_region_list(struct kvtier_tier *tier,
+				     struct kvtier_region_entry **entriesp,
+				     size_t *countp)
+{
+	struct kvtier_region_entry *e = NULL, *grown;
+	struct kvtier_region_list arg;
+	unsigned int room = 16;
+
+	if (!tier || !entriesp || !countp)
+		return -EINVAL;
+	for (;;) {
+		grown = realloc(e, room * sizeof(*e));
+		if (!grown) {
+			free(e);
+			return -ENOMEM;
+		}
+		e = grown;
+		memset(&arg, 0, sizeof(arg));
+		arg.entries = (uintptr_t)e;
+		arg.count = room;
+		if (ioctl(tier->fd, KVTIER_IOC_REGION_LIST, &arg)) {
+			int ret = -errno;
+
+			free(e);
+			return ret;
+		}
+		if (arg.count <= room || room == REGION_LIST_MAX)
+			break;
+		/* Some slack: regions may be created between the calls. */
+		room = arg.count < REGION_LIST_MAX - 16 ? arg.count + 16 :
+							  REGION_LIST_MAX;
+	}
+	*entriesp = e;
+	*countp = arg.count < room ? arg.count : room;
+	return arg.count > INT_MAX ? INT_MAX : (int)arg.count;
+}
+
+/* Copy a region name into a zeroed KVTIER_NAME_MAX array: 1..63 bytes. */
+static int copy_name(char *dst, const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return -EINVAL;
+	n = strnlen(name, KVTIER_NAME_MAX);
+	if (!n || n == KVTIER_NAME_MAX)
+		return -EINVAL;
+	memcpy(dst, name, n);
+	return 0;
+}
+
+KVTIER_EXPORT int kvtier_region_unlink(struct kvtier_tier *tier,
+				       const char *name)
+{
+	struct kvtier_region_name arg;
+	int ret;
+
+	if (!tier)
+		return -EINVAL;
+	memset(&arg, 0, sizeof(arg));
+	ret = copy_name(arg.name, name);
+	if (ret)
+		return ret;
+	if (ioctl(tier->fd, KVTIER_IOC_REGION_UNLINK, &arg))
+		return -errno;
+	return 0;
+}
+
+KVTIER_EXPORT int kvtier_region_setflags(struct kvtier_tier *tier,
+					 const char *name, unsigned int set,
+					 unsigned int clear)
+{
+	struct kvtier_region_flags arg;
+	int ret;
+
+	if (!tier)
+		return -EINVAL;
+	memset(&arg, 0, sizeof(arg));
+	ret = copy_name(arg.name, name);
+	if (ret)
+		return ret;
+	arg.set = set;
+	arg.clear = clear;
+	if (ioctl(tier->fd, KVTIER_IOC_REGION_SETFLAGS, &arg))
+		return -errno;
+	return 0;
 }

@@ -5,10 +5,13 @@
  * Every function returns 0 (or a non-negative value where documented) on
  * success and a negative errno on failure; errno itself is not relied on.
  * One man page per function: kvtier_tier_open(3), kvtier_tier_info(3),
- * kvtier_attach(3).
+ * kvtier_attach(3), kvtier_format(3), kvtier_region_list(3),
+ * kvtier_region_unlink(3), kvtier_region_setflags(3).
  */
 #ifndef LIBKVTIER_H
 #define LIBKVTIER_H
+
+#include <stddef.h>
 
 #include <linux/kvtier.h>
 
@@ -25,6 +28,13 @@ int kvtier_tier_info(struct kvtier_tier *tier, struct kvtier_tier_info *info);
 
 int kvtier_attach(unsigned int id, const char *path);
 int kvtier_detach(unsigned int id);
+int kvtier_format(unsigned int id, const char *path);
+
+int kvtier_region_list(struct kvtier_tier *tier,
+		       struct kvtier_region_entry **entriesp, size_t *countp);
+int kvtier_region_unlink(struct kvtier_tier *tier, const char *name);
+int kvtier_region_setflags(struct kvtier_tier *tier, const char *name,
+			   unsigned int set, unsigned int clear);
 
 #ifdef __cplusplus
 }
