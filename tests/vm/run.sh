@@ -5,7 +5,8 @@
 # Usage:
 #   tests/vm/run.sh --kver <kver> --cache <cachedir> --out <outdir>
 #                   [--nvme-size 512M] [--nvme-count 1|2] [--mem 2G]
-#                   [--smp 2] [--timeout 600] -- <command> [args...]
+#                   [--smp 2] [--timeout 600] [--keep-nvme]
+#                   -- <command> [args...]
 #
 #   e.g. tests/vm/run.sh --kver 6.1.0-57-amd64 --cache build/cache \
 #            --out build/vm-6.1 -- make -C tests check
@@ -17,10 +18,16 @@
 # (TMPDIR=/tmp, HOME=/tmp), DM_DISABLE_UDEV=1 and KVT_GUEST=1 exported,
 # <outdir> writable at the same path as on the host, the full module tree
 # of <kver> under /lib/modules/<kver>, and NVMe disks with serials kvt0
-# (kvt1) backed by fresh sparse <outdir>/nvme<N>.img files.
+# (kvt1, ...) backed by fresh sparse <outdir>/nvme<N>.img files.
+#
+# --keep-nvme: reuse <outdir>/nvme<N>.img files that exist (any size; only
+# missing ones are created), so consecutive runs with the same <outdir>
+# boot on the same disks (tests/persist/). Never recreated while kept, not
+# even when a boot is retried.
 #
 # Outputs in <outdir>: console.log (all serial output), dmesg.log, guest-rc,
-# guest-cmd.sh, nvme*.img.
+# guest-cmd.sh, nvme*.img, qemu.pid (qemu's pid while it runs: a test may
+# kill -9 it to cut power; run.sh then exits 124 as for a timeout).
 #
 # Exit status: the guest command's status; 1 if the guest recorded no status
 # or the kernel log shows a BUG/WARNING/Oops/lockdep report/...; 124 if the
@@ -35,6 +42,7 @@ usage() {
 }
 
 kver='' cache='' out='' nvme_size=512M nvme_count=1 mem=2G smp=2 timeout_s=600
+keep_nvme=0
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--kver) kver=$2; shift 2 ;;
@@ -45,6 +53,7 @@ while [[ $# -gt 0 ]]; do
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--timeout) timeout_s=$2; shift 2 ;;
+	--keep-nvme) keep_nvme=1; shift ;;
 	--) shift; break ;;
 	-h | --help) usage ;;
 	*) echo "run.sh: unknown option $1" >&2; usage ;;
@@ -103,9 +112,10 @@ mods=$cache/$kver/root/lib/modules/$kver
 	echo
 } >"$out/guest-cmd.sh"
 rm -f "$out/guest-rc" "$out/dmesg.log" "$out/console.log" "$out/guest-started" \
-	"$out"/console-bootfail-*.log
+	"$out"/console-bootfail-*.log "$out/qemu.pid"
 
-# Fresh sparse NVMe backing files every run: tests must not see leftovers.
+# Fresh sparse NVMe backing files every run: tests must not see leftovers
+# (unless --keep-nvme asks for the previous run's disks).
 # cache=none + aio=native is closest to real hardware (no host page cache),
 # but needs O_DIRECT, which e.g. tmpfs refuses; probe and fall back.
 drive_opts=cache=none,aio=native
@@ -113,14 +123,17 @@ if ! dd if=/dev/zero of="$out/.odirect-probe" bs=4096 count=1 oflag=direct statu
 	drive_opts=cache=writeback,aio=threads
 fi
 rm -f "$out/.odirect-probe"
-# make_nvme: (re)create the backing files and the matching qemu args.
+# make_nvme: (re)create the backing files and the matching qemu args. With
+# --keep-nvme an existing file is never touched, on retries neither.
 make_nvme() {
 	local i img
 	nvme_args=()
 	for ((i = 0; i < nvme_count; i++)); do
 		img=$out/nvme$i.img
-		rm -f "$img"
-		truncate -s "$nvme_size" "$img"
+		if ((!keep_nvme)) || [[ ! -f $img ]]; then
+			rm -f "$img"
+			truncate -s "$nvme_size" "$img"
+		fi
 		nvme_args+=(-drive "file=$img,if=none,id=nv$i,format=raw,$drive_opts"
 			-device "nvme,serial=kvt$i,drive=nv$i")
 	done
@@ -135,6 +148,7 @@ qemu_cmd=(qemu-system-x86_64
 	# that the name lacks an "opt/" prefix; SeaBIOS reads exactly this one.)
 	-fw_cfg "name=etc/sercon-port,string=0"
 	-kernel "$kernel" -initrd "$initrd"
+	-pidfile "$out/qemu.pid"
 	-append "console=ttyS0 quiet panic=-1 kvt_out=$out kvt_mods=$mods$src_cmdline"
 	# virtme-ng style: the host's / read-only, <outdir> writable.
 	# multidevs=remap avoids inode collisions across host filesystems.
@@ -148,7 +162,9 @@ qemu_cmd=(qemu-system-x86_64
 # grab the caller's terminal (or CI's pipe).  -k: SIGKILL if SIGTERM is
 # ignored.
 boot_vm() {
-	echo "run.sh: booting $kver (timeout ${timeout_s}s, ${nvme_count}x nvme $nvme_size, $drive_opts)" >&2
+	local kept=''
+	((keep_nvme)) && kept=' kept'
+	echo "run.sh: booting $kver (timeout ${timeout_s}s, ${nvme_count}x${kept} nvme $nvme_size, $drive_opts)" >&2
 	local st
 	set +e
 	timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" "${nvme_args[@]}" </dev/null 2>&1 |
@@ -191,7 +207,11 @@ elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 echo "run.sh: $kver boot+run took ${elapsed}s" >&2
 
 if [[ $qemu_rc -eq 124 || $qemu_rc -eq 137 ]]; then
-	echo "run.sh: VM timed out after ${timeout_s}s ($kver); see $out/console.log" >&2
+	if [[ $qemu_rc -eq 137 ]]; then
+		echo "run.sh: qemu was killed (SIGKILL; by a test, or ${timeout_s}s timeout) ($kver); see $out/console.log" >&2
+	else
+		echo "run.sh: VM timed out after ${timeout_s}s ($kver); see $out/console.log" >&2
+	fi
 	exit 124
 fi
 if [[ $qemu_rc -ne 0 ]]; then

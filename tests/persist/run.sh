@@ -1,0 +1,297 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Multi-boot tests of kvtier's persistent regions, on the host: each test
+# boots one kernel several times in QEMU (tests/vm/run.sh --keep-nvme) on
+# the same NVMe images, and works on the images between boots. The guest
+# half is tests/persist/guest.sh with build/tests/kvt_persist_tool.
+#
+#   reboot   boot 1 writes a 256 MiB persistent region and fsyncs it, then
+#            powers off without detaching; boot 2 attaches and verifies
+#            every byte through a mapping, then the module-reload variant
+#            (write, fsync, rmmod, insmod, attach, verify) in the same boot
+#   corrupt  boot 1 writes a region; the host finds one of its pages in the
+#            raw image and flips bytes in it; boot 2 gets EIO (pread) and
+#            SIGBUS (mapping) for that page only, checksum_errors and
+#            error -74; the host damages both superblock copies of that
+#            image, writes a foreign signature on a second and damages both
+#            checkpoint areas of a third; boot 3 gets EUCLEAN, EMEDIUMTYPE
+#            and EUCLEAN, and the images are byte-identical afterwards
+#   crash    KVTIER_CRASH_CUTS (20) boots each verify what the previous boot
+#            left, start a write/fsync/unlink workload on persistent regions
+#            and are cut by kill -9 of QEMU after a random delay; a last
+#            boot verifies, detaches, attaches and verifies again. The
+#            delays and workloads come from a seeded random source; the
+#            seed is printed, KVTIER_CRASH_SEED sets it
+#
+# usage: tests/persist/run.sh BUILD KVER OUT [TEST...]
+#   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/,
+#          BUILD/cache)
+#   KVER   the kernel to boot (tests/vm/kernels.sh list)
+#   OUT    results: OUT/<test>/ (images, console and checks of every boot),
+#          OUT/tap.log
+#   TEST   reboot, corrupt, crash (default: all three)
+#
+# Prints TAP (also to OUT/tap.log); exits 0 when every check passed.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+usage() {
+	sed -n '2,/^set -uo/{/^#/s/^# \{0,1\}//p}' "$0" >&2
+	exit 2
+}
+[[ $# -ge 3 ]] || usage
+build=$(cd "$1" && pwd) || usage
+kver=$2
+mkdir -p "$3" || exit 2
+outdir=$(cd "$3" && pwd)
+shift 3
+tests=("$@")
+((${#tests[@]})) || tests=(reboot corrupt crash)
+for t in "${tests[@]}"; do
+	case $t in reboot | corrupt | crash) ;; *) usage ;; esac
+done
+
+short=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$kver")
+tool=$build/tests/kvt_persist_tool
+guest=$top/tests/persist/guest.sh
+tap=$outdir/tap.log
+: >"$tap"
+n=0 failed=0
+
+# ok|not-ok DESC: one TAP result.
+result() {
+	n=$((n + 1))
+	if [[ $1 == ok ]]; then
+		echo "ok $n - $short $test: $2" | tee -a "$tap"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $short $test: $2" | tee -a "$tap"
+	fi
+}
+
+note() {
+	echo "# $*" | tee -a "$tap"
+}
+
+# import FILE PREFIX: the guest's checks (ok/not ok lines) as TAP results.
+import() {
+	local line
+	[[ -f $1 ]] || return 0
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) result ok "$2${line#ok - }" ;;
+		"not ok - "*) result not-ok "$2${line#not ok - }" ;;
+		"# "*) echo "$line" | tee -a "$tap" ;;
+		esac
+	done <"$1"
+}
+
+# The kernel-log gate of tests/vm/run.sh, for boots cut by a kill (run.sh
+# stops at the kill status before its own gate, and no dmesg.log exists).
+gate_re='\[ *[0-9]+\.[0-9]+\] (\[ *[CT][0-9]+\] )?'
+gate_re+='(BUG:|WARNING:|Oops|general protection|KFENCE|UBSAN:|kernel BUG at|'
+gate_re+='Call Trace:|Kernel panic|INFO: (possible|inconsistent) .*lock|'
+gate_re+='.*circular locking|.*turning off the locking correctness validator|'
+gate_re+='INFO: task .* blocked for more than|INFO: rcu_.* stall)'
+
+# vm NAME NVME_COUNT NVME_SIZE TIMEOUT STEP [ARGS...]: one boot of the
+# current test in $o on the kept images; its run.sh output goes to
+# $o/boot-NAME.log, its console to $o/console-NAME.log, its checks to
+# $o/checks-NAME.log. Sets vm_rc (run.sh's status).
+vm() {
+	local name=$1 count=$2 size=$3 timeout=$4
+	shift 4
+	rm -f "$o/checks.log"
+	"$top/tests/vm/run.sh" --keep-nvme --kver "$kver" --cache "$build/cache" \
+		--out "$o" --nvme-count "$count" --nvme-size "$size" \
+		--timeout "$timeout" -- "$guest" "$build" "$o" "$@" \
+		</dev/null >"$o/boot-$name.log" 2>&1
+	vm_rc=$?
+	vm_done "$name"
+}
+
+# vm_done NAME: keep the boot's console and checks under its name.
+vm_done() {
+	[[ -f $o/console.log ]] && cp "$o/console.log" "$o/console-$1.log"
+	[[ -f $o/checks.log ]] && mv "$o/checks.log" "$o/checks-$1.log"
+}
+
+# vm_result NAME DESC: the guest exited 0 and its kernel log is clean.
+vm_result() {
+	if ((vm_rc == 0)); then
+		result ok "boot $1: $2 (guest exited 0, kernel log clean)"
+	else
+		result not-ok "boot $1: $2 (run.sh status $vm_rc; see $o/boot-$1.log)"
+		sed -n '/^run.sh: /p' "$o/boot-$1.log" | sed 's/^/# /' | tail -n 20
+	fi
+}
+
+sha() {
+	sha256sum "$@" | awk '{ print $1 }'
+}
+
+# --- reboot ------------------------------------------------------------------
+
+test_reboot() {
+	vm 1 1 512M 900 reboot-1
+	import "$o/checks-1.log" "boot 1: "
+	vm_result 1 "write and fsync a 256 MiB persistent region, power off attached"
+	((vm_rc == 0)) || return
+	vm 2 1 512M 900 reboot-2
+	import "$o/checks-2.log" "boot 2: "
+	vm_result 2 "the region after a reboot; write, rmmod, insmod, verify"
+}
+
+# --- corrupt -----------------------------------------------------------------
+
+test_corrupt() {
+	local page=37 offs off i h0 h1 k=0 img
+	local seed_mark=0x5eed0003	# guest.sh's SEED_MARK
+
+	vm 1 3 256M 600 corrupt-1
+	import "$o/checks-1.log" "boot 1: "
+	vm_result 1 "write and fsync regions on kvt2 and kvt0"
+	((vm_rc == 0)) || return
+
+	# The region was written once: one block holds page $page. Flip 16
+	# bytes in its body (all copies, should the module have written more).
+	offs=$("$tool" find "$o/nvme0.img" "$seed_mark" "$page")
+	for off in $offs; do
+		"$tool" flip "$o/nvme0.img" $((off + 1000)) 16 && k=$((k + 1))
+	done
+	if [[ -n $offs ]] && ((k == $(wc -w <<<"$offs"))); then
+		result ok "host: page $page of \"mark\" found in the image at byte ${offs//$'\n'/ }, 16 bytes flipped"
+	else
+		result not-ok "host: page $page of \"mark\" found in the image and flipped ('$offs')"
+		return
+	fi
+	vm 2 3 256M 600 corrupt-2 "$page"
+	import "$o/checks-2.log" "boot 2: "
+	vm_result 2 "EIO and SIGBUS for the flipped page only"
+
+	# Both superblock copies of kvt0; a foreign signature on the blank
+	# kvt1; both checkpoint areas of kvt2.
+	k=0
+	for i in 0 1; do
+		"$tool" flip "$o/nvme0.img" $((i * 4096 + 200)) 4 && k=$((k + 1))
+	done
+	printf 'NOT-KVTIER foreign signature\n' |
+		dd of="$o/nvme1.img" bs=4096 conv=notrunc status=none && k=$((k + 1))
+	"$tool" ckpt-flip "$o/nvme2.img" 64 >/dev/null && k=$((k + 1))
+	if ((k == 4)); then
+		result ok "host: flipped bytes 200..203 of blocks 0 and 1 (kvt0), foreign block 0 (kvt1), both checkpoint areas (kvt2)"
+	else
+		result not-ok "host: damage the images ($k of 4 steps)"
+		return
+	fi
+	h0=()
+	for img in "$o"/nvme{0,1,2}.img; do
+		h0+=("$(sha "$img")")
+	done
+	vm 3 3 256M 600 corrupt-3
+	import "$o/checks-3.log" "boot 3: "
+	vm_result 3 "attach refuses damaged and foreign namespaces"
+	i=0
+	for img in "$o"/nvme{0,1,2}.img; do
+		h1=$(sha "$img")
+		if [[ $h1 == "${h0[i]}" ]]; then
+			result ok "host: ${img##*/} is byte-identical after boot 3 (sha256 ${h1:0:16}...)"
+		else
+			result not-ok "host: ${img##*/} changed during boot 3 (sha256 ${h0[i]:0:16}... -> ${h1:0:16}...)"
+		fi
+		i=$((i + 1))
+	done
+}
+
+# --- crash -------------------------------------------------------------------
+
+test_crash() {
+	local seed=${KVTIER_CRASH_SEED:-} cuts=${KVTIER_CRASH_CUTS:-20}
+	local b delay wseed pid rpid t0 waited ran synced st hits
+	if [[ -z $seed ]]; then
+		seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+	fi
+	[[ $seed =~ ^[0-9]+$ && $cuts =~ ^[0-9]+$ ]] || {
+		result not-ok "KVTIER_CRASH_SEED and KVTIER_CRASH_CUTS are numbers"
+		return
+	}
+	note "crash: seed $seed, $cuts cuts (rerun: KVTIER_CRASH_SEED=$seed" \
+		"tests/persist/run.sh $build $kver $outdir crash)"
+	RANDOM=$seed
+	mkdir -p "$o/state"
+	for ((b = 0; b < cuts; b++)); do
+		# Cut 0.0 .. 6.0 s after the workload started.
+		delay=$((RANDOM % 61))
+		wseed=$((RANDOM << 15 | RANDOM))
+		delay=$((delay / 10)).$((delay % 10))
+		rm -f "$o/checks.log" "$o/qemu.pid"
+		t0=$SECONDS
+		"$top/tests/vm/run.sh" --keep-nvme --kver "$kver" --cache "$build/cache" \
+			--out "$o" --nvme-size 256M --timeout 300 -- \
+			"$guest" "$build" "$o" crash "$b" "$wseed" \
+			</dev/null >"$o/boot-$b.log" 2>&1 &
+		rpid=$!
+		# Wait until the workload runs (or the boot ends without it).
+		waited=0
+		while [[ ! -e $o/state/started-$b ]] && kill -0 "$rpid" 2>/dev/null &&
+			((waited < 2400)); do
+			sleep 0.1
+			waited=$((waited + 1))
+		done
+		ran=0
+		if [[ -e $o/state/started-$b ]]; then
+			ran=1
+			sleep "$delay"
+			pid=$(cat "$o/qemu.pid" 2>/dev/null)
+			# Only ever our own qemu.
+			if [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]]; then
+				kill -9 "$pid"
+			else
+				ran=0
+			fi
+		fi
+		# Not cut: the guest ends by itself (a failure, or the workload's
+		# own time limit), or run.sh's timeout ends it.
+		wait "$rpid"
+		st=$?
+		vm_done "$b"
+		import "$o/checks-$b.log" ""
+		synced=$(cat "$o/state/journal-$b-"* 2>/dev/null | grep -c '^synced ')
+		note "cut $b: delay ${delay}s after the workload started, workload seed" \
+			"$wseed, $synced fsyncs completed, boot took $((SECONDS - t0)) s"
+		if ((!ran)); then
+			result not-ok "boot $b: the workload never started (run.sh status $st; see $o/boot-$b.log)"
+			sed -n '/^run.sh: \|kvt-crash: /p' "$o/boot-$b.log" | sed 's/^/# /' | tail -n 20
+			return
+		fi
+		if ((st != 124)); then
+			result not-ok "boot $b: cut after ${delay}s: the VM ended before the kill (run.sh status $st)"
+			sed -n '/^run.sh: \|kvt-crash: /p' "$o/boot-$b.log" | sed 's/^/# /' | tail -n 20
+			return
+		fi
+		if hits=$(tr -d '\r' <"$o/console-$b.log" | grep -nE "$gate_re"); then
+			result not-ok "boot $b: cut after ${delay}s: kernel problem on the console"
+			printf '%s\n' "$hits" | head -n 40 | sed 's/^/# /'
+		else
+			result ok "boot $b: cut by kill -9 of qemu ${delay}s into the workload, kernel log clean"
+		fi
+	done
+	vm "$cuts" 1 256M 300 crash-final "$cuts" 0
+	import "$o/checks-$cuts.log" ""
+	vm_result "$cuts" "verify after the last cut, detach, attach, verify"
+}
+
+t_all=$SECONDS
+for test in "${tests[@]}"; do
+	o=$outdir/$test
+	rm -rf "$o"
+	mkdir -p "$o"
+	start=$SECONDS
+	note "$short $test: start"
+	"test_$test"
+	note "$short $test: $((SECONDS - start)) s"
+done
+echo "1..$n" | tee -a "$tap"
+note "$short: $((n - failed)) passed, $failed failed in $((SECONDS - t_all)) s"
+((failed == 0))
