@@ -2,9 +2,13 @@
 /*
  * kvtierctl in the test VM: attach identifies the emulated NVMe namespace
  * and refuses what it must (mounted, signed, too small, in use, not a
- * block device), set validates before writing, stat/status/regions/top
- * print what they promise. Output is checked loosely (fields and words,
- * not bytes); exit codes exactly. JSON is parsed with python3.
+ * block device), attach --format destroys a signature the kernel refuses,
+ * the kernel's refusals of foreign, damaged and newer formats read as
+ * such, set validates before writing, stat/status/regions/top print what
+ * they promise, persist lists, pins, unpins and removes persistent regions
+ * (and refuses a user who does not own one). Output is checked loosely
+ * (fields and words, not bytes); exit codes exactly. JSON is parsed with
+ * python3.
  *
  * kvtierctl is <repo>/tools/kvtierctl, with LD_LIBRARY_PATH=<repo>/lib,
  * where <repo> is three levels above this binary (<repo>/build/tests/).
@@ -13,7 +17,11 @@
  * the exhaustive checks of parsing, rates and validation are host-side,
  * against fixtures (make -C tools check, tools/testdata/check.sh).
  */
+#include <endian.h>
+#include <grp.h>
 #include <limits.h>
+#include <linux/kvtier.h>
+#include <linux/kvtier_format.h>
 #include <linux/loop.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,6 +37,7 @@
 #define OUT_LEN		65536
 #define MNT		"/tmp/kvtierctl-mnt"
 #define SMALL_IMG	"/tmp/kvtierctl-small.img"
+#define NOBODY		65534
 
 static char repo[PATH_MAX];
 
@@ -167,7 +176,12 @@ TEST_F_TIMEOUT(ctl, attach_nvme, 300)
 	ASSERT_TRUE(tier_is(0, "none"));
 }
 
-/* ext4 on NS1: refused mounted, refused unmounted, --force overrides. */
+/*
+ * ext4 on NS1: refused mounted (even --format --force), refused unmounted,
+ * by kvtierctl and with --force by the kernel (EMEDIUMTYPE); --format
+ * names the signature it destroys and attaches; the kvtier format it
+ * wrote is then attached as it is.
+ */
 TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
 {
 	if (!self->ns1)
@@ -179,20 +193,116 @@ TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
 	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns1));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "is mounted on " MNT));
+	ASSERT_EQ(1, ctl(self->out, "attach --format --force 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "a device in use is never formatted"));
+	EXPECT_EQ(NULL, strstr(self->out, "destroying"));
 	ASSERT_TRUE(tier_is(1, "none"));
 
 	ASSERT_EQ(0, umount(MNT));
 	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns1));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "ext4 signature"));
+	EXPECT_NE(NULL, strstr(self->out, "attach --format destroys it"));
 	EXPECT_EQ(NULL, strstr(self->out, "mounted"));
 	ASSERT_TRUE(tier_is(1, "none"));
 
-	ASSERT_EQ(0, ctl(self->out, "attach --force 1 %s", self->ns1));
+	/* --force passes kvtierctl's checks; the module refuses the ext4. */
+	ASSERT_EQ(1, ctl(self->out, "attach --force 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "warning: --force"));
+	EXPECT_NE(NULL, strstr(self->out, "holds a foreign signature or data (see dmesg); use attach --format to destroy it"));
+	ASSERT_TRUE(tier_is(1, "none"));
+
+	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "--format: destroying an ext4 signature on"));
+	EXPECT_NE(NULL, strstr(self->out, "kvtier1: formatted and attached"));
 	ASSERT_TRUE(tier_is(1, self->ns1));
 	ASSERT_EQ(0, ctl(self->out, "detach 1"));
-	ASSERT_EQ(0, run("wipefs -a -q %s", self->ns1));
+
+	ASSERT_EQ(0, ctl(self->out, "attach 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "holds a kvtier format (version 1, 0 persistent regions"));
+	EXPECT_NE(NULL, strstr(self->out, "kvtier1: attached"));
+	ASSERT_TRUE(tier_is(1, self->ns1));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
+}
+
+/*
+ * Edit the kvtier superblock copies (blocks 0 and 1) of @dev in place:
+ * @edit runs on each copy that has the kvtier magic. O_DIRECT: the module
+ * wrote them with bios. Returns the number of copies edited, or -1.
+ */
+static int edit_supers(const char *dev, void (*edit)(struct kvtier_disk_super *))
+{
+	unsigned char *buf;
+	int fd, i, n = 0;
+
+	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 || posix_memalign((void **)&buf, 4096, 2 * 4096))
+		return -1;
+	if (pread(fd, buf, 2 * 4096, 0) != 2 * 4096) {
+		n = -1;
+		goto out;
+	}
+	for (i = 0; i < 2; i++) {
+		struct kvtier_disk_super *sb = (void *)(buf + i * 4096);
+
+		if (le64toh(sb->magic) != KVTIER_SB_MAGIC)
+			continue;
+		edit(sb);
+		n++;
+	}
+	if (n && (pwrite(fd, buf, 2 * 4096, 0) != 2 * 4096 || fsync(fd)))
+		n = -1;
+out:
+	free(buf);
+	close(fd);
+	return n;
+}
+
+/* A flipped uuid byte: the copy's CRC no longer matches. */
+static void damage_super(struct kvtier_disk_super *sb)
+{
+	sb->uuid[0] ^= 0xff;
+}
+
+/* Version 2: a format this module does not know (checked before the CRC). */
+static void newer_super(struct kvtier_disk_super *sb)
+{
+	sb->version = htole32(KVTIER_FORMAT_VERSION + 1);
+}
+
+/* The module refuses a damaged and a newer format; kvtierctl says so. */
+TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
+{
+	const char *ns = self->ns1 ? self->ns1 : self->ns0;
+
+	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", ns));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
+
+	ASSERT_LT(0, edit_supers(ns, damage_super));
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "holds a damaged kvtier format"));
+	EXPECT_NE(NULL, strstr(self->out, "damaged kvtier metadata on "));
+	EXPECT_NE(NULL, strstr(self->out, ": see dmesg; attach --format to start over (loses all persistent regions)"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", ns));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "--format: destroying a damaged kvtier format"));
+	ASSERT_TRUE(tier_is(1, ns));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
+
+	ASSERT_LT(0, edit_supers(ns, newer_super));
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "has a newer kvtier format than this module"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", ns));
+	ASSERT_TRUE(tier_is(1, ns));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
 }
 
 TEST_F_TIMEOUT(ctl, attach_refuses_in_use, 300)
@@ -403,10 +513,144 @@ TEST_F_TIMEOUT(ctl, regions_and_top, 300)
 	close(fd);
 }
 
-TEST_F_TIMEOUT(ctl, persist_not_implemented, 300)
+/* Bind a fresh file of tier 0 to region @name (KVTIER_IOC_REGION_OPEN). */
+static int region_open(const char *name, unsigned int flags, size_t size)
 {
-	ASSERT_EQ(1, ctl(self->out, "persist ls"));
-	EXPECT_NE(NULL, strstr(self->out, "not implemented by this module yet"));
+	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = 0640 };
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	snprintf(ro.name, sizeof(ro.name), "%s", name);
+	if (ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int region_unlink(const char *name)
+{
+	struct kvtier_region_name rn = { { 0 } };
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(rn.name, sizeof(rn.name), "%s", name);
+	ret = ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Run "kvtierctl ARGS" as uid/gid NOBODY (no supplementary groups) in a
+ * child; 0 when it exits 1 with @want in its output.
+ */
+static int ctl_as_nobody(char *out, const char *args, const char *want)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(10);
+		st = ctl(out, "%s", args);
+		fprintf(stderr, "# as uid %d: kvtierctl %s: exit %d: %s", NOBODY,
+			args, st, out);
+		_exit(st == 1 && strstr(out, want) ? 0 : 11);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+#define PNAME	"kvtierctl-persist"
+#define VNAME	"kvtierctl-volatile"
+
+/*
+ * persist ls shows a persistent region created by ioctl (and not a
+ * volatile one), across a module reload; pin and unpin show in it; rm by
+ * another user is refused with the reason; rm removes it.
+ */
+TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
+{
+	char *buf = malloc(MiB);
+	int fd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
+	fd = region_open(PNAME, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, MiB);
+	ASSERT_LE(0, fd);
+	memset(buf, 0x5a, MiB);
+	ASSERT_EQ((ssize_t)MiB, pwrite(fd, buf, MiB, 0));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	fd = region_open(VNAME, KVTIER_OPEN_CREATE, 64 * 1024);
+	ASSERT_LE(0, fd);
+	close(fd);
+	free(buf);
+
+	ASSERT_EQ(0, ctl(self->out, "persist ls"));
+	TH_LOG("\n%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "NAME"));
+	EXPECT_NE(NULL, strstr(self->out, PNAME " "));
+	EXPECT_NE(NULL, strstr(self->out, " 1.0M "));
+	EXPECT_NE(NULL, strstr(self->out, " root "));
+	EXPECT_NE(NULL, strstr(self->out, " 0640 "));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no\n"));
+	EXPECT_EQ(NULL, strstr(self->out, VNAME));
+	ASSERT_EQ(0, ctl_json("persist ls --json 0",
+			      "len(d) == 1 and d[0][\"name\"] == \"" PNAME "\" and "
+			      "d[0][\"size_bytes\"] == 1048576 and d[0][\"namespace_bytes\"] == 1048576 and "
+			      "d[0][\"users\"] == 0 and d[0][\"owner\"] == 0 and d[0][\"mode\"] == 0o640 and "
+			      "d[0][\"pinned\"] is False and d[0][\"created\"] > 0"));
+
+	/* Only persistent regions: a volatile one is refused by name. */
+	ASSERT_EQ(1, ctl(self->out, "persist rm " VNAME));
+	EXPECT_NE(NULL, strstr(self->out, "'" VNAME "' on kvtier0 is not persistent"));
+	ASSERT_EQ(1, ctl(self->out, "persist pin " VNAME));
+	EXPECT_NE(NULL, strstr(self->out, "'" VNAME "' on kvtier0 is not persistent"));
+	ASSERT_EQ(0, region_unlink(VNAME));
+	ASSERT_EQ(1, ctl(self->out, "persist rm kvtierctl-no-such"));
+	EXPECT_NE(NULL, strstr(self->out, "no region 'kvtierctl-no-such' on kvtier0"));
+
+	ASSERT_EQ(0, ctl(self->out, "persist pin " PNAME));
+	ASSERT_EQ(0, ctl(self->out, "persist ls"));
+	TH_LOG("\n%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, " 0 yes\n"));
+
+	/* The region and its pin outlive the module. */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_unload());
+	ASSERT_EQ(0, kvt_load("num_tiers=2"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
+	ASSERT_EQ(0, ctl_json("--json persist ls",
+			      "[(r[\"name\"], r[\"users\"], r[\"pinned\"]) for r in d] == "
+			      "[(\"" PNAME "\", 0, True)]"));
+	ASSERT_EQ(0, ctl(self->out, "persist unpin --tier 0 " PNAME));
+	ASSERT_EQ(0, ctl(self->out, "persist ls 0"));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no\n"));
+
+	/* Another user may list it, not pin or remove it. */
+	ASSERT_EQ(0, chmod("/dev/kvtier0", 0666));
+	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist rm " PNAME,
+				   "not the owner of region '" PNAME "' on kvtier0: only its owner or root (CAP_FOWNER) may remove it"));
+	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist pin " PNAME,
+				   "not the owner of region '" PNAME "'"));
+	ASSERT_EQ(0, chmod("/dev/kvtier0", 0600));
+	ASSERT_EQ(0, ctl(self->out, "persist ls"));
+	EXPECT_NE(NULL, strstr(self->out, PNAME " "));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no\n"));
+
+	ASSERT_EQ(0, ctl(self->out, "persist rm " PNAME));
+	ASSERT_EQ(0, ctl_json("persist ls --json", "d == []"));
+	ASSERT_EQ(1, ctl(self->out, "persist rm " PNAME));
+	EXPECT_NE(NULL, strstr(self->out, "no region '" PNAME "' on kvtier0"));
 }
 
 TEST_HARNESS_MAIN

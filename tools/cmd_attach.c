@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvtierctl attach, detach, persist.
+ * kvtierctl attach (and attach --format), detach.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <kvtier.h>
 
@@ -43,12 +44,81 @@ static void identify(const char *path, struct kvt_devcheck *c)
 		warn("%s: NVMe identify failed: %s", path, strerror(-ret));
 }
 
+/* The tier must be detached: the kernel's EBUSY would not say why. */
+static int tier_free(unsigned int id)
+{
+	char backing[4096];
+
+	if (tier_attr_str(id, "backing_dev", backing, sizeof(backing)) ||
+	    !strcmp(backing, "none"))
+		return 0;
+	return fail("kvtier%u already has %s attached; detach it first (kvtierctl detach %u)",
+		    id, backing, id);
+}
+
+/* Does the running module have the format attribute? */
+static bool has_format_attr(unsigned int id)
+{
+	char path[512];
+	struct stat st;
+
+	return !stat(sys_path(path, sizeof(path), "/sys/class/kvtier/kvtier%u/format", id),
+		     &st);
+}
+
+/* What --format is about to destroy, on stderr; nothing for a blank device. */
+static void report_destroy(const char *path, const struct kvt_devcheck *c)
+{
+	char what[160];
+
+	if (c->kvtier.state != KVT_FORMAT_NONE)
+		fprintf(stderr, "kvtierctl: --format: destroying %s on %s\n",
+			kvt_format_describe(what, sizeof(what), &c->kvtier), path);
+	if (c->signature[0])
+		fprintf(stderr, "kvtierctl: --format: destroying %s on %s\n",
+			c->signature, path);
+}
+
+/* The kernel refused backing_dev or format: say why in its terms. */
+static int attach_error(unsigned int id, const char *path, bool format, int err)
+{
+	const char *op = format ? "format" : "attach";
+	const char *to = format ? "for" : "to";
+
+	switch (err) {
+	case -EMEDIUMTYPE:
+		return fail("%s holds a foreign signature or data (see dmesg); use attach --format to destroy it",
+			    path);
+	case -EUCLEAN:
+		return fail("damaged kvtier metadata on %s: see dmesg; attach --format to start over (loses all persistent regions)",
+			    path);
+	case -EOPNOTSUPP:
+		return fail("%s has a newer kvtier format than this module", path);
+	case -ENOSPC:
+		return fail("%s is too small for a kvtier namespace", path);
+	case -EBUSY:
+		return fail("%s %s %s kvtier%u: the device is claimed by someone else (a mount, md/dm, another tier) or the tier is busy",
+			    op, path, to, id);
+	case -EIO:
+		return fail("%s %s %s kvtier%u: I/O error on the device (see dmesg)",
+			    op, path, to, id);
+	case -EACCES:
+	case -EPERM:
+		return fail("%s %s %s kvtier%u: %s (needs root)", op, path, to, id,
+			    strerror(-err));
+	}
+	return fail("%s %s %s kvtier%u: %s", op, path, to, id, strerror(-err));
+}
+
 int cmd_attach(const struct cmd *cmd, int argc, char **argv)
 {
+	const unsigned int in_use = KVT_DEV_MOUNTED | KVT_DEV_IN_USE;
 	const char *opt[OPT_NR] = { NULL };
 	struct kvt_devcheck c;
+	char what[160];
 	const char *path;
 	unsigned int id;
+	bool format;
 	int first, ret;
 
 	first = parse_opts(cmd, argc, argv, "fF", opt);
@@ -59,29 +129,50 @@ int cmd_attach(const struct cmd *cmd, int argc, char **argv)
 	if (argc - first != 2 || parse_tier(argv[first], &id))
 		return usage_error(cmd, "attach: need TIER (0..%d) and DEVICE",
 				   KVT_MAX_TIERS - 1);
-	if (opt[OPT_FORMAT])
-		return fail("--format: the module has no on-namespace format yet; nothing written");
+	format = opt[OPT_FORMAT];
 	path = argv[first + 1];
 	ret = tier_check(id);
+	if (!ret && format && !has_format_attr(id))
+		ret = fail("--format: this kvtier module has no format attribute (it predates persistent regions); nothing written");
 	if (!ret)
 		ret = kvt_dev_is_block(path);
+	if (!ret)
+		ret = tier_free(id);
 	if (ret)
 		return ret;
 
 	kvt_dev_check(path, &c);
 	if (!(c.problems & KVT_DEV_UNREADABLE))
 		identify(path, &c);
+	if (c.kvtier.state != KVT_FORMAT_NONE)
+		printf("%s: holds %s\n", path,
+		       kvt_format_describe(what, sizeof(what), &c.kvtier));
 	fflush(stdout);		/* identify first, then the verdict */
+	/* What --format destroys is reported below, not refused. */
+	if (format)
+		c.problems &= ~KVT_DEV_SIGNATURE;
+	if (format && (c.problems & in_use)) {
+		kvt_dev_report(path, &c, "");
+		return fail("not formatting %s: a device in use is never formatted (not even with --force)",
+			    path);
+	}
 	if (c.problems && !opt[OPT_FORCE]) {
 		kvt_dev_report(path, &c, "");
-		return fail("not attaching %s (--force overrides these checks)", path);
+		return fail("not %s %s (--force overrides these checks)",
+			    format ? "formatting" : "attaching", path);
 	}
 	kvt_dev_report(path, &c, "warning: --force: ");
 
-	ret = kvtier_attach(id, path);
+	if (format) {
+		report_destroy(path, &c);
+		ret = kvtier_format(id, path);
+	} else {
+		ret = kvtier_attach(id, path);
+	}
 	if (ret)
-		return fail("attach %s to kvtier%u: %s", path, id, strerror(-ret));
-	printf("kvtier%u: attached %s\n", id, path);
+		return attach_error(id, path, format, ret);
+	printf("kvtier%u: %s %s\n", id, format ? "formatted and attached" : "attached",
+	       path);
 	return EXIT_OK;
 }
 
@@ -100,19 +191,6 @@ int cmd_detach(const struct cmd *cmd, int argc, char **argv)
 	ret = kvtier_detach(id);
 	if (ret)
 		return fail("detach kvtier%u: %s%s", id, strerror(-ret),
-			    ret == -EBUSY ? " (the tier is open)" : "");
+			    ret == -EBUSY ? " (the tier is open, or has named regions that are not persistent)" : "");
 	return EXIT_OK;
-}
-
-int cmd_persist(const struct cmd *cmd, int argc, char **argv)
-{
-	static const char * const verbs[] = { "ls", "rm", "pin", "unpin" };
-	size_t i;
-
-	if (argc < 2)
-		return usage_error(cmd, "persist: need ls, rm, pin or unpin");
-	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strcmp(argv[1], verbs[i]))
-			return fail("persistent regions are not implemented by this module yet");
-	return usage_error(cmd, "persist: unknown verb '%s'", argv[1]);
 }

@@ -199,7 +199,7 @@ int cmd_status(const struct cmd *cmd, int argc, char **argv)
 
 /* --- regions --------------------------------------------------------- */
 
-static const char *owner_name(uint64_t uid, char *buf, size_t len)
+const char *owner_name(uint64_t uid, char *buf, size_t len)
 {
 	struct passwd *pw = getpwuid((uid_t)uid);
 

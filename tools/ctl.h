@@ -8,7 +8,8 @@
  *   metrics.c     snapshots, interval rates, percentiles, warnings
  *   json.c        JSON output helpers
  *   nvme.c        NVMe identify (libnvme)
- *   devcheck.c    is a block device safe to give to a tier (libblkid)
+ *   devcheck.c    is a block device safe to give to a tier (libblkid), and
+ *                 the kvtier format it may already hold
  *   cmd_*.c       one file per command group
  */
 #ifndef KVTIERCTL_CTL_H
@@ -181,6 +182,8 @@ const char *kvt_warning_text(enum kvt_warning w);
 
 /* "512.0M"-style size of @bytes in @buf (binary units). */
 const char *fmt_size(char *buf, size_t len, uint64_t bytes);
+/* "2026-11-30 05:12" in local time, or "-" for 0 (never). */
+const char *fmt_time(char *buf, size_t len, int64_t secs);
 double now_secs(void);
 /* Sleep @secs; returns early (false) when *@stop becomes true. */
 bool sleep_interruptible(double secs, volatile sig_atomic_t *stop);
@@ -190,6 +193,8 @@ bool sleep_interruptible(double secs, volatile sig_atomic_t *stop);
 void json_str(FILE *f, const char *s);
 void json_key_str(FILE *f, bool *first, const char *key, const char *val);
 void json_key_u64(FILE *f, bool *first, const char *key, uint64_t v);
+void json_key_s64(FILE *f, bool *first, const char *key, int64_t v);
+void json_key_bool(FILE *f, bool *first, const char *key, bool v);
 void json_key_num(FILE *f, bool *first, const char *key, double v);
 void json_key_null(FILE *f, bool *first, const char *key);
 
@@ -223,12 +228,29 @@ enum kvt_dev_problem {
 	KVT_DEV_UNREADABLE = 1 << 5,
 };
 
+/* What the first blocks say about a kvtier format on the device. */
+enum kvt_format_state {
+	KVT_FORMAT_NONE,		/* no kvtier superblock magic */
+	KVT_FORMAT_OK,			/* a superblock copy with a valid CRC */
+	KVT_FORMAT_DAMAGED,		/* the magic, but no valid copy */
+	KVT_FORMAT_NEWER,		/* a newer version or unknown features */
+};
+
+struct kvt_format {
+	enum kvt_format_state state;
+	uint32_t version;
+	uint64_t generation;
+	int64_t format_time, commit_time;
+	int64_t nr_regions;		/* -1: the checkpoint did not say */
+};
+
 struct kvt_devcheck {
 	unsigned int problems;		/* enum kvt_dev_problem bits */
 	uint64_t bytes;
 	char mountpoint[4096];
-	char signature[64];		/* e.g. "ext4 filesystem" */
+	char signature[64];		/* e.g. "an ext4 signature" */
 	int error;			/* -errno of an unreadable device */
+	struct kvt_format kvtier;	/* unless the device is unreadable */
 };
 
 /*
@@ -240,11 +262,17 @@ void kvt_dev_check(const char *path, struct kvt_devcheck *c);
 /* Print one line per problem in @c->problems, prefixed by @prefix. */
 void kvt_dev_report(const char *path, const struct kvt_devcheck *c,
 		    const char *prefix);
+/* Read the kvtier superblocks (and checkpoint header) of @path. */
+int kvt_format_probe(const char *path, struct kvt_format *f);
+/* "a kvtier format (version 1, 3 persistent regions, ...)" in @buf. */
+const char *kvt_format_describe(char *buf, size_t len, const struct kvt_format *f);
 
 /* --- cmd_status.c: shared with top ------------------------------------ */
 
 void regions_print_header(const char *lead);
 void regions_print_row(const struct kvt_region *r, const char *lead);
+/* The login name of @uid, else the number. */
+const char *owner_name(uint64_t uid, char *buf, size_t len);
 
 /* --- commands ----------------------------------------------------------- */
 

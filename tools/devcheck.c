@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvtierctl: is a block device safe to hand to a tier? A tier overwrites
- * its namespace without asking, so `attach` refuses a device that is
- * mounted, held by someone else, carries a filesystem, RAID/LVM or
- * partition-table signature (libblkid), or is too small to be useful.
+ * kvtierctl: is a block device safe to hand to a tier? `attach` refuses a
+ * device that is mounted, held by someone else, carries a filesystem,
+ * RAID/LVM or partition-table signature (libblkid), or is too small to be
+ * useful; `attach --format`, which destroys what the device holds, names
+ * the signature it destroys. libblkid does not know kvtier's own format:
+ * its superblocks are read here (include/uapi/linux/kvtier_format.h).
  */
 #define _GNU_SOURCE
 #include <blkid/blkid.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <linux/kvtier_format.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -129,6 +134,137 @@ static int device_bytes(const char *path, uint64_t *bytes)
 	return ret;
 }
 
+/* CRC32C as the kernel's crc32c(): reflected, no final inversion. */
+static uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82f63b78U & -(crc & 1));
+	}
+	return crc;
+}
+
+/* One superblock copy, judged as the module judges it (kmod/store.c). */
+static enum kvt_format_state super_state(const struct kvtier_disk_super *sb)
+{
+	struct kvtier_disk_super tmp;
+
+	if (le64toh(sb->magic) != KVTIER_SB_MAGIC)
+		return KVT_FORMAT_NONE;
+	if (le32toh(sb->version) > KVTIER_FORMAT_VERSION ||
+	    (le64toh(sb->feature_incompat) & ~KVTIER_FEATURE_INCOMPAT_SUPP) ||
+	    (le64toh(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP))
+		return KVT_FORMAT_NEWER;
+	tmp = *sb;
+	tmp.crc = 0;
+	if (le32toh(sb->version) != KVTIER_FORMAT_VERSION ||
+	    le32toh(sb->header_size) != sizeof(*sb) ||
+	    le32toh(sb->crc) != crc32c(~0U, &tmp, sizeof(tmp)))
+		return KVT_FORMAT_DAMAGED;
+	return KVT_FORMAT_OK;
+}
+
+/* Read block @blk of @fd (opened O_DIRECT) into the aligned @buf. */
+static int read_block(int fd, uint64_t blk, void *buf)
+{
+	ssize_t n = pread(fd, buf, KVTIER_BLOCK_SIZE,
+			  (off_t)(blk * KVTIER_BLOCK_SIZE));
+
+	if (n < 0)
+		return -errno;
+	return n == KVTIER_BLOCK_SIZE ? 0 : -EIO;
+}
+
+int kvt_format_probe(const char *path, struct kvt_format *f)
+{
+	const struct kvtier_disk_super *best = NULL;
+	const struct kvtier_disk_ckpt *ck;
+	unsigned char *buf;
+	int fd, i, ret;
+	uint64_t blk;
+
+	memset(f, 0, sizeof(*f));
+	f->nr_regions = -1;
+	/* O_DIRECT: the module writes with bios, around the page cache. */
+	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (posix_memalign((void **)&buf, KVTIER_BLOCK_SIZE, 3 * KVTIER_BLOCK_SIZE)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ret = read_block(fd, 0, buf);
+	if (!ret)
+		ret = read_block(fd, 1, buf + KVTIER_BLOCK_SIZE);
+	for (i = 0; !ret && i < 2; i++) {
+		const struct kvtier_disk_super *sb =
+			(const void *)(buf + i * KVTIER_BLOCK_SIZE);
+		enum kvt_format_state st = super_state(sb);
+
+		if (st == KVT_FORMAT_NEWER) {
+			f->state = st;
+			f->version = le32toh(sb->version);
+		} else if (st == KVT_FORMAT_DAMAGED && f->state == KVT_FORMAT_NONE) {
+			f->state = st;
+		} else if (st == KVT_FORMAT_OK &&
+			   (!best || le64toh(sb->generation) > le64toh(best->generation))) {
+			best = sb;
+		}
+	}
+	/* A newer copy wins, as in the module: it refuses to attach. */
+	if (best && f->state != KVT_FORMAT_NEWER) {
+		f->state = KVT_FORMAT_OK;
+		f->version = le32toh(best->version);
+		f->generation = le64toh(best->generation);
+		f->format_time = (int64_t)le64toh(best->format_time);
+		f->commit_time = (int64_t)le64toh(best->commit_time);
+	}
+	if (f->state == KVT_FORMAT_OK) {
+		blk = le64toh(best->meta_start) +
+		      (f->generation % 2) * le64toh(best->meta_blocks);
+		ck = (const void *)(buf + 2 * KVTIER_BLOCK_SIZE);
+		if (!read_block(fd, blk, buf + 2 * KVTIER_BLOCK_SIZE) &&
+		    le64toh(ck->magic) == KVTIER_CKPT_MAGIC &&
+		    le64toh(ck->generation) == f->generation)
+			f->nr_regions = (int64_t)le64toh(ck->nr_regions);
+	}
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+const char *kvt_format_describe(char *buf, size_t len, const struct kvt_format *f)
+{
+	char t[32], n[48] = "";
+
+	switch (f->state) {
+	case KVT_FORMAT_NONE:
+		snprintf(buf, len, "no kvtier format");
+		break;
+	case KVT_FORMAT_DAMAGED:
+		snprintf(buf, len, "a damaged kvtier format (no superblock copy with a valid checksum)");
+		break;
+	case KVT_FORMAT_NEWER:
+		snprintf(buf, len, "a kvtier format newer than this kvtierctl knows (version %u)",
+			 f->version);
+		break;
+	case KVT_FORMAT_OK:
+		if (f->nr_regions >= 0)
+			snprintf(n, sizeof(n), ", %lld persistent region%s",
+				 (long long)f->nr_regions, f->nr_regions == 1 ? "" : "s");
+		snprintf(buf, len, "a kvtier format (version %u%s, last commit %s)",
+			 f->version, n, fmt_time(t, sizeof(t), f->commit_time));
+		break;
+	}
+	return buf;
+}
+
 void kvt_dev_check(const char *path, struct kvt_devcheck *c)
 {
 	struct stat st;
@@ -143,7 +279,14 @@ void kvt_dev_check(const char *path, struct kvt_devcheck *c)
 		c->problems |= KVT_DEV_MOUNTED;
 	else if (in_use(path))
 		c->problems |= KVT_DEV_IN_USE;
-	if (find_signature(path, c->signature, sizeof(c->signature)))
+	/*
+	 * A kvtier superblock in block 0 is the device's format whatever
+	 * libblkid still finds elsewhere (a backup GPT header at the end, an
+	 * md superblock): the module is the judge of it.
+	 */
+	kvt_format_probe(path, &c->kvtier);
+	if (find_signature(path, c->signature, sizeof(c->signature)) &&
+	    c->kvtier.state == KVT_FORMAT_NONE)
 		c->problems |= KVT_DEV_SIGNATURE;
 	if (c->bytes < KVT_MIN_DEVICE_BYTES)
 		c->problems |= KVT_DEV_TOO_SMALL;
@@ -167,7 +310,7 @@ void kvt_dev_report(const char *path, const struct kvt_devcheck *c,
 		fprintf(stderr, "kvtierctl: %s%s is in use (held open exclusively: a mount, md/dm, another tier)\n",
 			p, path);
 	if (c->problems & KVT_DEV_SIGNATURE)
-		fprintf(stderr, "kvtierctl: %s%s carries %s; erase it first (wipefs -a) if its data is not needed\n",
+		fprintf(stderr, "kvtierctl: %s%s carries %s; if its data is not needed, attach --format destroys it\n",
 			p, path, c->signature);
 	if (c->problems & KVT_DEV_TOO_SMALL)
 		fprintf(stderr, "kvtierctl: %s%s is too small: %s, smaller than the minimum of 16 MiB\n",

@@ -40,6 +40,18 @@ void json_key_u64(FILE *f, bool *first, const char *key, uint64_t v)
 	fprintf(f, "%llu", (unsigned long long)v);
 }
 
+void json_key_s64(FILE *f, bool *first, const char *key, int64_t v)
+{
+	json_key(f, first, key);
+	fprintf(f, "%lld", (long long)v);
+}
+
+void json_key_bool(FILE *f, bool *first, const char *key, bool v)
+{
+	json_key(f, first, key);
+	fputs(v ? "true" : "false", f);
+}
+
 void json_key_num(FILE *f, bool *first, const char *key, double v)
 {
 	json_key(f, first, key);

@@ -23,12 +23,13 @@ static const struct cmd cmds[] = {
 	  "options:\n"
 	  "  -j, --json           a JSON array, one object per tier\n",
 	  cmd_status },
-	{ "attach", "[--force] TIER DEVICE",
+	{ "attach", "[--force] [--format] TIER DEVICE",
 	  "identify DEVICE, check it is unused, attach it as TIER's namespace",
 	  "options:\n"
 	  "  -f, --force          attach even a non-NVMe, mounted-looking, signed\n"
 	  "                       or small device (the kernel's own checks stay)\n"
-	  "      --format         (not implemented yet: refused)\n",
+	  "  -F, --format         write a fresh kvtier format first, destroying\n"
+	  "                       what DEVICE holds (never a device in use)\n",
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
 	{ "stat", "[-i SECONDS] [-c COUNT] [TIER]",
@@ -59,8 +60,16 @@ static const struct cmd cmds[] = {
 	  "  discard              0 or 1\n"
 	  "  pin_budget_mb        0..RAM in MiB\n",
 	  cmd_set },
-	{ "persist", "ls|rm|pin|unpin [NAME]",
-	  "persistent regions (not implemented by the module yet)", NULL,
+	{ "persist", "ls [TIER] | rm|pin|unpin [-t TIER] NAME",
+	  "persistent regions: list, remove, pin against reclaim, unpin",
+	  "verbs:\n"
+	  "  ls [TIER]            the tier's persistent regions (default tier 0)\n"
+	  "  rm NAME              remove one (its bytes go when its last user does)\n"
+	  "  pin NAME             never reclaim it when the namespace is full\n"
+	  "  unpin NAME           let it be reclaimed again, least recently used first\n"
+	  "options:\n"
+	  "  -t, --tier N         the tier (default 0)\n"
+	  "  -j, --json           ls: a JSON array, one object per region\n",
 	  cmd_persist },
 };
 
@@ -128,6 +137,7 @@ static const struct option all_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "force", no_argument, NULL, 'f' },
 	{ "format", no_argument, NULL, 'F' },
+	{ "tier", required_argument, NULL, 't' },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "count", required_argument, NULL, 'c' },
 };

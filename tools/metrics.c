@@ -266,6 +266,17 @@ const char *kvt_warning_text(enum kvt_warning w)
 	return "?";
 }
 
+const char *fmt_time(char *buf, size_t len, int64_t secs)
+{
+	time_t t = (time_t)secs;
+	struct tm tm;
+
+	if (!secs || !localtime_r(&t, &tm) ||
+	    !strftime(buf, len, "%Y-%m-%d %H:%M", &tm))
+		snprintf(buf, len, "-");
+	return buf;
+}
+
 const char *fmt_size(char *buf, size_t len, uint64_t bytes)
 {
 	static const char units[] = "KMGTPE";
