@@ -366,9 +366,10 @@ TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
 TEST_F_TIMEOUT(tier, checksum_catches_corruption, 300)
 {
 	const char *ns0 = kvt_ns("KVTIER_NS0");
+	struct kvtier_disk_super sb;
 	unsigned char *a, *b, *junk;
 	char buf[64];
-	int fb, dev;
+	int fb;
 
 	ASSERT_EQ(1, kvt_tier_num(0, "checksum"));
 	a = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
@@ -386,13 +387,14 @@ TEST_F_TIMEOUT(tier, checksum_catches_corruption, 300)
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, posix_fadvise(fb, 0, 0, POSIX_FADV_DONTNEED));
 
-	/* Overwrite a's slots through the block device (no exclusive claim). */
+	/*
+	 * Overwrite a's slots through the block device (no exclusive claim):
+	 * data slot s is block data_start + s of the namespace.
+	 */
+	ASSERT_EQ(0, kvt_super_read(ns0, &sb, NULL));
 	ASSERT_EQ(0, posix_memalign((void **)&junk, 4096, MiB));
 	memset(junk, 0xa5, MiB);
-	dev = open(ns0, O_RDWR | O_DIRECT | O_CLOEXEC);
-	ASSERT_GE(dev, 0);
-	ASSERT_EQ((ssize_t)MiB, pwrite(dev, junk, MiB, 0));
-	close(dev);
+	ASSERT_EQ(0, kvt_dev_write(ns0, junk, MiB, kvt_slot_offset(&sb, 0)));
 
 	ASSERT_EQ(1, touch_or_sigbus(a + 5 * PAGE));
 	ASSERT_EQ(-1, pread(self->fd, buf, 8, 9 * PAGE));

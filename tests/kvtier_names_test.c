@@ -112,7 +112,11 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	ASSERT_EQ(0U, e[0].users);
 	ASSERT_GT(e[0].namespace, 0ULL);
 	ASSERT_LE(e[0].resident, 4 * MiB);
+	ASSERT_EQ(0U, e[0].flags);
+	/* No file, no mapping: the (non-persistent) named region keeps it attached. */
+	close(self->fd);
 	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+	self->fd = tier_open();
 
 	fc = tier_open();
 	ASSERT_EQ(0, bind_name(fc, "prefix:sys-prompt-0", len, 0, 0));
@@ -185,6 +189,10 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 	ASSERT_EQ(-EINVAL, bind_name(self->fd, "a b", MiB, KVTIER_OPEN_CREATE, 0600));
 	ASSERT_EQ(-EINVAL, bind_name(self->fd, "../x", MiB, KVTIER_OPEN_CREATE, 0600));
 	ASSERT_EQ(-EINVAL, bind_name(self->fd, "tab\there", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "caf\xc3\xa9", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "del\x7f", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(self->fd, "a/b", MiB,
+				     KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
 	ASSERT_EQ(-EINVAL, bind_name(self->fd, "%s%n", MiB, 0x100, 0600));
 	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", MiB, KVTIER_OPEN_CREATE, 01000));
 	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", MiB, KVTIER_OPEN_EXCL, 0600));
@@ -202,8 +210,6 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 	ASSERT_EQ(EINVAL, errno);
 	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_OPEN, (void *)8));
 	ASSERT_EQ(EFAULT, errno);
-	ASSERT_EQ(-EOPNOTSUPP, bind_name(self->fd, "ok", MiB,
-					 KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
 	ASSERT_EQ(-ENOENT, bind_name(self->fd, "missing", 0, 0, 0));
 	ASSERT_EQ(-ENOSPC, bind_name(self->fd, "huge", 1ULL << 40, KVTIER_OPEN_CREATE, 0600));
 	/* Nothing above created anything. */
@@ -215,6 +221,10 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB,
 				     KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
 	ASSERT_EQ(-EINVAL, bind_name(fd2, long_name + 1, 2 * MiB, 0, 0));
+	/* Not persistent: opening it as persistent is refused. */
+	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_PERSISTENT, 0));
+	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB,
+				     KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
 	ASSERT_EQ(0, bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
 	close(fd2);
 	ASSERT_EQ(0, unlink_name(self->fd, long_name + 1));

@@ -11,9 +11,13 @@
 #ifndef KVTIER_TEST_UTIL_H
 #define KVTIER_TEST_UTIL_H
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kvtier_format.h>
 #include <linux/loop.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +272,164 @@ static inline KVT_FAST long long kvt_check(const void *p, size_t len,
 		if (w[i] != kvt_pattern(base + i * 8, seed))
 			return (long long)(base + i * 8);
 	return -1;
+}
+
+/*
+ * CRC32C as the kernel's crc32c() computes it: reflected polynomial
+ * 0x82f63b78, @crc is the seed (the format uses ~0), no final inversion.
+ */
+static inline KVT_FAST uint32_t kvt_crc32c(uint32_t crc, const void *buf,
+					   size_t len)
+{
+	static uint32_t table[256];
+	const unsigned char *p = buf;
+	uint32_t c;
+	int i, j;
+
+	if (!table[1]) {
+		for (i = 0; i < 256; i++) {
+			c = i;
+			for (j = 0; j < 8; j++)
+				c = (c >> 1) ^ (c & 1 ? 0x82f63b78U : 0);
+			table[i] = c;
+		}
+	}
+	while (len--)
+		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+/*
+ * @len bytes at byte @off of block device (or file) @dev, with O_DIRECT
+ * where the device takes it, so neither side sees a stale page cache.
+ * @off and @len are multiples of 512. Return 0 or -errno.
+ */
+static inline int kvt_dev_io(const char *dev, void *buf, size_t len, off_t off,
+			     int wr)
+{
+	void *bounce;
+	ssize_t n;
+	int fd, ret = 0;
+
+	fd = open(dev, (wr ? O_RDWR : O_RDONLY) | O_DIRECT | O_CLOEXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = open(dev, (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (posix_memalign(&bounce, 4096, len ? len : 4096)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (wr)
+		memcpy(bounce, buf, len);
+	n = wr ? pwrite(fd, bounce, len, off) : pread(fd, bounce, len, off);
+	if (n < 0)
+		ret = -errno;
+	else if ((size_t)n != len)
+		ret = -EIO;
+	else if (!wr)
+		memcpy(buf, bounce, len);
+	if (!ret && wr && fsync(fd))
+		ret = -errno;
+	free(bounce);
+	close(fd);
+	return ret;
+}
+
+static inline int kvt_dev_read(const char *dev, void *buf, size_t len, off_t off)
+{
+	return kvt_dev_io(dev, buf, len, off, 0);
+}
+
+static inline int kvt_dev_write(const char *dev, const void *buf, size_t len,
+				off_t off)
+{
+	return kvt_dev_io(dev, (void *)buf, len, off, 1);
+}
+
+/* Size of block device (or file) @dev in bytes, or 0. */
+static inline unsigned long long kvt_dev_size(const char *dev)
+{
+	off_t end;
+	int fd = open(dev, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	end = lseek(fd, 0, SEEK_END);
+	close(fd);
+	return end < 0 ? 0 : (unsigned long long)end;
+}
+
+/*
+ * CRC32C of the superblock copy in the 4096-byte block @blk as the format
+ * defines it: over its first header_size bytes with the crc field zero.
+ */
+static inline uint32_t kvt_super_crc(const void *blk)
+{
+	const struct kvtier_disk_super *sb = blk;
+	unsigned char tmp[KVTIER_BLOCK_SIZE];
+	uint32_t hs = le32toh(sb->header_size);
+
+	if (hs < offsetof(struct kvtier_disk_super, reserved0) || hs > sizeof(tmp))
+		hs = sizeof(*sb);
+	memcpy(tmp, blk, sizeof(tmp));
+	memset(tmp + offsetof(struct kvtier_disk_super, crc), 0, 4);
+	return kvt_crc32c(~0U, tmp, hs);
+}
+
+/* Recompute the crc of the superblock copy in the 4096-byte block @blk. */
+static inline void kvt_super_seal(void *blk)
+{
+	struct kvtier_disk_super *sb = blk;
+
+	sb->crc = htole32(kvt_super_crc(blk));
+}
+
+/* The 4096-byte block @blk holds kvtier magic and a matching crc. */
+static inline int kvt_super_valid(const void *blk)
+{
+	const struct kvtier_disk_super *sb = blk;
+
+	return le64toh(sb->magic) == KVTIER_SB_MAGIC &&
+	       le32toh(sb->crc) == kvt_super_crc(blk);
+}
+
+/*
+ * The superblock a kvtier namespace on @dev is attached from: of blocks 0
+ * and 1, the copy with the kvtier magic and a valid crc and the higher
+ * generation. Puts it in @sb (and its block number in @copy if non-NULL).
+ * Returns 0, -EUCLEAN if neither copy is valid, or -errno.
+ */
+static inline int kvt_super_read(const char *dev, struct kvtier_disk_super *sb,
+				 int *copy)
+{
+	unsigned char blk[2][KVTIER_BLOCK_SIZE];
+	const struct kvtier_disk_super *s[2];
+	int ret, best = -1, i;
+
+	ret = kvt_dev_read(dev, blk, sizeof(blk), 0);
+	if (ret)
+		return ret;
+	for (i = 0; i < 2; i++) {
+		s[i] = (const struct kvtier_disk_super *)blk[i];
+		if (!kvt_super_valid(blk[i]))
+			continue;
+		if (best < 0 || le64toh(s[i]->generation) > le64toh(s[best]->generation))
+			best = i;
+	}
+	if (best < 0)
+		return -EUCLEAN;
+	memcpy(sb, s[best], sizeof(*sb));
+	if (copy)
+		*copy = best;
+	return 0;
+}
+
+/* Byte offset on the namespace of data slot @slot (block data_start + slot). */
+static inline unsigned long long kvt_slot_offset(const struct kvtier_disk_super *sb,
+						 unsigned long long slot)
+{
+	return (le64toh(sb->data_start) + slot) * KVTIER_BLOCK_SIZE;
 }
 
 #endif /* KVTIER_TEST_UTIL_H */

@@ -1,0 +1,1607 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Persistent named regions: the on-namespace format (formatting a zero
+ * device, loading, refusing damaged, newer and foreign ones), creating,
+ * syncing and finding regions again after detach and module reload with
+ * their attributes and bytes, permissions, the pinned flag, capacity
+ * reclaim, corruption on the namespace, and prefetch after a reload.
+ *
+ * Every test formats KVTIER_NS0 first and leaves it (and KVTIER_NS1) an
+ * empty kvtier namespace, so the suites that run after it see no regions.
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <grp.h>
+#include <linux/kvtier.h>
+#include <linux/kvtier_format.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB		(1024ULL * 1024)
+#define PAGE		4096ULL
+#define NOBODY		65534
+#define PERSIST		KVTIER_OPEN_PERSISTENT
+#define NEW_PERSIST	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT)
+#define MAX_LIST	128
+
+/*
+ * kvt_pattern() drops bit 0 of its seed (x | 1), so seeds 2k and 2k + 1
+ * write the same bytes: the tests number their patterns 1, 2, 3... and
+ * these spread the numbers to seeds that differ above bit 0.
+ */
+#define SEED(n)		((unsigned long long)(n) << 8)
+
+static void pfill(void *p, size_t len, unsigned long long base,
+		  unsigned long long n)
+{
+	kvt_fill(p, len, base, SEED(n));
+}
+
+static long long pcheck(const void *p, size_t len, unsigned long long base,
+			unsigned long long n)
+{
+	return kvt_check(p, len, base, SEED(n));
+}
+
+static int tier_open(int id)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), KVTIER_DEV_PREFIX "%d", id);
+	return open(path, O_RDWR | O_CLOEXEC);
+}
+
+/* Bind @fd to @name; returns 0 or -errno. */
+static int bind_name(int fd, const char *name, unsigned long long size,
+		     unsigned int flags, unsigned int mode)
+{
+	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
+
+	strncpy(ro.name, name, sizeof(ro.name));
+	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
+}
+
+/* A fresh file of tier @id bound to @name: the fd, or -errno. */
+static int open_name(int id, const char *name, unsigned long long size,
+		     unsigned int flags, unsigned int mode)
+{
+	int fd = tier_open(id), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = bind_name(fd, name, size, flags, mode);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static int unlink_name(int fd, const char *name)
+{
+	struct kvtier_region_name rn = { 0 };
+
+	strncpy(rn.name, name, sizeof(rn.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) ? -errno : 0;
+}
+
+static int set_flags(int fd, const char *name, unsigned int set,
+		     unsigned int clear, unsigned long long reserved)
+{
+	struct kvtier_region_flags rf = { .set = set, .clear = clear,
+					  .reserved = reserved };
+
+	strncpy(rf.name, name, sizeof(rf.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_SETFLAGS, &rf) ? -errno : 0;
+}
+
+/* Named regions of the tier of @fd into @e (room @n): the total or -errno. */
+static int list_names(int fd, struct kvtier_region_entry *e, unsigned int n)
+{
+	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = n };
+
+	return ioctl(fd, KVTIER_IOC_REGION_LIST, &rl) ? -errno : (int)rl.count;
+}
+
+/* The list entry of @name in @e; 0 or -ENOENT. */
+static int find_name(int fd, const char *name, struct kvtier_region_entry *e)
+{
+	static struct kvtier_region_entry all[MAX_LIST];
+	int n, i;
+
+	memset(all, 0, sizeof(all));
+	n = list_names(fd, all, MAX_LIST);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n && i < MAX_LIST; i++) {
+		if (!strcmp(all[i].name, name)) {
+			*e = all[i];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* pwrite pattern @seed over [@off, @off + @len) of @fd; 0 or -errno. */
+static int fill_fd(int fd, unsigned long long off, size_t len,
+		   unsigned long long seed)
+{
+	static unsigned char buf[MiB];
+	size_t done, n;
+	ssize_t w;
+
+	for (done = 0; done < len; done += n) {
+		n = len - done < MiB ? len - done : MiB;
+		pfill(buf, n, off + done, seed);
+		w = pwrite(fd, buf, n, off + done);
+		if (w < 0)
+			return -errno;
+		if ((size_t)w != n)
+			return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * pread [@off, @off + @len) of @fd: -1 if it is pattern @seed, else the
+ * offset of the first wrong word, or -2 (errno set) if a read failed.
+ */
+static long long check_fd(int fd, unsigned long long off, size_t len,
+			  unsigned long long seed)
+{
+	static unsigned char buf[MiB];
+	size_t done, n;
+	long long bad;
+
+	for (done = 0; done < len; done += n) {
+		n = len - done < MiB ? len - done : MiB;
+		if (pread(fd, buf, n, off + done) != (ssize_t)n)
+			return -2;
+		bad = pcheck(buf, n, off + done, seed);
+		if (bad != -1)
+			return bad;
+	}
+	return -1;
+}
+
+/* -1 if [@off, @off + @len) of @fd reads as zeros, else the first non-zero offset. */
+static long long check_zero(int fd, unsigned long long off, size_t len)
+{
+	static unsigned char buf[MiB];
+	size_t done, n, i;
+
+	for (done = 0; done < len; done += n) {
+		n = len - done < MiB ? len - done : MiB;
+		if (pread(fd, buf, n, off + done) != (ssize_t)n)
+			return -2;
+		for (i = 0; i < n; i++)
+			if (buf[i])
+				return (long long)(off + done + i);
+	}
+	return -1;
+}
+
+/* A new persistent region @name on tier @id with pattern @seed, synced and closed. */
+static int make_persistent(int id, const char *name, size_t len,
+			   unsigned int mode, unsigned long long seed)
+{
+	int fd = open_name(id, name, len, NEW_PERSIST, mode), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = fill_fd(fd, 0, len, seed);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Open @name on tier @id and check it is pattern @seed: -1 or as check_fd. */
+static long long check_name(int id, const char *name, size_t len,
+			    unsigned long long seed)
+{
+	long long ret;
+	int fd = open_name(id, name, 0, 0, 0);
+
+	if (fd < 0)
+		return -3;
+	ret = check_fd(fd, 0, len, seed);
+	close(fd);
+	return ret;
+}
+
+/* Load the module and attach @dev to tier 0. 0 or -errno. */
+static int load_attach(const char *dev)
+{
+	int ret = kvt_load("num_tiers=2");
+
+	return ret ? ret : kvt_tier_write(0, "backing_dev", dev);
+}
+
+/*
+ * Unload the module (which writes back and commits every persistent
+ * region), load it again and attach KVTIER_NS0 to tier 0; *@fd, closed
+ * first, is a fresh file of tier 0 afterwards. 0 or -errno.
+ */
+static int reload(int *fd)
+{
+	int ret;
+
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	ret = kvt_unload();
+	if (!ret)
+		ret = load_attach(kvt_ns("KVTIER_NS0"));
+	if (ret)
+		return ret;
+	*fd = tier_open(0);
+	return *fd < 0 ? -errno : 0;
+}
+
+static int tier_state_is(int id, const char *state)
+{
+	char buf[64];
+
+	return !kvt_tier_read(id, "state", buf, sizeof(buf)) && !strcmp(buf, state);
+}
+
+/* Detach a loop device made by kvt_loop_attach and remove its file. */
+static void loop_detach(int lfd, const char *file)
+{
+	if (lfd >= 0) {
+		ioctl(lfd, LOOP_CLR_FD, 0);
+		close(lfd);
+	}
+	unlink(file);
+}
+
+/* Kernel log records containing @needle so far, or -1. */
+static int kmsg_count(const char *needle)
+{
+	char rec[4096];
+	int fd, count = 0;
+	ssize_t n;
+
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten while reading: go on */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		if (strstr(rec, needle))
+			count++;
+	}
+	close(fd);
+	return count;
+}
+
+/*
+ * The committed checkpoint of the namespace on @dev, read raw: the newest
+ * valid superblock, its checkpoint (crc checked) and the region records.
+ */
+struct ckpt {
+	struct kvtier_disk_super sb;
+	unsigned char *buf;
+	size_t len;
+	const struct kvtier_disk_ckpt *hdr;
+	const struct kvtier_disk_region *regions;
+	const struct kvtier_disk_page *pages;
+};
+
+static int ckpt_read(const char *dev, struct ckpt *c)
+{
+	unsigned long long gen, area, nr_regions, nr_pages;
+	size_t room;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	ret = kvt_super_read(dev, &c->sb, NULL);
+	if (ret)
+		return ret;
+	gen = le64toh(c->sb.generation);
+	area = le64toh(c->sb.meta_start) + (gen % 2) * le64toh(c->sb.meta_blocks);
+	c->len = le64toh(c->sb.ckpt_bytes);
+	room = (c->len + PAGE - 1) / PAGE * PAGE;
+	if (c->len < sizeof(*c->hdr) || room > le64toh(c->sb.meta_blocks) * PAGE)
+		return -EUCLEAN;
+	c->buf = malloc(room);
+	if (!c->buf)
+		return -ENOMEM;
+	ret = kvt_dev_read(dev, c->buf, room, area * PAGE);
+	if (ret)
+		return ret;
+	if (kvt_crc32c(~0U, c->buf, c->len) != le32toh(c->sb.ckpt_crc))
+		return -EBADMSG;
+	c->hdr = (const void *)c->buf;
+	if (le64toh(c->hdr->magic) != KVTIER_CKPT_MAGIC ||
+	    le64toh(c->hdr->generation) != gen)
+		return -EUCLEAN;
+	nr_regions = le64toh(c->hdr->nr_regions);
+	nr_pages = le64toh(c->hdr->nr_pages);
+	if (sizeof(*c->hdr) + nr_regions * sizeof(*c->regions) +
+	    nr_pages * sizeof(*c->pages) > c->len)
+		return -EUCLEAN;
+	c->regions = (const void *)(c->buf + sizeof(*c->hdr));
+	c->pages = (const void *)(c->regions + nr_regions);
+	return 0;
+}
+
+/* The record of @name in @c (and its first page record in @pages), or NULL. */
+static const struct kvtier_disk_region *ckpt_region(const struct ckpt *c,
+						    const char *name,
+						    const struct kvtier_disk_page **pages)
+{
+	unsigned long long i, first = 0;
+
+	for (i = 0; i < le64toh(c->hdr->nr_regions); i++) {
+		if (!strncmp(c->regions[i].name, name, sizeof(c->regions[i].name))) {
+			if (pages)
+				*pages = c->pages + first;
+			return &c->regions[i];
+		}
+		first += le64toh(c->regions[i].nr_pages);
+	}
+	return NULL;
+}
+
+static sigjmp_buf sigbus_jmp;
+
+static void on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(sigbus_jmp, 1);
+}
+
+static int touch_or_sigbus(volatile unsigned char *p)
+{
+	static volatile int got;
+
+	got = 0;
+	signal(SIGBUS, on_sigbus);
+	if (!sigsetjmp(sigbus_jmp, 1))
+		(void)p[0];
+	else
+		got = 1;
+	signal(SIGBUS, SIG_DFL);
+	return got;
+}
+
+/*
+ * Run @fn(@fds) in a child as uid @uid, gid @gid, no supplementary groups;
+ * @fds are files of the tier opened as root (the device node is root's).
+ * Returns the child's exit status, 99 if it could not change ids.
+ */
+static int as_user(uid_t uid, gid_t gid, int (*fn)(int *fds), int *fds)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+		    setresuid(uid, uid, uid))
+			_exit(99);
+		_exit(fn(fds));
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static void open_fds(int *fds, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		fds[i] = tier_open(0);
+}
+
+static void close_fds(int *fds, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+FIXTURE(persist) {
+	int fd;
+};
+
+/* Module loaded with two tiers; NS0 formatted (empty) and attached to tier 0. */
+FIXTURE_SETUP(persist)
+{
+	const char *why = kvt_missing();
+
+	self->fd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_EQ(0, kvt_load("num_tiers=2"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", kvt_ns("KVTIER_NS0")));
+	self->fd = tier_open(0);
+	ASSERT_GE(self->fd, 0);
+}
+
+/*
+ * In the parent, after the test process exited: leave NS0 (and NS1) empty
+ * kvtier namespaces, whatever the test left on them, and unload.
+ */
+FIXTURE_TEARDOWN_PARENT(persist)
+{
+	const char *ns1 = kvt_ns("KVTIER_NS1");
+
+	if (!kvt_loaded() && kvt_load("num_tiers=2")) {
+		EXPECT_TRUE(0);
+		return;
+	}
+	kvt_tier_write(1, "backing_dev", "none");
+	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	EXPECT_EQ(0, kvt_tier_write(0, "format", kvt_ns("KVTIER_NS0")));
+	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	if (ns1 && !kvt_tier_write(1, "format", ns1))
+		EXPECT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	EXPECT_EQ(0, kvt_unload());
+}
+
+/*
+ * An all-zero device is formatted on attach (a valid superblock describing
+ * it), and attaching it again loads it: a region written before the detach
+ * is there with its bytes.
+ */
+TEST_F_TIMEOUT(persist, zero_device_is_formatted_then_loaded, 300)
+{
+	const char *img = "/tmp/kvt-zero.img";
+	unsigned char blk[2][KVTIER_BLOCK_SIZE];
+	struct kvtier_disk_super sb, again;
+	struct kvtier_region_entry e;
+	size_t size = 64 * MiB, len = 4 * MiB;
+	char dev[32];
+	int lfd, f1;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(img, size, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_TRUE(tier_state_is(1, "attached"));
+
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
+	ASSERT_EQ(0, kvt_dev_read(dev, blk, sizeof(blk), 0));
+	EXPECT_EQ((__u32)KVTIER_FORMAT_VERSION, le32toh(sb.version));
+	EXPECT_EQ(sizeof(sb), le32toh(sb.header_size));
+	EXPECT_EQ(size / KVTIER_BLOCK_SIZE, le64toh(sb.nr_blocks));
+	EXPECT_EQ(0ULL, le64toh(sb.feature_incompat));
+	EXPECT_GE(le64toh(sb.meta_start), 2ULL);
+	EXPECT_GE(le64toh(sb.data_start),
+		  le64toh(sb.meta_start) + 2 * le64toh(sb.meta_blocks));
+	EXPECT_LE(le64toh(sb.data_start) + le64toh(sb.nr_slots), le64toh(sb.nr_blocks));
+	EXPECT_GT(le64toh(sb.nr_slots), size / KVTIER_BLOCK_SIZE / 2);
+	EXPECT_GT(le64toh(sb.max_regions), 0ULL);
+	EXPECT_NE(0, memcmp(sb.uuid, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16));
+	TH_LOG("64 MiB: meta_start %llu meta_blocks %llu data_start %llu nr_slots %llu max_regions %llu gen %llu",
+	       (unsigned long long)le64toh(sb.meta_start),
+	       (unsigned long long)le64toh(sb.meta_blocks),
+	       (unsigned long long)le64toh(sb.data_start),
+	       (unsigned long long)le64toh(sb.nr_slots),
+	       (unsigned long long)le64toh(sb.max_regions),
+	       (unsigned long long)le64toh(sb.generation));
+
+	ASSERT_EQ(0, make_persistent(1, "zero:first", len, 0600, 1));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	/* Loaded, not formatted again: same uuid, the region and its bytes. */
+	ASSERT_EQ(0, kvt_super_read(dev, &again, NULL));
+	ASSERT_EQ(0, memcmp(sb.uuid, again.uuid, sizeof(sb.uuid)));
+	ASSERT_EQ(le64toh(sb.format_time), le64toh(again.format_time));
+	f1 = tier_open(1);
+	ASSERT_GE(f1, 0);
+	ASSERT_EQ(0, find_name(f1, "zero:first", &e));
+	ASSERT_EQ(len, e.size);
+	ASSERT_EQ((__u32)PERSIST, e.flags);
+	ASSERT_EQ(0U, e.users);
+	close(f1);
+	ASSERT_EQ(-1, check_name(1, "zero:first", len, 1));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	loop_detach(lfd, img);
+}
+
+/*
+ * Creating a persistent region commits it at once: the checkpoint on the
+ * namespace names it with its size, owner, group, mode and creation time
+ * before any sync, and a namespace put back to that moment after a
+ * "crash" (the metadata copied then, restored under the unloaded module)
+ * still has it, with no bytes. Synced bytes then survive a reload.
+ */
+TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+	size_t len = 3 * MiB + PAGE;
+	struct kvtier_region_entry e, e2;
+	const struct kvtier_disk_region *r;
+	struct ckpt c;
+	unsigned char *meta;
+	size_t meta_len;
+	time_t t0 = time(NULL);
+	int fd;
+
+	fd = open_name(0, "meta:created", 3 * MiB + 1,
+		       KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0640);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, find_name(self->fd, "meta:created", &e));
+	ASSERT_EQ(len, e.size);	/* rounded up to the page size */
+	ASSERT_EQ((__u32)PERSIST, e.flags);
+	ASSERT_EQ(1U, e.users);
+	ASSERT_EQ(0640U, e.mode);
+	ASSERT_EQ(0U, e.owner);
+	ASSERT_GE(e.created, (__s64)t0);
+	ASSERT_LE(e.created, (__s64)time(NULL));
+
+	/* On the namespace now, without fsync. */
+	ASSERT_EQ(0, ckpt_read(ns0, &c));
+	r = ckpt_region(&c, "meta:created", NULL);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(len, le64toh(r->size));
+	ASSERT_EQ(0ULL, le64toh(r->nr_pages));
+	ASSERT_EQ(e.created, (__s64)le64toh(r->created));
+	ASSERT_EQ(0U, le32toh(r->owner));
+	ASSERT_EQ(0U, le32toh(r->group));
+	ASSERT_EQ(0640U, le32toh(r->mode));
+	ASSERT_EQ(0U, le32toh(r->flags));
+
+	/* The moment of the "crash": all metadata as it is now. */
+	meta_len = le64toh(c.sb.data_start) * PAGE;
+	free(c.buf);
+	meta = malloc(meta_len);
+	ASSERT_NE(NULL, meta);
+	ASSERT_EQ(0, kvt_dev_read(ns0, meta, meta_len, 0));
+
+	ASSERT_EQ(0, fill_fd(fd, 0, len, 2));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, find_name(self->fd, "meta:created", &e2));
+	ASSERT_EQ(e.created, e2.created);
+	ASSERT_EQ(0640U, e2.mode);
+	ASSERT_EQ(-1, check_name(0, "meta:created", len, 2));
+
+	/* Back to the crash: the region is there, its bytes were never synced. */
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_unload());
+	ASSERT_EQ(0, kvt_dev_write(ns0, meta, meta_len, 0));
+	free(meta);
+	ASSERT_EQ(0, load_attach(ns0));
+	self->fd = tier_open(0);
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, find_name(self->fd, "meta:created", &e2));
+	ASSERT_EQ(len, e2.size);
+	ASSERT_EQ(0640U, e2.mode);
+	ASSERT_EQ(0U, e2.owner);
+	ASSERT_EQ(e.created, e2.created);
+	ASSERT_EQ(0ULL, e2.namespace);
+	fd = open_name(0, "meta:created", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_zero(fd, 0, len));
+	ASSERT_EQ(0, fill_fd(fd, 0, len, 3));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-1, check_name(0, "meta:created", len, 3));
+}
+
+/*
+ * Bytes made durable by msync(MS_SYNC) and fsync through a 4 MiB pool (so
+ * pages were evicted on the way) come back after a module reload, with
+ * the region's attributes and times; bytes written later without a sync
+ * are written back by the unload and by a detach.
+ */
+TEST_F_TIMEOUT(persist, synced_bytes_survive_reload, 300)
+{
+	size_t len = 8 * MiB;
+	struct kvtier_region_entry before, after;
+	unsigned char *p;
+	int fd;
+
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
+	fd = open_name(0, "kv:conv-1", len, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	pfill(p, len, 0, 10);
+	ASSERT_EQ(0, msync(p, len, MS_SYNC));
+	ASSERT_EQ(0, munmap(p, len));
+	ASSERT_EQ(0, fill_fd(fd, len / 2, len / 2, 11));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, find_name(self->fd, "kv:conv-1", &before));
+	ASSERT_EQ(0U, before.users);
+	ASSERT_GT(before.namespace, 0ULL);
+
+	sleep(2);	/* a reload that reset the times would show */
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, find_name(self->fd, "kv:conv-1", &after));
+	ASSERT_EQ(len, after.size);
+	ASSERT_EQ((__u32)PERSIST, after.flags);
+	ASSERT_EQ(0U, after.users);
+	ASSERT_EQ(0U, after.owner);
+	ASSERT_EQ(0600U, after.mode);
+	ASSERT_EQ(0ULL, after.resident);
+	ASSERT_EQ(len, after.namespace);
+	ASSERT_EQ(before.created, after.created);
+	/* Kept as seconds, measured in jiffies: within a second. */
+	ASSERT_LE(llabs(before.last_used - after.last_used), 1);
+
+	fd = open_name(0, "kv:conv-1", len, 0, 0);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(-1, pcheck(p, len / 2, 0, 10));
+	ASSERT_EQ(-1, pcheck(p + len / 2, len / 2, len / 2, 11));
+	/* Changed through the mapping, never synced: the unload writes it back. */
+	pfill(p, 16 * PAGE, 0, 12);
+	ASSERT_EQ(0, munmap(p, len));
+	close(fd);
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-1, check_name(0, "kv:conv-1", 16 * PAGE, 12));
+	fd = open_name(0, "kv:conv-1", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_fd(fd, 16 * PAGE, len / 2 - 16 * PAGE, 10));
+	ASSERT_EQ(-1, check_fd(fd, len / 2, len / 2, 11));
+
+	/* Written with pwrite, never synced: the detach writes it back. */
+	ASSERT_EQ(0, fill_fd(fd, 100 * PAGE, PAGE, 13));
+	close(fd);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+	self->fd = tier_open(0);
+	ASSERT_EQ(0, find_name(self->fd, "kv:conv-1", &after));
+	ASSERT_EQ(0ULL, after.resident);	/* dropped from memory by the detach */
+	ASSERT_EQ(0U, after.users);
+	fd = open_name(0, "kv:conv-1", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_fd(fd, 0, 16 * PAGE, 12));
+	ASSERT_EQ(-1, check_fd(fd, 16 * PAGE, 84 * PAGE, 10));
+	ASSERT_EQ(-1, check_fd(fd, 100 * PAGE, PAGE, 13));
+	ASSERT_EQ(-1, check_fd(fd, 101 * PAGE, len / 2 - 101 * PAGE, 10));
+	ASSERT_EQ(-1, check_fd(fd, len / 2, len / 2, 11));
+	close(fd);
+}
+
+/*
+ * Detach is refused while a file or mapping of the tier exists or a
+ * non-persistent named region does; persistent regions do not hold it,
+ * and come back on the next attach.
+ */
+TEST_F_TIMEOUT(persist, detach_rules, 300)
+{
+	struct kvtier_region_entry e[4];
+	unsigned char *p;
+	int fk, fv;
+
+	fk = open_name(0, "keep", MiB, NEW_PERSIST, 0600);
+	ASSERT_GE(fk, 0);
+	ASSERT_EQ(0, fill_fd(fk, 0, MiB, 20));
+	fv = open_name(0, "vol", MiB, KVTIER_OPEN_CREATE, 0600);
+	ASSERT_GE(fv, 0);
+	ASSERT_EQ(0, fill_fd(fv, 0, MiB, 21));
+
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+	/* A mapping without its file still holds the tier. */
+	p = mmap(NULL, MiB, PROT_READ, MAP_SHARED, fk, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	close(fk);
+	close(fv);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(-1, pcheck(p, MiB, 0, 20));
+	munmap(p, MiB);
+	/* No file, no mapping, a non-persistent named region: still busy. */
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_TRUE(tier_state_is(0, "attached"));
+	ASSERT_EQ(-1, check_name(0, "vol", MiB, 21));
+	fv = tier_open(0);
+	ASSERT_EQ(0, unlink_name(fv, "vol"));
+	close(fv);
+	/* Only persistent regions: the detach writes "keep" back and goes. */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_TRUE(tier_state_is(0, "detached"));
+	fv = tier_open(0);
+	ASSERT_EQ(-ENODEV, bind_name(fv, "keep", 0, 0, 0));
+	close(fv);
+
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+	self->fd = tier_open(0);
+	ASSERT_EQ(1, list_names(self->fd, e, 4));
+	ASSERT_STREQ("keep", e[0].name);
+	ASSERT_EQ(0U, e[0].users);
+	ASSERT_EQ(-1, check_name(0, "keep", MiB, 20));
+}
+
+/*
+ * PERSISTENT against existing regions, names that are refused, a 63-byte
+ * name that survives a reload, ENOSPC, and unlink that lasts.
+ */
+TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
+{
+	static const char * const bad[] = {
+		"", "/", "a/b", "ctl\x01x", "tab\tx", "sp ace", "del\x7f",
+		"caf\xc3\xa9", "\xff",
+	};
+	struct kvtier_region_entry e;
+	struct kvtier_region_open ro;
+	char name63[64];
+	size_t i;
+	int fv, fp, fd, ret;
+
+	fv = open_name(0, "plain", MiB, KVTIER_OPEN_CREATE, 0600);
+	ASSERT_GE(fv, 0);
+	ASSERT_EQ(0, fill_fd(fv, 0, MiB, 30));
+	fd = tier_open(0);
+	ASSERT_EQ(-EEXIST, bind_name(fd, "plain", 0, PERSIST, 0));
+	ASSERT_EQ(-EEXIST, bind_name(fd, "plain", MiB,
+				     KVTIER_OPEN_CREATE | PERSIST, 0600));
+	ASSERT_EQ(-EEXIST, bind_name(fd, "plain", MiB, NEW_PERSIST, 0600));
+	ASSERT_EQ(0, find_name(self->fd, "plain", &e));
+	ASSERT_EQ(0U, e.flags);
+	close(fd);
+
+	fp = open_name(0, "durable", MiB, NEW_PERSIST, 0600);
+	ASSERT_GE(fp, 0);
+	ASSERT_EQ(0, fill_fd(fp, 0, MiB, 31));
+	fd = tier_open(0);
+	ASSERT_EQ(-EEXIST, bind_name(fd, "durable", MiB, NEW_PERSIST, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(fd, "durable", 2 * MiB, 0, 0));
+	ASSERT_EQ(0, bind_name(fd, "durable", MiB, PERSIST, 0));
+	ASSERT_EQ(-1, check_fd(fd, 0, MiB, 31));
+	close(fd);
+	fd = tier_open(0);
+	ASSERT_EQ(0, bind_name(fd, "durable", 0, 0, 0));	/* PERSISTENT not needed */
+	ASSERT_EQ(-1, check_fd(fd, 0, MiB, 31));
+	close(fd);
+	ASSERT_EQ(0, find_name(self->fd, "durable", &e));
+	ASSERT_EQ(1U, e.users);	/* fp; the two above are closed */
+	close(fp);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fd = tier_open(0);
+		ret = bind_name(fd, bad[i], MiB, NEW_PERSIST, 0600);
+		if (ret != -EINVAL)
+			TH_LOG("bad name #%zu: %d", i, ret);
+		ASSERT_EQ(-EINVAL, ret);
+		close(fd);
+	}
+	/* 64 bytes without a NUL. */
+	memset(&ro, 0, sizeof(ro));
+	memset(ro.name, 'n', sizeof(ro.name));
+	ro.size = MiB;
+	ro.flags = NEW_PERSIST;
+	ro.mode = 0600;
+	fd = tier_open(0);
+	ASSERT_EQ(-1, ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(-ENOSPC, bind_name(fd, "huge", 1ULL << 40, NEW_PERSIST, 0600));
+	ASSERT_EQ(-EINVAL, bind_name(fd, "badmode", MiB, NEW_PERSIST, 01000));
+	close(fd);
+	ASSERT_EQ(-ENOENT, find_name(self->fd, "huge", &e));
+
+	/* 63 bytes: the longest name, kept whole on the namespace. */
+	memset(name63, 0, sizeof(name63));
+	memset(name63, '~', 63);
+	name63[0] = '!';
+	ASSERT_EQ(0, make_persistent(0, name63, 2 * PAGE, 0600, 32));
+	ASSERT_EQ(-1, check_name(0, "plain", MiB, 30));
+	close(fv);
+	fd = tier_open(0);
+	ASSERT_EQ(0, unlink_name(fd, "plain"));	/* so the module may go */
+	ASSERT_EQ(0, unlink_name(fd, "durable"));
+	ASSERT_EQ(-ENOENT, unlink_name(fd, "durable"));
+	close(fd);
+
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(1, list_names(self->fd, NULL, 0));
+	ASSERT_EQ(0, find_name(self->fd, name63, &e));
+	ASSERT_EQ(2 * PAGE, e.size);
+	ASSERT_EQ(-1, check_name(0, name63, 2 * PAGE, 32));
+	ASSERT_EQ(-ENOENT, find_name(self->fd, "durable", &e));
+	/* The unlinked name is free for a new region. */
+	ASSERT_EQ(0, make_persistent(0, "durable", PAGE, 0600, 33));
+	ASSERT_EQ(-1, check_name(0, "durable", PAGE, 33));
+}
+
+static int nobody_after_reload(int *fds)
+{
+	unsigned char *p;
+
+	/* root's 0600: nothing, and no unlink or flags. */
+	if (bind_name(fds[0], "priv", 0, 0, 0) != -EACCES)
+		return 1;
+	if (bind_name(fds[0], "priv", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+		return 2;
+	if (unlink_name(fds[0], "priv") != -EPERM)
+		return 3;
+	if (set_flags(fds[0], "priv", KVTIER_REGION_PINNED, 0, 0) != -EPERM)
+		return 4;
+	/* root's 0644: read-only only, and the bytes are there. */
+	if (bind_name(fds[1], "pub", 0, 0, 0) != -EACCES)
+		return 5;
+	if (bind_name(fds[1], "pub", 0, KVTIER_OPEN_RDONLY, 0))
+		return 6;
+	if (check_fd(fds[1], 0, MiB, 41) != -1)
+		return 7;
+	if (pwrite(fds[1], "x", 1, 0) != -1 || errno != EACCES)
+		return 8;
+	/* root's 0640, group root: not for nobody's group. */
+	if (bind_name(fds[2], "grp", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+		return 9;
+	/* Its own 0600: read-write, the bytes it wrote, and it may change them. */
+	if (bind_name(fds[3], "own", 0, 0, 0))
+		return 10;
+	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fds[3], 0);
+	if (p == MAP_FAILED || pcheck(p, MiB, 0, 43) != -1)
+		return 11;
+	pfill(p, PAGE, 0, 44);
+	if (msync(p, PAGE, MS_SYNC))
+		return 12;
+	munmap(p, MiB);
+	if (set_flags(fds[3], "own", KVTIER_REGION_PINNED, 0, 0))
+		return 13;
+	return 0;
+}
+
+static int group_root_reads(int *fds)
+{
+	/* uid nobody, gid root: the group bits of "grp" (0640) apply. */
+	if (bind_name(fds[0], "grp", 0, 0, 0) != -EACCES)
+		return 1;
+	if (bind_name(fds[0], "grp", 0, KVTIER_OPEN_RDONLY, 0))
+		return 2;
+	if (check_fd(fds[0], 0, MiB, 42) != -1)
+		return 3;
+	return 0;
+}
+
+static int nobody_creates(int *fds)
+{
+	if (bind_name(fds[0], "own", MiB, NEW_PERSIST, 0600))
+		return 1;
+	if (fill_fd(fds[0], 0, MiB, 43) || fsync(fds[0]))
+		return 2;
+	return 0;
+}
+
+/*
+ * Owner, group and mode are kept on the namespace and enforced after a
+ * reload exactly as the mode says; root overrides.
+ */
+TEST_F_TIMEOUT(persist, permissions_survive_reload, 300)
+{
+	const struct kvtier_disk_region *r;
+	struct kvtier_region_entry e;
+	struct ckpt c;
+	int fds[4];
+
+	ASSERT_EQ(0, make_persistent(0, "priv", MiB, 0600, 40));
+	ASSERT_EQ(0, make_persistent(0, "pub", MiB, 0644, 41));
+	ASSERT_EQ(0, make_persistent(0, "grp", MiB, 0640, 42));
+	open_fds(fds, 1);
+	ASSERT_EQ(0, as_user(NOBODY, NOBODY, nobody_creates, fds));
+	close_fds(fds, 1);
+
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, find_name(self->fd, "own", &e));
+	ASSERT_EQ((__u32)NOBODY, e.owner);
+	ASSERT_EQ(0600U, e.mode);
+	ASSERT_EQ(0, find_name(self->fd, "pub", &e));
+	ASSERT_EQ(0U, e.owner);
+	ASSERT_EQ(0644U, e.mode);
+	ASSERT_EQ(0, ckpt_read(kvt_ns("KVTIER_NS0"), &c));
+	r = ckpt_region(&c, "own", NULL);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ((__u32)NOBODY, le32toh(r->owner));
+	ASSERT_EQ((__u32)NOBODY, le32toh(r->group));
+	r = ckpt_region(&c, "grp", NULL);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ(0U, le32toh(r->group));
+	ASSERT_EQ(0640U, le32toh(r->mode));
+	free(c.buf);
+
+	open_fds(fds, 4);
+	ASSERT_EQ(0, as_user(NOBODY, NOBODY, nobody_after_reload, fds));
+	close_fds(fds, 4);
+	open_fds(fds, 1);
+	ASSERT_EQ(0, as_user(NOBODY, 0, group_root_reads, fds));
+	close_fds(fds, 1);
+
+	/* Root overrides the mode: nobody's region, read-write, and unlink. */
+	ASSERT_EQ(0, find_name(self->fd, "own", &e));
+	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	ASSERT_EQ(-1, check_name(0, "own", PAGE, 44));
+	ASSERT_EQ(-1, check_name(0, "priv", MiB, 40));
+	ASSERT_EQ(0, unlink_name(self->fd, "own"));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-ENOENT, find_name(self->fd, "own", &e));
+	ASSERT_EQ(-1, check_name(0, "grp", MiB, 42));
+}
+
+static int nobody_sets_flags(int *fds)
+{
+	return set_flags(fds[0], "pin-me", KVTIER_REGION_PINNED, 0, 0) == -EPERM ? 0 : 1;
+}
+
+/* KVTIER_IOC_REGION_SETFLAGS: PINNED on persistent regions, its errors, kept across reloads. */
+TEST_F_TIMEOUT(persist, setflags_pinned, 300)
+{
+	const struct kvtier_disk_region *r;
+	struct kvtier_region_entry e;
+	struct ckpt c;
+	int fv, fds[1];
+
+	ASSERT_EQ(0, make_persistent(0, "pin-me", MiB, 0644, 50));
+	fv = open_name(0, "vol", MiB, KVTIER_OPEN_CREATE, 0600);
+	ASSERT_GE(fv, 0);
+	ASSERT_EQ(0, fill_fd(fv, 0, MiB, 51));
+
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "vol", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", 1U << 9, 0, 0));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", PERSIST, 0, 0));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", 0, PERSIST, 0));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", KVTIER_REGION_PINNED,
+				     KVTIER_REGION_PINNED, 0));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", KVTIER_REGION_PINNED, 0, 1));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "a/b", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(-ENOENT, set_flags(self->fd, "nope", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_SETFLAGS, (void *)8));
+	ASSERT_EQ(EFAULT, errno);
+	open_fds(fds, 1);
+	ASSERT_EQ(0, as_user(NOBODY, NOBODY, nobody_sets_flags, fds));
+	close_fds(fds, 1);
+	ASSERT_EQ(0, find_name(self->fd, "pin-me", &e));
+	ASSERT_EQ((__u32)PERSIST, e.flags);	/* none of that changed anything */
+	ASSERT_EQ(0, find_name(self->fd, "vol", &e));
+	ASSERT_EQ(0U, e.flags);
+
+	ASSERT_EQ(0, set_flags(self->fd, "pin-me", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(0, set_flags(self->fd, "pin-me", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(0, find_name(self->fd, "pin-me", &e));
+	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	/* Committed at once. */
+	ASSERT_EQ(0, ckpt_read(kvt_ns("KVTIER_NS0"), &c));
+	r = ckpt_region(&c, "pin-me", NULL);
+	ASSERT_NE(NULL, r);
+	ASSERT_EQ((__u32)KVTIER_DISK_REGION_PINNED, le32toh(r->flags));
+	free(c.buf);
+
+	close(fv);
+	ASSERT_EQ(0, unlink_name(self->fd, "vol"));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, find_name(self->fd, "pin-me", &e));
+	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	ASSERT_EQ(-1, check_name(0, "pin-me", MiB, 50));
+
+	ASSERT_EQ(0, set_flags(self->fd, "pin-me", 0, KVTIER_REGION_PINNED, 0));
+	ASSERT_EQ(0, find_name(self->fd, "pin-me", &e));
+	ASSERT_EQ((__u32)PERSIST, e.flags);
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, find_name(self->fd, "pin-me", &e));
+	ASSERT_EQ((__u32)PERSIST, e.flags);
+	ASSERT_EQ(-1, check_name(0, "pin-me", MiB, 50));
+}
+
+#define RECLAIM_IMG	"/tmp/kvt-reclaim.img"
+#define RSZ		(2 * MiB)
+
+/*
+ * A full namespace reclaims persistent regions nobody uses, least recently
+ * used first, and never a pinned one or one in use. A 32 MiB loop device
+ * is filled with 2 MiB regions (one kept open and mapped, the others
+ * closed, a second apart); the second oldest is pinned and the oldest
+ * read (so it is recent); four more regions must then take the space of
+ * the others in order.
+ */
+TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
+{
+	struct kvtier_region_entry e;
+	struct kvtier_disk_super sb;
+	char dev[32], name[16], order[64][16];
+	int lfd, keep, f1, nfit, i, j, k, n_order = 0, gone, kmsg0, ret;
+	long long before;
+	unsigned char *pk;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(RECLAIM_IMG, 32 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 4));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
+	nfit = le64toh(sb.nr_slots) * PAGE / RSZ;
+	TH_LOG("%llu slots: %d regions of 2 MiB fit",
+	       (unsigned long long)le64toh(sb.nr_slots), nfit);
+	ASSERT_GE(nfit, 8);
+	ASSERT_LE(nfit, 60);
+	kmsg0 = kmsg_count("reclaimed persistent region");
+	ASSERT_EQ(0, kvt_stat(1, "regions_reclaimed"));
+
+	keep = open_name(1, "in-use", RSZ, NEW_PERSIST, 0600);
+	ASSERT_GE(keep, 0);
+	pk = mmap(NULL, RSZ, PROT_READ | PROT_WRITE, MAP_SHARED, keep, 0);
+	ASSERT_NE(MAP_FAILED, pk);
+	pfill(pk, RSZ, 0, 200);
+	ASSERT_EQ(0, fsync(keep));
+	for (i = 0; i < nfit - 1; i++) {
+		sleep(1);
+		snprintf(name, sizeof(name), "r%02d", i);
+		ASSERT_EQ(0, make_persistent(1, name, RSZ, 0600, 300 + i));
+	}
+	f1 = tier_open(1);
+	ASSERT_EQ(nfit, list_names(f1, NULL, 0));
+	ASSERT_EQ(0, kvt_stat(1, "regions_reclaimed"));
+
+	/* Pin the second oldest; use the oldest, so it is the most recent. */
+	ASSERT_EQ(0, set_flags(f1, "r01", KVTIER_REGION_PINNED, 0, 0));
+	sleep(1);
+	ASSERT_EQ(-1, check_name(1, "r00", PAGE, 300));
+	for (i = 2; i < nfit - 1; i++)
+		snprintf(order[n_order++], sizeof(order[0]), "r%02d", i);
+	snprintf(order[n_order++], sizeof(order[0]), "r00");
+
+	for (j = 0; j < 4; j++) {
+		sleep(1);
+		snprintf(name, sizeof(name), "n%02d", j);
+		before = kvt_stat(1, "regions_reclaimed");
+		ret = make_persistent(1, name, RSZ, 0600, 400 + j);
+		TH_LOG("%s: %d, regions_reclaimed %lld -> %lld", name, ret, before,
+		       kvt_stat(1, "regions_reclaimed"));
+		ASSERT_EQ(0, ret);
+		/* Gone: exactly the first regions in LRU order, none after. */
+		for (gone = 0; gone < n_order; gone++)
+			if (!find_name(f1, order[gone], &e))
+				break;
+		for (k = gone; k < n_order; k++) {
+			if (find_name(f1, order[k], &e))
+				TH_LOG("%s gone after %d reclaimed in LRU order",
+				       order[k], gone);
+			ASSERT_EQ(0, find_name(f1, order[k], &e));
+		}
+		ASSERT_EQ(gone, kvt_stat(1, "regions_reclaimed"));
+		ASSERT_EQ(0, find_name(f1, "in-use", &e));
+		ASSERT_EQ(0, find_name(f1, "r01", &e));
+		for (k = 0; k <= j; k++) {
+			snprintf(name, sizeof(name), "n%02d", k);
+			ASSERT_EQ(0, find_name(f1, name, &e));
+		}
+	}
+	TH_LOG("%d regions reclaimed", gone);
+	ASSERT_GE(gone, 4);
+	ASSERT_LT(gone, n_order);	/* r00, used last, stayed */
+	ASSERT_EQ(0, find_name(f1, "r00", &e));
+	ASSERT_GT(kmsg_count("reclaimed persistent region"), kmsg0);
+
+	/* Every survivor reads back whole; the region in use never went. */
+	ASSERT_EQ(-1, pcheck(pk, RSZ, 0, 200));
+	ASSERT_EQ(0, find_name(f1, "r01", &e));
+	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	ASSERT_EQ(-1, check_name(1, "r01", RSZ, 301));
+	ASSERT_EQ(-1, check_name(1, "r00", RSZ, 300));
+	for (k = gone; k < n_order - 1; k++)
+		ASSERT_EQ(-1, check_name(1, order[k], RSZ, 300 + atoi(order[k] + 1)));
+	for (j = 0; j < 4; j++) {
+		snprintf(name, sizeof(name), "n%02d", j);
+		ASSERT_EQ(-1, check_name(1, name, RSZ, 400 + j));
+	}
+
+	/* The reclaim was committed: the same set after detach and attach. */
+	munmap(pk, RSZ);
+	close(keep);
+	close(f1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	f1 = tier_open(1);
+	ASSERT_EQ(nfit + 4 - gone, list_names(f1, NULL, 0));
+	for (k = 0; k < gone; k++)
+		ASSERT_EQ(-ENOENT, find_name(f1, order[k], &e));
+	ASSERT_EQ(0, find_name(f1, "r01", &e));
+	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	ASSERT_EQ(-1, check_name(1, "r01", RSZ, 301));
+	ASSERT_EQ(-1, check_name(1, "in-use", RSZ, 200));
+	close(f1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	loop_detach(lfd, RECLAIM_IMG);
+}
+
+#define DUR_IMG		"/tmp/kvt-durable.img"
+#define DUR_DM		"kvt-durable"
+
+static __attribute__((format(printf, 1, 2))) int run_cmd(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/*
+ * fsync and msync(MS_SYNC) are the durability points. A 16 MiB namespace
+ * behind a device-mapper linear target is frozen (dmsetup suspend) at a
+ * "crash" after: A written and synced everywhere, B written and msynced in
+ * the first half, C written in the second half without a sync through a
+ * 4 MiB pool (evicted pages are on the namespace, maybe committed). The
+ * frozen image, put back after the detach, gives B in the first half and
+ * A or C in each page of the second half, never anything else.
+ */
+TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
+{
+	const char *dm = "/dev/mapper/" DUR_DM;
+	size_t size = 16 * MiB, len = 8 * MiB, half = len / 2, i;
+	unsigned long long sectors = size / 512;
+	unsigned char *img, *p;
+	long long a, c;
+	char dev[32], buf[PAGE];
+	int lfd, fd, stale = 0;
+
+	if (system("command -v dmsetup >/dev/null"))
+		SKIP(return, "dmsetup not installed");
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(DUR_IMG, size, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, run_cmd("dmsetup create " DUR_DM " --table '0 %llu linear %s 0'",
+			     sectors, dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 4));
+
+	fd = open_name(1, "durable", len, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	pfill(p, len, 0, 1);
+	ASSERT_EQ(0, fsync(fd));
+	pfill(p, half, 0, 2);
+	ASSERT_EQ(0, msync(p, half, MS_SYNC));
+	pfill(p + half, half, half, 3);
+	TH_LOG("before the crash: writeback_pages %lld, commits %lld",
+	       kvt_stat(1, "writeback_pages"), kvt_stat(1, "commits"));
+
+	/* The crash: no I/O reaches the loop device while it is copied. */
+	img = malloc(size);
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, run_cmd("dmsetup suspend " DUR_DM));
+	i = kvt_dev_read(dev, img, size, 0);
+	ASSERT_EQ(0, run_cmd("dmsetup resume " DUR_DM));
+	ASSERT_EQ(0, i);
+
+	/* Everything written back and committed; then back to the crash. */
+	munmap(p, len);
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dev_write(dev, img, size, 0));
+	free(img);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+
+	fd = open_name(1, "durable", len, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_fd(fd, 0, half, 2));
+	for (i = half; i < len; i += PAGE) {
+		ASSERT_EQ((ssize_t)PAGE, pread(fd, buf, PAGE, i));
+		a = pcheck(buf, PAGE, i, 1);
+		c = pcheck(buf, PAGE, i, 3);
+		if (a != -1 && c != -1)
+			TH_LOG("page %zu is neither the synced nor the later bytes", i / PAGE);
+		ASSERT_TRUE(a == -1 || c == -1);
+		stale += a == -1;
+	}
+	TH_LOG("second half after the crash: %d pages as synced, %zu as written later",
+	       stale, half / PAGE - stale);
+	ASSERT_EQ(0, kvt_stat(1, "checksum_errors"));
+
+	/* And the tier goes on: new bytes, synced, survive a detach. */
+	ASSERT_EQ(0, fill_fd(fd, 0, len, 4));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	ASSERT_EQ(-1, check_name(1, "durable", len, 4));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, run_cmd("dmsetup remove " DUR_DM));
+	loop_detach(lfd, DUR_IMG);
+}
+
+/*
+ * One data block of a region changed on the raw device while the module
+ * was unloaded (found by searching the device for the page's bytes, and
+ * checked against the checkpoint's page record): that page is never handed
+ * out (SIGBUS, EIO, checksum_errors, sticky -EBADMSG), every other page of
+ * it and of another region is intact.
+ */
+TEST_F_TIMEOUT(persist, corrupt_block_after_reload, 300)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+	const unsigned long long bad_page = 5, seed = 60;
+	const struct kvtier_disk_page *pages;
+	const struct kvtier_disk_region *r;
+	unsigned char *want, *chunk, *p;
+	unsigned long long blk, first, last, found = 0, hits = 0, i;
+	size_t chunk_len = 4 * MiB, len = MiB;
+	char buf[64];
+	struct ckpt c;
+	int fd;
+
+	ASSERT_EQ(0, make_persistent(0, "bad:region", len, 0600, seed));
+	ASSERT_EQ(0, make_persistent(0, "good:region", len, 0600, seed + 1));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_unload());
+
+	want = malloc(PAGE);
+	chunk = malloc(chunk_len);
+	ASSERT_NE(NULL, want);
+	ASSERT_NE(NULL, chunk);
+	pfill(want, PAGE, bad_page * PAGE, seed);
+	ASSERT_EQ(0, ckpt_read(ns0, &c));
+	first = le64toh(c.sb.data_start);
+	last = first + le64toh(c.sb.nr_slots);
+	for (blk = first; blk < last; blk += chunk_len / PAGE) {
+		size_t n = (last - blk) * PAGE < chunk_len ? (last - blk) * PAGE : chunk_len;
+
+		ASSERT_EQ(0, kvt_dev_read(ns0, chunk, n, blk * PAGE));
+		for (i = 0; i < n / PAGE; i++) {
+			if (!memcmp(chunk + i * PAGE, want, PAGE)) {
+				found = blk + i;
+				hits++;
+			}
+		}
+	}
+	r = ckpt_region(&c, "bad:region", &pages);
+	ASSERT_NE(NULL, r);
+	TH_LOG("page %llu: slot %llu, block %llu; %llu copies on the namespace",
+	       bad_page, (unsigned long long)le64toh(pages[bad_page].slot), found, hits);
+	ASSERT_EQ(1ULL, hits);	/* written once: one copy on the namespace */
+	ASSERT_EQ(len / PAGE, le64toh(r->nr_pages));
+	ASSERT_EQ(bad_page, le32toh(pages[bad_page].index));
+	ASSERT_EQ(found, first + le64toh(pages[bad_page].slot));
+	ASSERT_EQ(kvt_crc32c(~0U, want, PAGE), le32toh(pages[bad_page].crc));
+	free(c.buf);
+
+	memset(chunk, 0xa5, PAGE);
+	ASSERT_EQ(0, kvt_dev_write(ns0, chunk, PAGE, found * PAGE));
+	ASSERT_EQ(0, load_attach(ns0));
+	self->fd = tier_open(0);
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+
+	fd = open_name(0, "bad:region", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(1, touch_or_sigbus(p + bad_page * PAGE + 100));
+	ASSERT_EQ(-1, pread(fd, buf, 8, bad_page * PAGE));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_GT(kvt_stat(0, "checksum_errors"), 0);
+	ASSERT_EQ(0, kvt_tier_read(0, "error", buf, sizeof(buf)));
+	ASSERT_STREQ("-74", buf);
+	ASSERT_TRUE(tier_state_is(0, "error"));
+	for (i = 0; i < len / PAGE; i++) {
+		if (i == bad_page)
+			continue;
+		if (check_fd(fd, i * PAGE, PAGE, seed) != -1)
+			TH_LOG("page %llu of %llu", i, (unsigned long long)(len / PAGE));
+		ASSERT_EQ(-1, check_fd(fd, i * PAGE, PAGE, seed));
+	}
+	ASSERT_EQ(-1, pcheck(p, bad_page * PAGE, 0, seed));
+	ASSERT_EQ(-1, pcheck(p + (bad_page + 1) * PAGE, len - (bad_page + 1) * PAGE,
+				(bad_page + 1) * PAGE, seed));
+	ASSERT_EQ(-1, check_name(0, "good:region", len, seed + 1));
+	munmap(p, len);
+	close(fd);
+	free(want);
+	free(chunk);
+}
+
+/* 256 MiB through a 256 MiB pool (the default budget), fsync, reload: every byte. */
+TEST_F_TIMEOUT(persist, reload_256mib, 600)
+{
+	size_t len = 256 * MiB;
+	struct kvtier_region_entry e;
+	unsigned char *p;
+	long long ev;
+	int fd;
+
+	fd = open_name(0, "big", len, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	pfill(p, len, 0, 70);
+	ASSERT_EQ(0, fsync(fd));
+	ev = kvt_stat(0, "evictions_clean") + kvt_stat(0, "evictions_dirty");
+	TH_LOG("evictions %lld, writeback_pages %lld", ev, kvt_stat(0, "writeback_pages"));
+	ASSERT_GT(ev, 0);	/* the pool is the default 256 MiB: it had to evict */
+	ASSERT_EQ(0, munmap(p, len));
+	close(fd);
+
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, find_name(self->fd, "big", &e));
+	ASSERT_EQ(len, e.size);
+	ASSERT_EQ(len, e.namespace);
+	fd = open_name(0, "big", len, 0, 0);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(-1, pcheck(p, len, 0, 70));
+	ASSERT_EQ(0, munmap(p, len));
+	close(fd);
+}
+
+/* WILLNEED on a reloaded region reads it ahead; the bytes are intact. */
+TEST_F_TIMEOUT(persist, willneed_after_reload, 300)
+{
+	size_t len = 16 * MiB;
+	long long pages = len / PAGE, pf = 0;
+	struct kvtier_region_entry e;
+	unsigned char *p;
+	int fd, i;
+
+	ASSERT_EQ(0, make_persistent(0, "warm", len, 0600, 80));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, kvt_stat(0, "prefetch_pages"));
+	fd = open_name(0, "warm", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED));
+	for (i = 0; i < 300; i++) {
+		pf = kvt_stat(0, "prefetch_pages");
+		if (pf >= pages)
+			break;
+		usleep(100000);
+	}
+	TH_LOG("prefetch_pages %lld after %d polls", pf, i);
+	ASSERT_EQ(pages, pf);
+	ASSERT_EQ(0, find_name(self->fd, "warm", &e));
+	ASSERT_EQ(len, e.resident);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(-1, pcheck(p, len, 0, 80));
+	ASSERT_EQ(0, kvt_stat(0, "faults_major"));
+	ASSERT_EQ(pages, kvt_stat(0, "read_pages"));
+	munmap(p, len);
+	close(fd);
+}
+
+#define DAMAGE_IMG	"/tmp/kvt-damage.img"
+
+/*
+ * Write @meta (the namespace's metadata blocks, changed) to @dev and
+ * attach it to tier 1. On failure the device must be exactly as written.
+ */
+static int attach_meta(const char *dev, const unsigned char *meta, size_t len,
+		       int *unchanged)
+{
+	unsigned char *now = malloc(len);
+	int ret;
+
+	*unchanged = 0;
+	if (!now || kvt_dev_write(dev, meta, len, 0)) {
+		free(now);
+		return -EIO;
+	}
+	ret = kvt_tier_write(1, "backing_dev", dev);
+	if (!kvt_dev_read(dev, now, len, 0))
+		*unchanged = !memcmp(now, meta, len);
+	free(now);
+	return ret;
+}
+
+/*
+ * A damaged, newer or incompatible namespace is refused without writing
+ * to it; one damaged superblock copy is survived from the other.
+ */
+TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
+{
+	unsigned char *orig, *img;
+	struct kvtier_disk_super *s0, *s1, sb;
+	unsigned long long area[2];
+	size_t meta_len;
+	char dev[32];
+	int lfd, f1, newest, unchanged, ret;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(DAMAGE_IMG, 16 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, make_persistent(1, "d:r", MiB, 0600, 90));
+	/* Two more commits: both copies name a checkpoint with the bytes. */
+	f1 = tier_open(1);
+	ASSERT_EQ(0, set_flags(f1, "d:r", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(0, set_flags(f1, "d:r", 0, KVTIER_REGION_PINNED, 0));
+	close(f1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	meta_len = le64toh(sb.data_start) * PAGE;
+	area[0] = le64toh(sb.meta_start) * PAGE;
+	area[1] = area[0] + le64toh(sb.meta_blocks) * PAGE;
+	orig = malloc(meta_len);
+	img = malloc(meta_len);
+	ASSERT_NE(NULL, orig);
+	ASSERT_NE(NULL, img);
+	ASSERT_EQ(0, kvt_dev_read(dev, orig, meta_len, 0));
+	ASSERT_TRUE(kvt_super_valid(orig));
+	ASSERT_TRUE(kvt_super_valid(orig + PAGE));
+	s0 = (void *)img;
+	s1 = (void *)(img + PAGE);
+
+	/* Both copies: kvtier magic, wrong crc. */
+	memcpy(img, orig, meta_len);
+	s0->uuid[3] ^= 0x40;
+	s1->uuid[3] ^= 0x40;
+	ASSERT_EQ(-EUCLEAN, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(unchanged);
+	ASSERT_TRUE(tier_state_is(1, "detached"));
+
+	/* One copy, then the other: attached from the valid one. */
+	memcpy(img, orig, meta_len);
+	img[newest * PAGE + 30] ^= 0x01;	/* uuid */
+	ASSERT_EQ(0, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	memcpy(img, orig, meta_len);
+	img[(1 - newest) * PAGE + 30] ^= 0x01;
+	ASSERT_EQ(0, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* The checkpoint the newest copy names, or both: damaged. */
+	memcpy(img, orig, meta_len);
+	img[area[newest] + 200] ^= 0x10;
+	ASSERT_EQ(-EUCLEAN, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(unchanged);
+	img[area[1 - newest] + 200] ^= 0x10;
+	ASSERT_EQ(-EUCLEAN, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(unchanged);
+
+	/* A newer version, valid crc, in both copies. */
+	memcpy(img, orig, meta_len);
+	s0->version = htole32(KVTIER_FORMAT_VERSION + 1);
+	s1->version = htole32(KVTIER_FORMAT_VERSION + 1);
+	kvt_super_seal(s0);
+	kvt_super_seal(s1);
+	ASSERT_EQ(-EOPNOTSUPP, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(unchanged);
+
+	/* An incompat feature this module does not know. */
+	memcpy(img, orig, meta_len);
+	s0->feature_incompat = htole64(1);
+	s1->feature_incompat = htole64(1);
+	kvt_super_seal(s0);
+	kvt_super_seal(s1);
+	ASSERT_EQ(-EOPNOTSUPP, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(unchanged);
+	ASSERT_TRUE(tier_state_is(1, "detached"));
+
+	/* The original metadata: none of the refusals lost anything. */
+	ret = attach_meta(dev, orig, meta_len, &unchanged);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* format destroys it all and attaches. */
+	ASSERT_EQ(0, kvt_tier_write(1, "format", dev));
+	ASSERT_TRUE(tier_state_is(1, "attached"));
+	f1 = tier_open(1);
+	ASSERT_EQ(0, list_names(f1, NULL, 0));
+	ASSERT_EQ(-ENOENT, bind_name(f1, "d:r", 0, 0, 0));
+	close(f1);
+	ASSERT_EQ(0, make_persistent(1, "after", MiB, 0600, 91));
+	ASSERT_EQ(-1, check_name(1, "after", MiB, 91));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	free(orig);
+	free(img);
+	loop_detach(lfd, DAMAGE_IMG);
+}
+
+/*
+ * A device with another signature (an MBR, ext4) is refused with
+ * EMEDIUMTYPE and left as it was; format takes it over.
+ */
+TEST_F_TIMEOUT(persist, refuses_foreign_signature, 300)
+{
+	const char *img = "/tmp/kvt-mbr.img", *ns1 = kvt_ns("KVTIER_NS1");
+	size_t span = 4 * MiB;
+	unsigned char *before, *after;
+	struct kvtier_disk_super sb;
+	char dev[32], cmd[256];
+	int lfd, f1;
+
+	before = calloc(1, span);
+	after = malloc(span);
+	ASSERT_NE(NULL, before);
+	ASSERT_NE(NULL, after);
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(img, 8 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	before[510] = 0x55;
+	before[511] = 0xaa;
+	ASSERT_EQ(0, kvt_dev_write(dev, before, PAGE, 0));
+	ASSERT_EQ(-EMEDIUMTYPE, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_TRUE(tier_state_is(1, "detached"));
+	ASSERT_EQ(0, kvt_dev_read(dev, after, span, 0));
+	ASSERT_EQ(0, memcmp(before, after, span));
+	ASSERT_EQ(0, kvt_tier_write(1, "format", dev));
+	ASSERT_TRUE(tier_state_is(1, "attached"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
+	ASSERT_EQ(0, make_persistent(1, "over-mbr", MiB, 0600, 95));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(-1, check_name(1, "over-mbr", MiB, 95));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	loop_detach(lfd, img);
+
+	if (!ns1)
+		SKIP(return, "no second namespace in KVTIER_NS1 (ext4 part)");
+	if (system("command -v mkfs.ext4 >/dev/null"))
+		SKIP(return, "mkfs.ext4 not installed (ext4 part)");
+	snprintf(cmd, sizeof(cmd), "mkfs.ext4 -q -F %s >/dev/null 2>&1", ns1);
+	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, kvt_dev_read(ns1, before, span, 0));
+	ASSERT_EQ(-EMEDIUMTYPE, kvt_tier_write(1, "backing_dev", ns1));
+	ASSERT_TRUE(tier_state_is(1, "detached"));
+	ASSERT_EQ(0, kvt_dev_read(ns1, after, span, 0));
+	ASSERT_EQ(0, memcmp(before, after, span));
+	ASSERT_EQ(0, kvt_tier_write(1, "format", ns1));
+	f1 = tier_open(1);
+	ASSERT_EQ(0, list_names(f1, NULL, 0));
+	close(f1);
+	ASSERT_EQ(0, make_persistent(1, "over-ext4", MiB, 0600, 96));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", ns1));
+	ASSERT_EQ(-1, check_name(1, "over-ext4", MiB, 96));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	free(before);
+	free(after);
+}
+
+/* format on a namespace with regions: none are left, even after a reload. */
+TEST_F_TIMEOUT(persist, format_destroys_regions, 300)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+	struct kvtier_disk_super sb0, sb1;
+	struct kvtier_region_entry e;
+
+	ASSERT_EQ(0, make_persistent(0, "doomed", MiB, 0600, 97));
+	ASSERT_EQ(0, kvt_super_read(ns0, &sb0, NULL));
+	close(self->fd);
+	self->fd = -1;
+	/* Attached: format is refused (detach first). */
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "format", ns0));
+	ASSERT_EQ(-1, check_name(0, "doomed", MiB, 97));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", ns0));
+	ASSERT_TRUE(tier_state_is(0, "attached"));
+	ASSERT_EQ(0, kvt_super_read(ns0, &sb1, NULL));
+	ASSERT_NE(0, memcmp(sb0.uuid, sb1.uuid, sizeof(sb0.uuid)));
+	self->fd = tier_open(0);
+	ASSERT_EQ(0, list_names(self->fd, NULL, 0));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-ENOENT, find_name(self->fd, "doomed", &e));
+	ASSERT_EQ(0, make_persistent(0, "doomed", MiB, 0600, 98));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-1, check_name(0, "doomed", MiB, 98));
+}
+
+TEST_HARNESS_MAIN
