@@ -11,6 +11,12 @@
  *                                  process to a memory cgroup with swap)
  *   --target file:/mnt/x/kv.bin    mmap(MAP_SHARED) of a file (page cache)
  *
+ * The reuse workloads (kvtier only) work on one persistent named region
+ * across a module reload: persist writes and fsyncs it, drop writes it
+ * back and drops it from host memory (the fallback when the runner cannot
+ * reload the module), restore-mmap/-pread/-fault time reading it back and
+ * verify every byte; unlink removes it.
+ *
  * Output: CSV rows, one per workload, with a fixed header (--header prints
  * it). Documentation/performance.rst explains every column and workload.
  */
@@ -24,11 +30,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/kvtier.h>
 
 #ifndef MADV_PAGEOUT
 #define MADV_PAGEOUT 21
@@ -91,6 +100,9 @@ static struct {
 	unsigned int seed;
 	int tiny;
 	const char *cdf;	/* append latency quantiles here */
+	char name[KVTIER_NAME_MAX];	/* reuse: the persistent region */
+	size_t chunk;		/* reuse: pread chunk, bytes */
+	const char *note;	/* reuse: appended to the note column */
 } opt = {
 	.system = "",
 	.budget = 64UL << 20,
@@ -102,6 +114,8 @@ static struct {
 	.zipf = 1.0,
 	.stride = 64,
 	.seed = 1,
+	.name = "kvbench-reuse",
+	.chunk = 1UL << 20,
 };
 
 static void die(const char *fmt, ...)
@@ -420,7 +434,7 @@ struct run {
 	struct rusage r0;
 	uint64_t t0;
 	uint64_t bytes, tokens;
-	char note[160];
+	char note[256];
 };
 
 static void run_begin(struct run *r, const char *workload)
@@ -814,6 +828,368 @@ static void wl_hot(void)
 	map_free(&m);
 }
 
+/* --- reuse: a persistent region across a module reload -------------------- */
+
+/*
+ * The pattern: every 8-byte word depends on the seed, its page and its
+ * place in the page, so a zero page, a stale page or a page at the wrong
+ * index all fail the check.
+ */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline uint64_t page_key(size_t page)
+{
+	return mix64((uint64_t)opt.seed * 0x9e3779b97f4a7c15ULL + page + 1);
+}
+
+/* Fill n pages at p, which are the region's pages first .. first + n - 1. */
+static void pattern_fill(char *p, size_t first, size_t n)
+{
+	size_t pg, i;
+
+	for (pg = 0; pg < n; pg++) {
+		uint64_t *w = (uint64_t *)(p + pg * PAGE), k = page_key(first + pg);
+
+		for (i = 0; i < PAGE / 8; i++)
+			w[i] = k ^ (i * 0xd6e8feb86659fd93ULL);
+	}
+}
+
+/* Pages of [p, p + len) that differ from the pattern; *first: the first. */
+static size_t pattern_check(const char *p, size_t len, size_t *first)
+{
+	size_t pg, i, bad = 0;
+
+	*first = (size_t)-1;
+	for (pg = 0; pg < len / PAGE; pg++) {
+		const uint64_t *w = (const uint64_t *)(p + pg * PAGE);
+		uint64_t k = page_key(pg), d = 0;
+
+		for (i = 0; i < PAGE / 8; i++)
+			d |= w[i] ^ (k ^ (i * 0xd6e8feb86659fd93ULL));
+		if (d) {
+			if (!bad)
+				*first = pg;
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static size_t reuse_len(void)
+{
+	size_t len = opt.restore ? opt.restore : opt.budget / 2;
+
+	return (len + PAGE - 1) / PAGE * PAGE;
+}
+
+/* An fd of the tier bound to the region (created with CREATE). */
+static int region_open(size_t len, unsigned int flags)
+{
+	struct kvtier_region_open ro;
+	int fd = open(tpath, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		die("open %s: %s", tpath, strerror(errno));
+	memset(&ro, 0, sizeof(ro));
+	snprintf(ro.name, sizeof(ro.name), "%s", opt.name);
+	ro.size = len;
+	ro.flags = flags;
+	ro.mode = 0600;
+	if (ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro))
+		return close(fd), -errno;
+	return fd;
+}
+
+/*
+ * The region's entry in KVTIER_IOC_REGION_LIST; returns 0 if it is not
+ * listed (the module does not know it).
+ */
+static int region_entry(struct kvtier_region_entry *out)
+{
+	struct kvtier_region_entry *e = NULL;
+	struct kvtier_region_list rl;
+	unsigned int room = 64, i;
+	int fd = open(tpath, O_RDWR | O_CLOEXEC), found = 0;
+
+	if (fd < 0)
+		die("open %s: %s", tpath, strerror(errno));
+	for (;;) {
+		free(e);
+		e = calloc(room, sizeof(*e));
+		if (!e)
+			die("out of memory");
+		memset(&rl, 0, sizeof(rl));
+		rl.entries = (uintptr_t)e;
+		rl.count = room;
+		if (ioctl(fd, KVTIER_IOC_REGION_LIST, &rl))
+			die("KVTIER_IOC_REGION_LIST: %s", strerror(errno));
+		if (rl.count <= room)
+			break;
+		room = rl.count;
+	}
+	for (i = 0; i < rl.count; i++) {
+		if (!strncmp(e[i].name, opt.name, sizeof(e[i].name))) {
+			*out = e[i];
+			found = 1;
+			break;
+		}
+	}
+	free(e);
+	close(fd);
+	return found;
+}
+
+/* Before a restore: the region must be known, persistent and not resident. */
+static void reuse_cold(size_t len)
+{
+	struct kvtier_region_entry e;
+
+	if (!region_entry(&e))
+		die("region %s is not listed: it did not persist", opt.name);
+	if (!(e.flags & KVTIER_OPEN_PERSISTENT))
+		die("region %s is not persistent (flags %#x)", opt.name, e.flags);
+	if (e.size != len)
+		die("region %s: size %llu, expected %zu", opt.name,
+		    (unsigned long long)e.size, len);
+	if (e.resident)
+		die("region %s: %llu bytes resident before the restore: not cold",
+		    opt.name, (unsigned long long)e.resident);
+	if (e.namespace < len)
+		die("region %s: only %llu of %zu bytes on the namespace", opt.name,
+		    (unsigned long long)e.namespace, len);
+}
+
+static void reuse_note(struct run *r, const char *fmt, ...)
+{
+	size_t n = strlen(r->note);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->note + n, sizeof(r->note) - n, fmt, ap);
+	va_end(ap);
+}
+
+static void reuse_verify(const char *what, const char *p, size_t len)
+{
+	size_t first, bad = pattern_check(p, len, &first);
+
+	if (bad)
+		die("%s: %zu of %zu pages restored WRONG (first: page %zu)", what,
+		    bad, len / PAGE, first);
+}
+
+static void reuse_run(struct run *r, const char *workload, size_t len)
+{
+	run_begin(r, workload);
+	r->region = len;
+	r->nseq = 1;
+	r->ctx = (unsigned int)(len / tok_bytes());
+	r->ratio = (double)len / (double)opt.budget;
+	r->bytes = len;
+}
+
+static int region_unlink(void)
+{
+	struct kvtier_region_name rn;
+	int fd = open(tpath, O_RDWR | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		die("open %s: %s", tpath, strerror(errno));
+	memset(&rn, 0, sizeof(rn));
+	snprintf(rn.name, sizeof(rn.name), "%s", opt.name);
+	if (ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* unlink: remove the region (the runner's cleanup). */
+static void wl_unlink(void)
+{
+	int ret = region_unlink();
+
+	if (ret)
+		die("unlink region %s: %s", opt.name, strerror(-ret));
+}
+
+/*
+ * persist: create the persistent region (replacing one of the same name),
+ * write the pattern through mmap and fsync it. Timed: the writes and the
+ * fsync (one sample per 4 KiB page written, the fsync apart).
+ */
+static void wl_persist(void)
+{
+	size_t len = reuse_len(), off;
+	uint64_t tw;
+	struct run r;
+	char *p;
+	int fd;
+
+	fd = region_open(len, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
+			 KVTIER_OPEN_PERSISTENT);
+	if (fd == -EEXIST) {
+		wl_unlink();
+		fd = region_open(len, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
+				 KVTIER_OPEN_PERSISTENT);
+	}
+	if (fd < 0)
+		die("KVTIER_IOC_REGION_OPEN %s CREATE|PERSISTENT %zu bytes: %s",
+		    opt.name, len, strerror(-fd));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap %zu bytes: %s", len, strerror(errno));
+	reuse_run(&r, "reuse-persist", len);
+	run_start(&r);
+	for (off = 0; off < len; off += 64 * PAGE) {
+		size_t n = len - off < 64 * PAGE ? len - off : 64 * PAGE;
+		uint64_t t = now_ns();
+
+		pattern_fill(p + off, off / PAGE, n / PAGE);
+		lat_add(&r.lat, now_ns() - t);
+	}
+	tw = now_ns();
+	if (fsync(fd))
+		die("fsync: %s", strerror(errno));
+	reuse_note(&r, "write+fsync; fsync %.3f s; seed %u",
+		   (double)(now_ns() - tw) / 1e9, opt.seed);
+	if (opt.note)
+		reuse_note(&r, "; %s", opt.note);
+	run_end(&r);
+	/* what was written is what a restore must find */
+	reuse_verify("persist (before the drop)", p, len);
+	munmap(p, len);
+	close(fd);
+}
+
+/*
+ * drop: write the region back and drop it from host memory with
+ * POSIX_FADV_DONTNEED, until REGION_LIST shows 0 bytes resident (the
+ * runner's fallback when it cannot unload and reload the module).
+ */
+static void wl_drop(void)
+{
+	size_t len = reuse_len();
+	struct kvtier_region_entry e;
+	int fd, i;
+
+	fd = region_open(len, 0);
+	if (fd < 0)
+		die("KVTIER_IOC_REGION_OPEN %s: %s", opt.name, strerror(-fd));
+	for (i = 0; i < 50; i++) {
+		if (posix_fadvise(fd, 0, (off_t)len, POSIX_FADV_DONTNEED))
+			die("fadvise DONTNEED: %s", strerror(errno));
+		if (region_entry(&e) && !e.resident)
+			break;
+		usleep(100000);
+	}
+	close(fd);
+	if (!region_entry(&e))
+		die("region %s vanished", opt.name);
+	if (e.resident)
+		die("region %s: %llu bytes still resident after DONTNEED",
+		    opt.name, (unsigned long long)e.resident);
+	fprintf(stderr, "kvbench: drop: %s: 0 bytes resident, %llu on the namespace\n",
+		opt.name, (unsigned long long)e.namespace);
+}
+
+/*
+ * restore-mmap: posix_fadvise(WILLNEED) over the whole region, then touch
+ * every page through the mapping in order (one 8-byte read per page, one
+ * sample per page). restore-fault: the same without the fadvise (the fault
+ * path and its readahead alone). Every byte is verified afterwards,
+ * untimed.
+ */
+static void reuse_mmap(int willneed)
+{
+	size_t len = reuse_len(), off;
+	uint64_t tf = 0;
+	struct run r;
+	char *p;
+	int fd;
+
+	reuse_cold(len);
+	fd = region_open(len, 0);
+	if (fd < 0)
+		die("KVTIER_IOC_REGION_OPEN %s: %s", opt.name, strerror(-fd));
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap %zu bytes: %s", len, strerror(errno));
+	reuse_run(&r, willneed ? "restore-mmap" : "restore-fault", len);
+	run_start(&r);
+	if (willneed) {
+		if (posix_fadvise(fd, 0, (off_t)len, POSIX_FADV_WILLNEED))
+			die("fadvise WILLNEED: %s", strerror(errno));
+		tf = now_ns() - r.t0;
+	}
+	for (off = 0; off < len; off += PAGE) {
+		uint64_t t = now_ns();
+
+		sink += *(const volatile uint64_t *)(p + off);
+		lat_add(&r.lat, now_ns() - t);
+	}
+	if (willneed)
+		reuse_note(&r, "fadvise WILLNEED %.0f us then ", (double)tf / 1e3);
+	reuse_note(&r, "touch per 4 KiB page; resident before 0; verified");
+	if (opt.note)
+		reuse_note(&r, "; %s", opt.note);
+	run_end(&r);
+	reuse_verify(r.workload, p, len);
+	munmap(p, len);
+	close(fd);
+}
+
+/*
+ * restore-pread: pread the region in opt.chunk pieces into a user buffer
+ * of the region's size (faulted in before the clock starts), one sample
+ * per chunk; the buffer is verified afterwards, untimed.
+ */
+static void wl_restore_pread(void)
+{
+	size_t len = reuse_len(), off;
+	struct run r;
+	char *buf;
+	int fd;
+
+	reuse_cold(len);
+	fd = region_open(len, 0);
+	if (fd < 0)
+		die("KVTIER_IOC_REGION_OPEN %s: %s", opt.name, strerror(-fd));
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	if (buf == MAP_FAILED)
+		die("mmap %zu bytes: %s", len, strerror(errno));
+	memset(buf, 0, len);
+	reuse_run(&r, "restore-pread", len);
+	run_start(&r);
+	for (off = 0; off < len; ) {
+		size_t n = len - off < opt.chunk ? len - off : opt.chunk;
+		uint64_t t = now_ns();
+		ssize_t got = pread(fd, buf + off, n, (off_t)off);
+
+		if (got <= 0)
+			die("pread at %zu: %s", off, got ? strerror(errno) : "EOF");
+		lat_add(&r.lat, now_ns() - t);
+		off += (size_t)got;
+	}
+	reuse_note(&r, "pread %zu KiB chunks into a %zu MiB buffer; resident before 0; verified",
+		   opt.chunk >> 10, len >> 20);
+	if (opt.note)
+		reuse_note(&r, "; %s", opt.note);
+	run_end(&r);
+	reuse_verify(r.workload, buf, len);
+	munmap(buf, len);
+	close(fd);
+}
+
 /* --- main -------------------------------------------------------------------- */
 
 static void usage(void)
@@ -822,6 +1198,8 @@ static void usage(void)
 "usage: kvbench --target kvtier:/dev/kvtierN|anon|file:PATH [options] WORKLOAD...\n"
 "       kvbench --header\n"
 "workloads: restore decode churn writeback hot all\n"
+"  kvtier only, one persistent region across a module reload:\n"
+"           persist drop restore-mmap restore-pread restore-fault unlink\n"
 "  --model NAME        llama-3.1-8b (default) or llama-70b\n"
 "  --layers N --kv-heads N --head-dim N --dtype-bytes N --block-tokens N\n"
 "                      override the preset's shape\n"
@@ -837,7 +1215,10 @@ static void usage(void)
 "  --system NAME       first CSV column (default: the target kind)\n"
 "  --cdf FILE          append each run's latency quantiles to FILE\n"
 "  --tiny              smallest useful run (steps 1, tokens 16)\n"
-"  --seed N\n");
+"  --seed N            also the reuse pattern's seed\n"
+"  --name NAME         reuse: the persistent region's name (kvbench-reuse)\n"
+"  --chunk-kb N        reuse: pread chunk (1024)\n"
+"  --note TEXT         reuse: appended to the note column\n");
 	exit(2);
 }
 
@@ -854,7 +1235,9 @@ int main(int argc, char **argv)
 		{ "restore-mb", 1, 0, 'R' }, { "stride", 1, 0, 'S' },
 		{ "system", 1, 0, 'y' }, { "tiny", 0, 0, 'i' },
 		{ "seed", 1, 0, 'e' }, { "header", 0, 0, 'h' },
-		{ "cdf", 1, 0, 'c' }, { "help", 0, 0, '?' }, { 0, 0, 0, 0 }
+		{ "cdf", 1, 0, 'c' }, { "name", 1, 0, 'N' },
+		{ "chunk-kb", 1, 0, 'C' }, { "note", 1, 0, 'o' },
+		{ "help", 0, 0, '?' }, { 0, 0, 0, 0 }
 	};
 	int c, i, all = 0;
 
@@ -888,6 +1271,9 @@ int main(int argc, char **argv)
 		case 'i': opt.tiny = 1; break;
 		case 'e': opt.seed = (unsigned int)atoi(optarg); break;
 		case 'c': opt.cdf = optarg; break;
+		case 'N': snprintf(opt.name, sizeof(opt.name), "%s", optarg); break;
+		case 'C': opt.chunk = (size_t)atol(optarg) << 10; break;
+		case 'o': opt.note = optarg; break;
 		case 'h': puts(header); return 0;
 		default: usage();
 		}
@@ -897,7 +1283,7 @@ int main(int argc, char **argv)
 	if (!shp.layers || !shp.kv_heads || !shp.head_dim || !shp.dtype_bytes ||
 	    !shp.block_tokens || !opt.budget || opt.ratio <= 0 || !opt.nseq ||
 	    !opt.prefixes || opt.stride < 8 || opt.stride % 8 ||
-	    opt.stride > tok_layer_bytes())
+	    opt.stride > tok_layer_bytes() || !opt.chunk || !opt.name[0])
 		die("bad shape or option value");
 	if (opt.tiny) {
 		opt.steps = 1;
@@ -943,6 +1329,18 @@ int main(int argc, char **argv)
 			wl_writeback();
 		else if (!strcmp(w, "hot"))
 			wl_hot();
+		else if (kind == T_KVTIER && !strcmp(w, "persist"))
+			wl_persist();
+		else if (kind == T_KVTIER && !strcmp(w, "drop"))
+			wl_drop();
+		else if (kind == T_KVTIER && !strcmp(w, "unlink"))
+			wl_unlink();
+		else if (kind == T_KVTIER && !strcmp(w, "restore-mmap"))
+			reuse_mmap(1);
+		else if (kind == T_KVTIER && !strcmp(w, "restore-fault"))
+			reuse_mmap(0);
+		else if (kind == T_KVTIER && !strcmp(w, "restore-pread"))
+			wl_restore_pread();
 		else
 			die("unknown workload %s", w);
 	}
