@@ -517,8 +517,8 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 				  struct kvtier_region_flags __user *uarg);
 void kvtier_names_drop_all(struct kvtier_tier *tier);
 int kvtier_name_valid(const char *name);
-struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
-					 const char *name);
+struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
+				      const char *name);
 
 /* pool.c */
 int kvtier_pool_init(struct kvtier_tier *tier);

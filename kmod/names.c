@@ -46,8 +46,8 @@ int kvtier_name_valid(const char *name)
  * The linked region called @name, with a user reference, or NULL. Caller
  * holds tier->regions_lock.
  */
-struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
-					 const char *name)
+static struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
+						const char *name)
 {
 	struct kvtier_region *r;
 
@@ -58,6 +58,18 @@ struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
 			return r;
 	}
 	return NULL;
+}
+
+/* kvtier_name_lookup() for callers that do not hold tier->regions_lock. */
+struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
+				      const char *name)
+{
+	struct kvtier_region *r;
+
+	spin_lock(&tier->regions_lock);
+	r = kvtier_name_lookup(tier, name);
+	spin_unlock(&tier->regions_lock);
+	return r;
 }
 
 /* File-like permission check: owner, then group, then others; root overrides. */
@@ -203,9 +215,7 @@ long kvtier_ioctl_region_open(struct file *file,
 	if (capacity < 0)
 		goto out;
 
-	spin_lock(&tier->regions_lock);
-	region = kvtier_name_lookup(tier, arg.name);
-	spin_unlock(&tier->regions_lock);
+	region = kvtier_name_get(tier, arg.name);
 	if (!region) {
 		ret = -ENOENT;
 		if (!(arg.flags & KVTIER_OPEN_CREATE))
@@ -272,9 +282,7 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 	if (kvtier_name_valid(arg.name))
 		return -EINVAL;
 
-	spin_lock(&tier->regions_lock);
-	region = kvtier_name_lookup(tier, arg.name);
-	spin_unlock(&tier->regions_lock);
+	region = kvtier_name_get(tier, arg.name);
 	if (!region)
 		return -ENOENT;
 	ret = kvtier_region_owner(region) ? kvtier_name_unlink(region) : -EPERM;
@@ -301,9 +309,7 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 	    arg.set & arg.clear)
 		return -EINVAL;
 
-	spin_lock(&tier->regions_lock);
-	region = kvtier_name_lookup(tier, arg.name);
-	spin_unlock(&tier->regions_lock);
+	region = kvtier_name_get(tier, arg.name);
 	if (!region)
 		return -ENOENT;
 	ret = -EINVAL;

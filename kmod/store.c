@@ -574,9 +574,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	    nr > size / KVTIER_BLOCK_SIZE || mode & ~0777U ||
 	    flags & ~KVTIER_DISK_REGION_PINNED)
 		return -EUCLEAN;
-	spin_lock(&tier->regions_lock);
-	r = kvtier_name_lookup(tier, name);
-	spin_unlock(&tier->regions_lock);
+	r = kvtier_name_get(tier, name);
 	if (r) {
 		kvtier_region_put_user(r);
 		return -EUCLEAN;
