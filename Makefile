@@ -6,6 +6,8 @@
 #   make                 module (against KDIR), libraries and tools
 #   make check           build for both supported kernels, boot each in QEMU,
 #                        run the test suite, print one summary line
+#   make check-persist   only the multi-boot persistence tests, every kernel
+#                        (tests/persist/run.sh)
 #   make demo            boot a VM and show a tier doing its job
 #   make bench           kvtier vs raw NVMe, swap and page cache in one VM boot
 #                        (tests/bench/run.sh; Documentation/performance.rst)
@@ -22,7 +24,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
-	dkms-install checkpatch modules-all deps bench
+	dkms-install checkpatch modules-all deps bench check-persist
 
 all: module lib tools
 
@@ -71,6 +73,17 @@ deps:
 check: deps
 	$(MAKE) lib tools
 	tests/check.sh $(BUILD)
+
+# Reboot, host-side corruption and crash cuts for each kernel, as make check
+# runs them; KVTIER_PERSIST_TESTS (e.g. "crash"), KVTIER_CRASH_SEED and
+# KVTIER_CRASH_CUTS apply. Results in $(BUILD)/persist-<kver>/.
+check-persist: deps
+	tests/build-modules.sh $(BUILD)
+	$(MAKE) -C tests BUILD=$(BUILD) $(BUILD)/tests/kvt_persist_tool
+	tests/vm/kernels.sh list | { rc=0; while read -r short kver; do \
+		tests/persist/run.sh $(BUILD) $$kver $(BUILD)/persist-$$kver \
+			$${KVTIER_PERSIST_TESTS-} </dev/null || rc=1; \
+	done; exit $$rc; }
 
 demo: deps
 	$(MAKE) lib tools

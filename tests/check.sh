@@ -7,12 +7,17 @@
 #          DKMS add/build/install for each (private trees)
 #   guest: for each kernel, boot it in QEMU with emulated NVMe namespaces
 #          and run the kselftest suite (tests/run-suite.sh); the guest's
-#          kernel log must be clean (tests/vm/run.sh gates it)
+#          kernel log must be clean (tests/vm/run.sh gates it); then the
+#          multi-boot persistence tests (tests/persist/run.sh: reboot,
+#          host-side corruption, crash cuts by killing QEMU)
 #
 # Prints TAP per phase and kernel, the time each phase took, and ends with
 # one line "N passed, N failed, N skipped". Exits non-zero on any failure.
 #
 # usage: tests/check.sh BUILD [TEST...]   (TEST: test programs to run)
+#   KVTIER_PERSIST_TESTS  persistence tests per kernel (default "reboot
+#                         corrupt crash"; "none" skips them)
+#   KVTIER_CRASH_SEED, KVTIER_CRASH_CUTS  see tests/persist/run.sh
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -89,6 +94,31 @@ while read -r short kver; do
 		result not-ok "$kver: suite or guest kernel log failed (rc $rc, see $out)"
 	fi
 	summary+=("$(printf '%-40s %4d s   %s' "suite on $short" $((SECONDS - start)) "$tally")")
+
+	# Persistent regions across boots on kept NVMe images: reboot,
+	# host-side corruption, QEMU kills (tests/persist/run.sh). Every TAP
+	# result counts, plus one check for its exit status.
+	# KVTIER_PERSIST_TESTS picks tests ("none": skip).
+	persist=${KVTIER_PERSIST_TESTS-reboot corrupt crash}
+	if [[ $persist != none ]]; then
+		start=$SECONDS
+		pout=$build/persist-$kver
+		echo "# phase: persistence on $kver"
+		# shellcheck disable=SC2086 # a list of test names
+		"$top/tests/persist/run.sh" "$build" "$kver" "$pout" $persist </dev/null
+		rc=$?
+		if [[ -f $pout/tap.log ]]; then
+			count_tap "$pout/tap.log"
+		else
+			tally="no TAP output"
+		fi
+		if ((rc == 0)); then
+			result ok "$kver: persistence tests exited 0"
+		else
+			result not-ok "$kver: persistence tests failed (rc $rc, see $pout)"
+		fi
+		summary+=("$(printf '%-40s %4d s   %s' "persistence on $short" $((SECONDS - start)) "$tally")")
+	fi
 done < <("$top/tests/vm/kernels.sh" list)
 
 # A tiny benchmark in the 6.12 guest (tests/bench/run.sh --tiny): proves
