@@ -4,6 +4,11 @@
 # Side-by-side table and plots from the CSV tests/bench/guest.sh writes.
 #
 # usage: tests/bench/report.py RESULTS.csv OUTDIR
+#        tests/bench/report.py --reuse RESULTS.csv
+#   the second: the reuse table (tests/bench/reuse-guest.sh's CSV): each
+#   step's time, GB/s and its ratio to fio's 1 MiB sequential read at
+#   iodepth 16 of the same bytes (the median of its runs; above 1: faster
+#   than fio)
 #   prints the comparison table (ratios: kvtier's value over the other
 #   system's, so > 1 means kvtier is better for throughput, and for latency
 #   the other system's p99 over kvtier's), the targets of issue 7, and the
@@ -14,6 +19,64 @@ import os
 import shutil
 import subprocess
 import sys
+
+
+
+def reuse_table(rows):
+    """The reuse run: every row, then per restore method the mean of its
+    rounds and its ratio to fio iodepth 16 (the median of fio's runs)."""
+    def num(r, k):
+        try:
+            return float(r[k])
+        except (KeyError, TypeError, ValueError):
+            return None
+    fios = [r for r in rows if r["system"] == "raw"]
+    q16 = sorted(num(r, "gbps") for r in fios
+                 if r["workload"].endswith("-qd16") and num(r, "gbps"))
+    q1 = [num(r, "gbps") for r in fios
+          if r["workload"].endswith("-qd1") and num(r, "gbps")]
+    bg = q16[len(q16) // 2] if q16 else None
+    k = [r for r in rows if r["system"] == "kvtier-reuse"]
+    if k:
+        r0 = k[0]
+        print("reuse: persistent region %s MiB (%s tokens of %s), %.2fx the host budget"
+              % (r0["mib"], r0["ctx_tokens"], r0["model"], float(r0["ratio"])))
+    hdr = "%-24s %8s %9s %9s %10s %7s %9s  %s" % (
+        "step", "seconds", "GB/s", "vs fio16", "p99 us", "majflt", "read MiB",
+        "note")
+    print(hdr)
+    print("-" * 100)
+    for r in k + fios:
+        g = num(r, "gbps")
+        print("%-24s %8s %9s %9s %10s %7s %9s  %s" % (
+            r["workload"], r["seconds"], "%.4g" % g if g else "-",
+            "%.3fx" % (g / bg) if g and bg and "persist" not in r["workload"] else "-",
+            r["p99_us"] or "-", r["majflt"] or "-", r["mod_read_mib"] or "-",
+            r["note"]))
+    if not bg:
+        return
+    print("")
+    print("fio read 1M iodepth 16, same bytes: median of %d runs %.4g GB/s "
+          "(%.4g to %.4g)%s" % (len(q16), bg, q16[0], q16[-1],
+                                "; iodepth 1: %.4g GB/s" % q1[0] if q1 else ""))
+    print("%-36s %6s %9s %9s %10s %10s" % (
+        "restore (mean time of runs)", "runs", "seconds", "GB/s", "range GB/s", "vs fio16"))
+    for w, what in (("restore-mmap", "(a) fadvise WILLNEED + touch (mmap)"),
+                    ("restore-pread", "(b) pread 1 MiB chunks"),
+                    ("restore-fault", "(c) touch only (fault path)")):
+        rs = [r for r in k if r["workload"] == w]
+        if not rs:
+            continue
+        t = sum(num(r, "seconds") for r in rs) / len(rs)
+        gs = [num(r, "gbps") for r in rs]
+        g = num(rs[0], "mib") * 2**20 / 1e9 / t
+        print("%-36s %6d %9.3f %9.4g %4.3g-%-5.3g %9.3fx" % (
+            what, len(rs), t, g, min(gs), max(gs), g / bg))
+
+
+if sys.argv[1] == "--reuse":
+    reuse_table(list(csv.DictReader(open(sys.argv[2]))))
+    sys.exit(0)
 
 res, outdir = sys.argv[1], sys.argv[2]
 rows = list(csv.DictReader(open(res)))

@@ -6,6 +6,8 @@
 #
 # usage: tests/bench/run.sh BUILD            the whole comparison
 #        tests/bench/run.sh --tiny BUILD     one tiny kvtier row (make check)
+#        tests/bench/run.sh --reuse BUILD    KV reuse across a module reload
+#                                            (make bench-reuse)
 #
 # Full run: builds kvbench (tools/bench) and kvtier.ko for 6.12 in a private
 # copy (BUILD/bench/mod/), boots the VM with 2 GiB of RAM and one 1 GiB NVMe
@@ -17,15 +19,24 @@
 # Tiny run: uses BUILD/<kver>/kvtier.ko (make check built it), 256 MiB
 # namespace, one kvbench decode row; fails only when it crashes or prints
 # no row. Numbers are never judged.
+# Reuse run: builds like the full run (BUILD/bench-reuse/mod/), boots the
+# VM with 3 GiB and one 1 GiB namespace and runs tests/bench/reuse-guest.sh:
+# a persistent region written, dropped by a module reload and restored by
+# mmap+WILLNEED, pread and the fault path, with fio on the same namespace.
+# Results: BUILD/bench-reuse/{results.csv,table.txt,vm/}. A restore that
+# reads back wrong bytes fails the run.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tiny=0
+tiny=0 reuse=0
 if [[ ${1:-} == --tiny ]]; then
 	tiny=1
 	shift
+elif [[ ${1:-} == --reuse ]]; then
+	reuse=1
+	shift
 fi
-build=$(mkdir -p "${1:?usage: run.sh [--tiny] BUILD}" && cd "$1" && pwd)
+build=$(mkdir -p "${1:?usage: run.sh [--tiny|--reuse] BUILD}" && cd "$1" && pwd)
 cache=$build/cache
 t0=$SECONDS
 
@@ -71,6 +82,11 @@ if ((tiny)); then
 	fi
 	out=$build/bench/vm-tiny
 	size=256M timeout=240 mode=tiny mem=2G
+elif ((reuse)); then
+	build_module "$build/bench-reuse/mod/$kver"
+	ko=$build/bench-reuse/mod/$kver/kvtier.ko
+	out=$build/bench-reuse/vm
+	size=1G timeout=600 mode=reuse mem=3G
 else
 	build_module "$build/bench/mod/$kver"
 	ko=$build/bench/mod/$kver/kvtier.ko
@@ -81,11 +97,21 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 echo "bench: $mode run on $kver, log in $out/console.log"
+# Other VMs on the host distort every number: say how busy it was.
+echo "bench: host load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 rc=0
+guest=("$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko")
+# The reuse knobs (tests/bench/reuse-guest.sh) travel into the guest.
+((reuse)) && guest=(env KVTIER_REUSE_DROP="${KVTIER_REUSE_DROP:-reload}"
+	KVTIER_REUSE_BUDGET_MB="${KVTIER_REUSE_BUDGET_MB:-512}"
+	KVTIER_REUSE_MB="${KVTIER_REUSE_MB:-}"
+	KVTIER_REUSE_ROUNDS="${KVTIER_REUSE_ROUNDS:-2}"
+	KVTIER_REUSE_CHECKSUM="${KVTIER_REUSE_CHECKSUM:-}"
+	"$top/tests/bench/reuse-guest.sh" "$build" "$out" "$ko")
 "$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
 	--mem $mem --nvme-count 1 --nvme-size $size --timeout $timeout -- \
-	"$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko" \
-	>"$out/run.log" 2>&1 || rc=$?
+	"${guest[@]}" >"$out/run.log" 2>&1 || rc=$?
+echo "bench: host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The guest's progress lines (its stderr) and rows, without boot noise.
 grep -E '^(bench:|  )' "$out/console.log" | tr -d '\r' || true
 rm -f "$out"/nvme*.img
@@ -94,6 +120,16 @@ rows=0
 [[ -f $out/bench.csv ]] && rows=$(($(wc -l <"$out/bench.csv") - 1))
 if ((tiny)); then
 	echo "bench: tiny run: $rows row(s), status $rc, $((SECONDS - t0)) s"
+	((rc == 0 && rows > 0))
+	exit
+fi
+if ((reuse)); then
+	if ((rows > 0)); then
+		cp "$out/bench.csv" "$build/bench-reuse/results.csv"
+		/usr/bin/python3 "$top/tests/bench/report.py" --reuse \
+			"$build/bench-reuse/results.csv" | tee "$build/bench-reuse/table.txt"
+	fi
+	echo "bench: reuse: $rows rows in $build/bench-reuse/results.csv, status $rc, $((SECONDS - t0)) s"
 	((rc == 0 && rows > 0))
 	exit
 fi

@@ -1,0 +1,289 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Inside the reuse benchmark VM (tests/bench/run.sh --reuse boots it): KV
+# that outlives the process and the module. On one NVMe namespace (serial
+# kvt0), in one boot:
+#
+#   persist        kvbench creates a persistent named region of R MiB
+#                  (KV-shaped: Llama-3.1-8B tokens), writes a pattern
+#                  through mmap and fsyncs it
+#   drop           detach, rmmod, insmod, attach again (the region comes
+#                  back by name, from the namespace, nothing resident):
+#                  "reload". If that cannot be done, POSIX_FADV_DONTNEED
+#                  with 0 resident bytes checked in KVTIER_IOC_REGION_LIST:
+#                  "dontneed" (KVTIER_REUSE_DROP=dontneed: only that). The
+#                  note column says which ran.
+#   restore-mmap   WILLNEED over the region, then touch every page; verify
+#   restore-pread  pread in 1 MiB chunks into a user buffer; verify
+#   restore-fault  touch every page, no fadvise (the fault path); verify
+#                  each of the three after its own drop, in KVTIER_REUSE_ROUNDS
+#                  rounds (2)
+#   fio            in every other reload window, with the module unloaded: fio
+#                  --direct=1 --rw=read --bs=1M --ioengine=libaio
+#                  --iodepth=16 (and 1, first window only) over the same
+#                  number of bytes of the raw namespace, from the region's
+#                  first data slot (read from the on-namespace superblock
+#                  and checkpoint)
+#   unlink, detach, rmmod
+#
+# Knobs (tests/bench/run.sh passes them in): KVTIER_REUSE_BUDGET_MB (512),
+# KVTIER_REUSE_MB (half the budget), KVTIER_REUSE_ROUNDS (2),
+# KVTIER_REUSE_DROP (reload; dontneed: the fallback only),
+# KVTIER_REUSE_CHECKSUM (0 or 1; unset: the module's default).
+#
+# usage: tests/bench/reuse-guest.sh BUILD OUT KO
+#   writes OUT/bench.csv (header + rows); progress on stderr
+set -uo pipefail
+
+build=${1:?usage: reuse-guest.sh BUILD OUT KO}
+out=${2:?}
+ko=${3:?}
+kvb=$build/bench/kvbench
+csv=$out/bench.csv
+# Sizes: the region is half the budget, as 1 GiB of KV (8192 tokens of
+# Llama-3.1-8B) would be in a 2 GiB pool; scaled down 4x for the TCG guest.
+budget=${KVTIER_REUSE_BUDGET_MB:-512}
+region=${KVTIER_REUSE_MB:-}
+[[ -n $region ]] || region=$((budget / 2))
+rounds=${KVTIER_REUSE_ROUNDS:-2}
+# KVTIER_REUSE_CHECKSUM=0|1: the checksum knob after every attach (unset:
+# the module's default, on).
+checksum=${KVTIER_REUSE_CHECKSUM:-}
+name=kvbench-reuse
+seed=$(($(date +%s) % 100000 + 1))
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+py=/usr/bin/python3
+sys=/sys/class/kvtier/kvtier0
+dbg=/sys/kernel/debug/kvtier/kvtier0
+
+log() { echo "bench: $*" >&2; }
+secs() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.1f", b - a }'; }
+# KVTIER_REUSE_DROP=dontneed skips the reload (to measure the fallback).
+drop_want=${KVTIER_REUSE_DROP:-reload}
+fail=0
+drop_how=none
+fio_state=
+
+ns=
+for ctrl in /sys/class/nvme/nvme*; do
+	[[ -e $ctrl/serial ]] || continue
+	[[ $(tr -d ' ' <"$ctrl/serial") == kvt0 ]] || continue
+	for n in "$ctrl"/nvme*n1; do
+		[[ -e $n ]] && ns=/dev/${n##*/}
+	done
+done
+[[ -n $ns ]] || { log "no NVMe namespace with serial kvt0"; exit 1; }
+log "reuse: namespace $ns, $(($(cat /sys/class/block/"${ns##*/}"/size) / 2048)) MiB;" \
+	"budget $budget MiB, region $region MiB ($((region * 8)) tokens of Llama-3.1-8B), seed $seed"
+
+"$kvb" --header >"$csv"
+
+# kvbench STEP ARGS...: one reuse step; its row to the CSV and the console.
+# Every step but drop and unlink must print a row.
+kvbench() {
+	local rows st
+	rows=$("$kvb" --target kvtier:/dev/kvtier0 --system kvtier-reuse \
+		--budget-mb "$budget" --restore-mb "$region" --name $name \
+		--seed "$seed" --cdf "$out/cdf.txt" "$@")
+	st=$?
+	if [[ -n $rows ]]; then
+		printf '%s\n' "$rows" >>"$csv"
+		printf '%s\n' "$rows" | cut -d, -f2,8,9,12-13,25-27 | sed 's/^/  /'
+	fi
+	if ((st != 0)) || [[ -z $rows && $1 != drop && $1 != unlink ]]; then
+		log "FAILED: kvbench $* (status $st)"
+		fail=1
+		return 1
+	fi
+}
+
+attach() {
+	echo "$ns" >$sys/backing_dev && echo "$budget" >$sys/host_budget_mb || return 1
+	[[ -z $checksum ]] || echo "$checksum" >$sys/checksum
+}
+
+load() {
+	insmod "$ko" num_tiers=1 || return 1
+	attach || return 1
+}
+
+unload() {
+	echo none >$sys/backing_dev || return 1
+	rmmod kvtier || return 1
+}
+
+# fio_rows TAG QD...: the raw-device baseline, while nothing holds the
+# namespace: the same number of bytes as the region, from its first data
+# slot on, at each iodepth QD.
+fio_off=
+fio_json=()
+fio_rows() {
+	local tag=$1 qd t0 js jobs=()
+	if [[ -z $fio_off ]]; then
+		t0=$(secs)
+		fio_where
+		log "fio: found the region's slots in $(since "$t0") s"
+	fi
+	# One fio process, the depths one after another: under TCG starting
+	# fio takes longer than reading the region.
+	for qd in "${@:2}"; do
+		jobs+=(--name="fio-reuse-read-1M-qd$qd" --iodepth="$qd" --stonewall)
+	done
+	t0=$(secs)
+	js=$out/fio-$tag.json
+	if fio --filename="$ns" --direct=1 --rw=read --bs=1M --ioengine=libaio \
+		--offset="$fio_off" --size="${region}M" --output-format=json \
+		"${jobs[@]}" >"$js" 2>"${js%.json}.err"; then
+		fio_json+=("$js" "$tag; $fio_state")
+		log "fio: $tag iodepth ${*:2}: $(grep -o '"bw_bytes" : [0-9]*' "$js" |
+			awk '$3 > 0 { printf "%.4f GB/s ", $3 / 1e9 }')in $(since "$t0") s with startup"
+	else
+		log "FAILED: fio (see ${js%.json}.err)"
+		fail=1
+	fi
+}
+
+# fio_csv: the fio runs' rows, in the CSV's columns (one python start for
+# all: under TCG it takes seconds).
+fio_csv() {
+	((${#fio_json[@]})) || return 0
+	$py - "$fio_off" "${fio_json[@]}" >>"$csv" <<'EOF'
+import json, sys
+off, args = sys.argv[1], sys.argv[2:]
+for fn, tag in zip(args[0::2], args[1::2]):
+    for job in json.load(open(fn))["jobs"]:
+        j = job["read"]
+        p = j["clat_ns"].get("percentile", {})
+        def pc(k):
+            return "%.1f" % (p[k] / 1000) if k in p else ""
+        secs = j["runtime"] / 1000
+        print(",".join(["raw", job["jobname"], "", "", "1", "", "%.1f" % (j["io_bytes"] / 2**20),
+              "%.3f" % secs, "%.4f" % (j["io_bytes"] / secs / 1e9 if secs else 0), "",
+              str(j["total_ios"]), pc("50.000000"), pc("99.000000"), pc("99.900000"),
+              "%.2f" % (j["clat_ns"]["mean"] / 1000)] + [""] * 11 +
+              ["fio --direct=1 libaio; %s; raw namespace from byte %s" % (tag, off)]))
+EOF
+}
+
+# fio_where: sets fio_off, the byte offset of the region's first data slot,
+# from the newest superblock copy and its checkpoint (0 if not found).
+fio_where() {
+	local where off npg lo hi what
+	where=$($py - "$ns" $name <<'EOF'
+# The region's data slots, from the newest valid superblock copy and its
+# checkpoint (include/uapi/linux/kvtier_format.h): "offset nr_pages lo hi".
+import struct, subprocess, sys
+dev, name = sys.argv[1], sys.argv[2].encode()
+def rd(block, count):
+    return subprocess.run(["dd", "if=" + dev, "iflag=direct", "bs=4096",
+                           "skip=%d" % block, "count=%d" % count, "status=none"],
+                          check=True, capture_output=True).stdout
+best = None
+for b in (0, 1):
+    s = rd(b, 1)
+    magic, = struct.unpack_from("<Q", s, 0)
+    if magic != 0x3152454954564b00:
+        continue
+    meta_start, meta_blocks, data_start = struct.unpack_from("<QQQ", s, 80)
+    gen, = struct.unpack_from("<Q", s, 120)
+    ckpt_bytes, = struct.unpack_from("<Q", s, 136)
+    if best is None or gen > best[0]:
+        best = (gen, meta_start, meta_blocks, data_start, ckpt_bytes)
+if best is None:
+    print("0 0 - - no-superblock")
+    sys.exit()
+gen, meta_start, meta_blocks, data_start, ckpt_bytes = best
+c = rd(meta_start + (gen % 2) * meta_blocks, (ckpt_bytes + 4095) // 4096)
+nr_regions, nr_pages = struct.unpack_from("<QQ", c, 16)
+pos, first = 64 + 128 * nr_regions, None
+for i in range(nr_regions):
+    r = c[64 + 128 * i: 64 + 128 * (i + 1)]
+    n, = struct.unpack_from("<Q", r, 72)
+    if r[:64].rstrip(b"\0") == name:
+        first = (pos, n)
+    pos += 16 * n
+if first is None:
+    print("%d 0 - - no-region" % (data_start * 4096))
+    sys.exit()
+pos, n = first
+slots = [t[0] for t in struct.iter_unpack("<QII", c[pos:pos + 16 * n])]
+lo, hi = min(slots), max(slots)
+print("%d %d %d %d gen%d" % ((data_start + lo) * 4096, n, lo, hi, gen))
+EOF
+	) || where="0 0 - - parse-failed"
+	read -r off npg lo hi what <<<"$where"
+	log "fio: region $name: $npg page records, slots $lo..$hi ($what); reading $region MiB at byte $off"
+	if [[ $hi == - ]] || ((npg != region * 256 || hi - lo + 1 != npg)); then
+		log "fio: the region's slots are not one contiguous run of $((region * 256)):" \
+			"fio reads $region MiB from byte $off anyway"
+	fi
+	fio_off=$off
+}
+
+# drop TAG [QD...]: the region out of host memory, the module's way. Sets
+# drop_how to reload (unload + load + attach), or dontneed (fallback).
+# Runs fio at the given depths while the module is unloaded.
+drop() {
+	local tag=$1 t0 tu
+	shift
+	t0=$(secs)
+	if [[ $drop_want == reload ]] && unload; then
+		tu=$(since "$t0")
+		fio_state="module unloaded"
+		(($#)) && fio_rows "$tag" "$@"
+		t0=$(secs)
+		if load; then
+			drop_how=reload
+			log "drop: reload: detach + rmmod $tu s, insmod + attach $(since "$t0") s"
+			return 0
+		fi
+		log "FAILED: reload: the module did not come back"
+		fail=1
+		return 1
+	fi
+	[[ $drop_want == reload ]] && log "drop: reload failed; falling back to POSIX_FADV_DONTNEED"
+	[[ -d $sys ]] && [[ $(cat $sys/backing_dev 2>/dev/null) != none ]] || attach ||
+		{ log "FAILED: cannot re-attach"; fail=1; return 1; }
+	fio_state="tier attached"
+	(($#)) && fio_rows "$tag" "$@"
+	kvbench drop || return 1
+	drop_how=dontneed
+}
+
+t0=$(secs)
+if ! load; then
+	log "FAILED: insmod $ko / attach $ns"
+	exit 1
+fi
+grep -H . $sys/host_budget_mb $sys/readahead_kb $sys/max_inflight_kb $sys/checksum 2>/dev/null |
+	sed 's|.*/||; s/^/  /' >&2
+
+kvbench persist --note "fresh namespace" || exit 1
+cat $dbg/stats >"$out/stats-persist.txt" 2>/dev/null
+
+# Each restore method once per round, each after its own drop, with fio
+# while the module is unloaded in every other window (iodepth 16; also 1
+# in the first window).
+w=0
+for ((round = 1; round <= rounds; round++)); do
+	for how in restore-mmap restore-pread restore-fault; do
+		w=$((w + 1))
+		qds=()
+		((w % 2)) && qds=(16)
+		((w == 1)) && qds=(16 1)
+		drop window$w "${qds[@]}" || break 2
+		kvbench $how --note "drop: $drop_how; round $round; checksum $(cat $sys/checksum)" ||
+			break 2
+	done
+done
+cat $dbg/stats >"$out/kvtier-stats.txt" 2>/dev/null
+cat $dbg/latency >"$out/kvtier-latency.txt" 2>/dev/null
+cat $dbg/io >"$out/kvtier-io.txt" 2>/dev/null
+kvbench unlink
+unload || fail=1
+fio_csv || fail=1
+grep '^raw,' "$csv" | cut -d, -f2,7-9,12-13 | sed 's/^/  /' >&2
+log "reuse: $(since "$t0") s, drop: $drop_how"
+exit $fail
