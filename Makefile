@@ -11,6 +11,8 @@
 #   make demo            boot a VM and show a tier doing its job
 #   make bench           kvtier vs raw NVMe, swap and page cache in one VM boot
 #                        (tests/bench/run.sh; Documentation/performance.rst)
+#   make bench-reuse     restore a persistent region after a module reload,
+#                        against fio on the same namespace (run.sh --reuse)
 #   make install         module via DKMS, uapi header, libraries, kvtierctl
 #                        (with its bash completion),
 #                        man pages, udev rule
@@ -24,7 +26,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
-	dkms-install checkpatch modules-all deps bench check-persist
+	dkms-install checkpatch modules-all deps bench check-persist bench-reuse
 
 all: module lib tools
 
@@ -91,6 +93,9 @@ demo: deps
 
 bench: deps
 	tests/bench/run.sh $(BUILD)
+
+bench-reuse: deps
+	tests/bench/run.sh --reuse $(BUILD)
 
 checkpatch:
 	tests/checkpatch.sh $(BUILD)
