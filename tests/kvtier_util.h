@@ -242,10 +242,12 @@ static inline int kvt_knob(int id, const char *attr, long long v)
 static inline __attribute__((optimize("O2"))) unsigned long long kvt_pattern(unsigned long long off,
 					     unsigned long long seed)
 {
-	unsigned long long x = off * 0x9e3779b97f4a7c15ULL + seed;
+	/* The seed is spread before mixing: seeds differing in bit 0 differ. */
+	unsigned long long x = (off + seed * 0xd1b54a32d192ed03ULL) *
+			       0x9e3779b97f4a7c15ULL;
 
 	x ^= x >> 29;
-	return x | 1;	/* never zero: zero-fill is detectable */
+	return x ? x : 1;	/* never zero: zero-fill is detectable */
 }
 
 #define KVT_FAST __attribute__((optimize("O2")))
