@@ -652,7 +652,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
 	    bytes != sizeof(*hdr) + nr_regions * sizeof(*rec) +
 		     nr_pages * sizeof(*pages)) {
-		dev_err(&tier->dev, "%s: checkpoint of generation %llu is damaged; refusing to attach (write the path to 'format' to start over)\n",
+		dev_err(&tier->dev, "%s: checkpoint of generation %llu is damaged\n",
 			tier->backing.path, st->generation);
 		goto err;
 	}
@@ -672,7 +672,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		ret = -EUCLEAN;
 	if (ret) {
 		if (ret == -EUCLEAN)
-			dev_err(&tier->dev, "%s: checkpoint of generation %llu names inconsistent regions or pages (record %llu); refusing to attach\n",
+			dev_err(&tier->dev, "%s: checkpoint of generation %llu names inconsistent regions or pages (record %llu)\n",
 				tier->backing.path, st->generation, i - 1);
 		goto err_drop;
 	}
@@ -686,6 +686,26 @@ err_drop:
 err:
 	kvtier_store_free(tier);
 	return ret;
+}
+
+/* Check @sb's geometry against the device and load what it names. */
+static int kvtier_store_use(struct kvtier_tier *tier,
+			    const struct kvtier_disk_super *sb, u64 nr_blocks)
+{
+	struct kvtier_store *st = &tier->store;
+	const char *path = tier->backing.path;
+
+	if (kvtier_geometry_check(st, sb)) {
+		dev_err(&tier->dev, "%s: kvtier superblock geometry of generation %llu is inconsistent\n",
+			path, le64_to_cpu(sb->generation));
+		return -EUCLEAN;
+	}
+	if (st->nr_blocks > nr_blocks) {
+		dev_err(&tier->dev, "%s: namespace has %llu blocks but was formatted with %llu\n",
+			path, nr_blocks, st->nr_blocks);
+		return -EUCLEAN;
+	}
+	return kvtier_store_load(tier, sb);
 }
 
 /*
@@ -771,19 +791,22 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	if (state[!best] == KVT_SB_DAMAGED)
 		dev_warn(&tier->dev, "%s: superblock copy %d is damaged; using copy %d (generation %llu)\n",
 			 path, !best, best, le64_to_cpu(sb[best]->generation));
-	ret = kvtier_geometry_check(st, sb[best]);
-	if (ret) {
-		dev_err(&tier->dev, "%s: kvtier superblock geometry is inconsistent; refusing to attach\n",
+	ret = kvtier_store_use(tier, sb[best], nr_blocks);
+	/*
+	 * The newest checkpoint is damaged but the other copy is valid: a
+	 * commit retried after an error may have been cut while rewriting the
+	 * area a superblock that did reach the media names. The older
+	 * generation's area is intact; pages whose slots were reused since
+	 * fail their CRC and read as errors, never as wrong bytes.
+	 */
+	if (ret == -EUCLEAN && state[!best] == KVT_SB_VALID) {
+		dev_warn(&tier->dev, "%s: falling back to superblock copy %d (generation %llu)\n",
+			 path, !best, le64_to_cpu(sb[!best]->generation));
+		ret = kvtier_store_use(tier, sb[!best], nr_blocks);
+	}
+	if (ret == -EUCLEAN)
+		dev_err(&tier->dev, "%s: kvtier metadata damaged; refusing to attach (write the path to 'format' to start over)\n",
 			path);
-		goto out;
-	}
-	if (st->nr_blocks > nr_blocks) {
-		ret = -EUCLEAN;
-		dev_err(&tier->dev, "%s: namespace has %llu blocks but was formatted with %llu; refusing to attach\n",
-			path, nr_blocks, st->nr_blocks);
-		goto out;
-	}
-	ret = kvtier_store_load(tier, sb[best]);
 out:
 	kvfree(buf);
 	return ret;

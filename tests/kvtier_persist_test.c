@@ -32,11 +32,7 @@
 #define NEW_PERSIST	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT)
 #define MAX_LIST	128
 
-/*
- * kvt_pattern() drops bit 0 of its seed (x | 1), so seeds 2k and 2k + 1
- * write the same bytes: the tests number their patterns 1, 2, 3... and
- * these spread the numbers to seeds that differ above bit 0.
- */
+/* The tests number their patterns 1, 2, 3...; these are the seeds. */
 #define SEED(n)		((unsigned long long)(n) << 8)
 
 static void pfill(void *p, size_t len, unsigned long long base,
@@ -1223,6 +1219,72 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 	loop_detach(lfd, DUR_IMG);
 }
 
+#define CE_IMG		"/tmp/kvt-commiterr.img"
+#define CE_DM		"kvt-commiterr"
+
+static int ce_table(unsigned long long sectors, const char *target, const char *dev)
+{
+	return run_cmd("dmsetup suspend " CE_DM " && dmsetup load " CE_DM
+		       " --table '0 %llu %s%s%s' && dmsetup resume " CE_DM,
+		       sectors, target, *dev ? " " : "", dev);
+}
+
+/*
+ * A commit that cannot reach the media: the namespace turns into a
+ * device-mapper error target after a first successful fsync. The next
+ * fsync fails with EIO, the tier's state is "error", the detach reports
+ * EIO yet detaches, and once the device works again the namespace attaches
+ * at the generation of the last commit that succeeded, with its bytes.
+ */
+TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
+{
+	const char *dm = "/dev/mapper/" CE_DM;
+	size_t size = 16 * MiB, len = 2 * MiB;
+	unsigned long long sectors = size / 512;
+	long long gen;
+	char dev[32], lin[64];
+	int lfd, fd;
+
+	if (system("command -v dmsetup >/dev/null"))
+		SKIP(return, "dmsetup not installed");
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(CE_IMG, size, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	snprintf(lin, sizeof(lin), "%s 0", dev);
+	ASSERT_EQ(0, run_cmd("dmsetup create " CE_DM " --table '0 %llu linear %s'",
+			     sectors, lin));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+
+	fd = open_name(1, "committed", len, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_fd(fd, 0, len, SEED(1)));
+	ASSERT_EQ(0, fsync(fd));
+	gen = kvt_stat(1, "generation");
+	ASSERT_GT(gen, 0);
+
+	ASSERT_EQ(0, fill_fd(fd, 0, len, SEED(2)));
+	ASSERT_EQ(0, ce_table(sectors, "error", ""));
+	ASSERT_EQ(-1, fsync(fd));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_TRUE(tier_state_is(1, "error"));
+	ASSERT_GT(kvt_stat(1, "io_errors"), 0);
+	ASSERT_EQ(gen, kvt_stat(1, "generation"));
+	/* What the process wrote is still what it reads. */
+	ASSERT_EQ(-1, check_fd(fd, 0, len, SEED(2)));
+	close(fd);
+
+	ASSERT_EQ(-EIO, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_TRUE(tier_state_is(1, "detached"));
+
+	ASSERT_EQ(0, ce_table(sectors, "linear", lin));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	ASSERT_EQ(gen, kvt_stat(1, "generation"));
+	ASSERT_EQ(-1, check_name(1, "committed", len, SEED(1)));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, run_cmd("dmsetup remove " CE_DM));
+	loop_detach(lfd, CE_IMG);
+}
+
 /*
  * One data block of a region changed on the raw device while the module
  * was unloaded (found by searching the device for the page's bytes, and
@@ -1408,10 +1470,12 @@ static int attach_meta(const char *dev, const unsigned char *meta, size_t len,
 
 /*
  * A damaged, newer or incompatible namespace is refused without writing
- * to it; one damaged superblock copy is survived from the other.
+ * to it; one damaged superblock copy, or the checkpoint the newest copy
+ * names, is survived from the other copy.
  */
 TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 {
+	struct kvtier_region_entry entry;
 	unsigned char *orig, *img;
 	struct kvtier_disk_super *s0, *s1, sb;
 	unsigned long long area[2];
@@ -1465,11 +1529,23 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 
-	/* The checkpoint the newest copy names, or both: damaged. */
+	/*
+	 * The checkpoint the newest copy names: the older generation is used
+	 * (its region is still pinned: the newest commit unpinned it). Both:
+	 * refused.
+	 */
 	memcpy(img, orig, meta_len);
 	img[area[newest] + 200] ^= 0x10;
-	ASSERT_EQ(-EUCLEAN, attach_meta(dev, img, meta_len, &unchanged));
-	ASSERT_TRUE(unchanged);
+	ASSERT_EQ(0, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
+	f1 = tier_open(1);
+	ASSERT_GE(f1, 0);
+	ASSERT_EQ(0, find_name(f1, "d:r", &entry));
+	ASSERT_TRUE(entry.flags & KVTIER_REGION_PINNED);
+	close(f1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	memcpy(img, orig, meta_len);
+	img[area[newest] + 200] ^= 0x10;
 	img[area[1 - newest] + 200] ^= 0x10;
 	ASSERT_EQ(-EUCLEAN, attach_meta(dev, img, meta_len, &unchanged));
 	ASSERT_TRUE(unchanged);
