@@ -70,7 +70,8 @@ static int ctl(char *out, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
-	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s 2>&1",
+	/* No terminal: attach --format must never wait for an answer here. */
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s </dev/null 2>&1",
 		 repo_root(), repo_root(), args);
 	p = popen(cmd, "r");
 	if (!p)
@@ -103,6 +104,30 @@ static int count_lines(const char *s)
 	for (; *s; s++)
 		n += *s == '\n';
 	return n;
+}
+
+/*
+ * kvtierctl ARGS on a terminal (script(1) gives it a pty) that answers
+ * @answer to its question; its output in @out, its exit status returned.
+ */
+static int ctl_tty(char *out, const char *answer, const char *args)
+{
+	char cmd[PATH_MAX * 2 + 1200];
+	size_t n = 0, r;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd),
+		 "echo %s | script -qec 'LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s' /dev/null 2>&1",
+		 answer, repo_root(), repo_root(), args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while ((r = fread(out + n, 1, OUT_LEN - 1 - n, p)) > 0)
+		n += r;
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static int run(const char *fmt, ...)
@@ -184,6 +209,8 @@ TEST_F_TIMEOUT(ctl, attach_nvme, 300)
  */
 TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
 {
+	char args[256];
+
 	if (!self->ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
 	ASSERT_EQ(0, run("mkfs.ext4 -q -F %s >/dev/null 2>&1", self->ns1));
@@ -193,7 +220,7 @@ TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
 	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns1));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "is mounted on " MNT));
-	ASSERT_EQ(1, ctl(self->out, "attach --format --force 1 %s", self->ns1));
+	ASSERT_EQ(1, ctl(self->out, "attach --format --yes --force 1 %s", self->ns1));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "a device in use is never formatted"));
 	EXPECT_EQ(NULL, strstr(self->out, "destroying"));
@@ -214,7 +241,21 @@ TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
 	EXPECT_NE(NULL, strstr(self->out, "holds a foreign signature or data (see dmesg); use attach --format to destroy it"));
 	ASSERT_TRUE(tier_is(1, "none"));
 
-	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", self->ns1));
+	/* --format asks first: no terminal, no --yes: nothing happens. */
+	ASSERT_EQ(2, ctl(self->out, "attach --format 1 %s", self->ns1));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "pass --yes (nothing written)"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	snprintf(args, sizeof(args), "attach --format 1 %s", self->ns1);
+	ASSERT_EQ(1, ctl_tty(self->out, "n", args));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "destroying everything on it? [y/N]"));
+	EXPECT_NE(NULL, strstr(self->out, "not confirmed"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", self->ns1));
+	EXPECT_NE(NULL, strstr(self->out, "ext4 signature"));
+
+	ASSERT_EQ(0, ctl(self->out, "attach --format --yes 1 %s", self->ns1));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "--format: destroying an ext4 signature on"));
 	EXPECT_NE(NULL, strstr(self->out, "kvtier1: formatted and attached"));
@@ -279,7 +320,7 @@ TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 {
 	const char *ns = self->ns1 ? self->ns1 : self->ns0;
 
-	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", ns));
+	ASSERT_EQ(0, ctl(self->out, "attach --format --yes 1 %s", ns));
 	ASSERT_EQ(0, ctl(self->out, "detach 1"));
 
 	ASSERT_LT(0, edit_supers(ns, damage_super));
@@ -289,7 +330,7 @@ TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 	EXPECT_NE(NULL, strstr(self->out, "damaged kvtier metadata on "));
 	EXPECT_NE(NULL, strstr(self->out, ": see dmesg; attach --format to start over (loses all persistent regions)"));
 	ASSERT_TRUE(tier_is(1, "none"));
-	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", ns));
+	ASSERT_EQ(0, ctl(self->out, "attach --format --yes 1 %s", ns));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "--format: destroying a damaged kvtier format"));
 	ASSERT_TRUE(tier_is(1, ns));
@@ -300,7 +341,7 @@ TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "has a newer kvtier format than this module"));
 	ASSERT_TRUE(tier_is(1, "none"));
-	ASSERT_EQ(0, ctl(self->out, "attach --format 1 %s", ns));
+	ASSERT_EQ(0, ctl(self->out, "attach --format --yes 1 %s", ns));
 	ASSERT_TRUE(tier_is(1, ns));
 	ASSERT_EQ(0, ctl(self->out, "detach 1"));
 }

@@ -11,7 +11,7 @@
 
 #include "ctl.h"
 
-enum { OPT_FORCE, OPT_FORMAT, OPT_NR };
+enum { OPT_FORCE, OPT_FORMAT, OPT_YES, OPT_NR };
 
 static void print_identify(const char *path, const struct kvt_nvme_id *id)
 {
@@ -79,6 +79,19 @@ static void report_destroy(const char *path, const struct kvt_devcheck *c)
 			c->signature, path);
 }
 
+/* Ask on the terminal whether to format @path; true for "y" or "yes". */
+static bool confirm_format(const char *path, unsigned int id)
+{
+	char line[16];
+
+	fprintf(stderr, "kvtierctl: format %s for kvtier%u, destroying everything on it? [y/N] ",
+		path, id);
+	if (!fgets(line, sizeof(line), stdin))
+		return false;
+	line[strcspn(line, "\n")] = '\0';
+	return !strcasecmp(line, "y") || !strcasecmp(line, "yes");
+}
+
 /* The kernel refused backing_dev or format: say why in its terms. */
 static int attach_error(unsigned int id, const char *path, bool format, int err)
 {
@@ -121,7 +134,7 @@ int cmd_attach(const struct cmd *cmd, int argc, char **argv)
 	bool format;
 	int first, ret;
 
-	first = parse_opts(cmd, argc, argv, "fF", opt);
+	first = parse_opts(cmd, argc, argv, "fFy", opt);
 	if (first < 0)
 		return EXIT_USAGE;
 	if (opt_json)
@@ -130,6 +143,11 @@ int cmd_attach(const struct cmd *cmd, int argc, char **argv)
 		return usage_error(cmd, "attach: need TIER (0..%d) and DEVICE",
 				   KVT_MAX_TIERS - 1);
 	format = opt[OPT_FORMAT];
+	if (opt[OPT_YES] && !format)
+		return usage_error(cmd, "attach: --yes only goes with --format");
+	/* Scripts say --yes; a prompt nobody can answer would only hang. */
+	if (format && !opt[OPT_YES] && !isatty(STDIN_FILENO))
+		return usage_error(cmd, "attach --format: stdin is not a terminal to confirm on; pass --yes (nothing written)");
 	path = argv[first + 1];
 	ret = tier_check(id);
 	if (!ret && format && !has_format_attr(id))
@@ -165,6 +183,8 @@ int cmd_attach(const struct cmd *cmd, int argc, char **argv)
 
 	if (format) {
 		report_destroy(path, &c);
+		if (!opt[OPT_YES] && !confirm_format(path, id))
+			return fail("not formatting %s: not confirmed", path);
 		ret = kvtier_format(id, path);
 	} else {
 		ret = kvtier_attach(id, path);

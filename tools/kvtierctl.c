@@ -23,13 +23,16 @@ static const struct cmd cmds[] = {
 	  "options:\n"
 	  "  -j, --json           a JSON array, one object per tier\n",
 	  cmd_status },
-	{ "attach", "[--force] [--format] TIER DEVICE",
+	{ "attach", "[--force] [--format [--yes]] TIER DEVICE",
 	  "identify DEVICE, check it is unused, attach it as TIER's namespace",
 	  "options:\n"
 	  "  -f, --force          attach even a non-NVMe, mounted-looking, signed\n"
 	  "                       or small device (the kernel's own checks stay)\n"
 	  "  -F, --format         write a fresh kvtier format first, destroying\n"
-	  "                       what DEVICE holds (never a device in use)\n",
+	  "                       what DEVICE holds (never a device in use);\n"
+	  "                       asks for confirmation on a terminal\n"
+	  "  -y, --yes            with --format: do not ask (needed when stdin\n"
+	  "                       is not a terminal)\n",
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
 	{ "stat", "[-i SECONDS] [-c COUNT] [TIER]",
@@ -137,6 +140,7 @@ static const struct option all_opts[] = {
 	{ "json", no_argument, NULL, 'j' },
 	{ "force", no_argument, NULL, 'f' },
 	{ "format", no_argument, NULL, 'F' },
+	{ "yes", no_argument, NULL, 'y' },
 	{ "tier", required_argument, NULL, 't' },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "count", required_argument, NULL, 'c' },

@@ -31,7 +31,7 @@ fresh() { rm -rf "$KVTIERCTL_SYSROOT"; cp -r "$here/sysroot" "$KVTIERCTL_SYSROOT
 expect() {
 	local rc=$1 pat=$2 name=$3 out st
 	shift 4
-	out=$("$ctl" "$@" 2>&1)
+	out=$("$ctl" "$@" </dev/null 2>&1)
 	st=$?
 	if [[ $st -eq $rc ]] && grep -qE -- "$pat" <<<"$out"; then
 		ok "$name"
@@ -137,7 +137,9 @@ expect 2 'bad count' "stat -c x: exit 2" -- stat -c x
 expect 2 'bad option' "stat --bogus: exit 2" -- stat --bogus
 expect 2 'unknown command' "unknown command: exit 2" -- frobnicate
 expect 0 'usage: kvtierctl stat' "stat --help" -- stat --help
-expect 1 'not a block device' "attach --format of a character device: exit 1" -- attach --format 0 /dev/null
+expect 1 'not a block device' "attach --format of a character device: exit 1" -- attach --format --yes 0 /dev/null
+expect 2 'pass --yes \(nothing written\)' "attach --format without a terminal or --yes: exit 2" -- attach --format 0 /dev/null
+expect 2 '--yes only goes with --format' "attach --yes without --format: exit 2" -- attach --yes 0 /dev/null
 expect 1 'not a block device' "attach of a character device: exit 1" -- attach 0 /dev/null
 expect 1 'No such file' "attach of a missing path: exit 1" -- attach 0 /nonexistent/dev
 expect 2 'need TIER' "attach without DEVICE: exit 2" -- attach 0
@@ -145,7 +147,7 @@ expect 2 'need TIER' "attach without DEVICE: exit 2" -- attach 0
 fresh
 rm "$cls/format"
 expect 1 'no format attribute.*nothing written' "attach --format, module without format: exit 1" \
-	-- attach --format 0 /dev/null
+	-- attach --format --yes 0 /dev/null
 
 # persist: arguments and names are checked before any ioctl.
 fresh
