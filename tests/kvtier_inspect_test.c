@@ -59,28 +59,6 @@ static int file_contains(const char *file, const char *needle)
 	return found;
 }
 
-static sigjmp_buf sigbus_jmp;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(sigbus_jmp, 1);
-}
-
-static int touch_or_sigbus(volatile unsigned char *p)
-{
-	static volatile int got;
-
-	got = 0;
-	signal(SIGBUS, on_sigbus);
-	if (!sigsetjmp(sigbus_jmp, 1))
-		(void)p[0];
-	else
-		got = 1;
-	signal(SIGBUS, SIG_DFL);
-	return got;
-}
-
 FIXTURE(tier) {
 	int fd;
 };
@@ -332,7 +310,7 @@ TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
 		 sectors);
 	ASSERT_EQ(0, system(table));
 
-	ASSERT_EQ(1, touch_or_sigbus(p + PAGE));
+	ASSERT_EQ(1, kvt_touch_or_sigbus(p + PAGE));
 	ASSERT_EQ(-1, pread(fd1, buf, 8, 3 * PAGE));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_EQ(0, kvt_tier_read(1, "state", buf, sizeof(buf)));
@@ -402,7 +380,7 @@ TEST_F_TIMEOUT(tier, checksum_catches_corruption, 300)
 	memset(junk, 0xa5, MiB);
 	ASSERT_EQ(0, kvt_dev_write(ns0, junk, MiB, kvt_slot_offset(&sb, 0)));
 
-	ASSERT_EQ(1, touch_or_sigbus(a + 5 * PAGE));
+	ASSERT_EQ(1, kvt_touch_or_sigbus(a + 5 * PAGE));
 	ASSERT_EQ(-1, pread(self->fd, buf, 8, 9 * PAGE));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_GT(kvt_stat(0, "checksum_errors"), 0);

@@ -51,25 +51,6 @@
 #define PHASE_SECS	120	/* a phase that takes longer has hung */
 #define LAT_BUCKETS	26
 
-static char repo[PATH_MAX];
-
-/* <repo> from /proc/self/exe = <repo>/build/tests/kvtier_latency_test. */
-static const char *repo_root(void)
-{
-	ssize_t n;
-	int i;
-
-	if (*repo)
-		return repo;
-	n = readlink("/proc/self/exe", repo, sizeof(repo) - 1);
-	if (n <= 0)
-		return NULL;
-	repo[n] = '\0';
-	for (i = 0; i < 3; i++)
-		*strrchr(repo, '/') = '\0';
-	return repo;
-}
-
 static int run(const char *fmt, ...)
 {
 	char cmd[1024];
@@ -169,8 +150,8 @@ FIXTURE_SETUP(lat)
 	self->ns1 = kvt_ns("KVTIER_NS1");
 	if (!self->ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	ASSERT_NE(NULL, repo_root());
-	snprintf(path, sizeof(path), "%s/tools/kvtierctl", repo_root());
+	ASSERT_NE(NULL, kvt_repo_root());
+	snprintf(path, sizeof(path), "%s/tools/kvtierctl", kvt_repo_root());
 	if (access(path, X_OK))
 		SKIP(return, "tools/kvtierctl not built (make tools)");
 	if (system("command -v dmsetup >/dev/null"))
@@ -246,7 +227,7 @@ static int phase_run(FIXTURE_DATA(lat) *self, struct phase *ph)
 		return -1;
 	snprintf(cmd, sizeof(cmd),
 		 "LD_LIBRARY_PATH=%s/lib exec %s/tools/kvtierctl stat --json -i 1 -c %d 0",
-		 repo_root(), repo_root(), SAMPLES);
+		 kvt_repo_root(), kvt_repo_root(), SAMPLES);
 	self->ctl = popen(cmd, "r");
 	if (!self->ctl)
 		return -1;

@@ -353,28 +353,6 @@ static const struct kvtier_disk_region *ckpt_region(const struct ckpt *c,
 	return NULL;
 }
 
-static sigjmp_buf sigbus_jmp;
-
-static void on_sigbus(int sig)
-{
-	(void)sig;
-	siglongjmp(sigbus_jmp, 1);
-}
-
-static int touch_or_sigbus(volatile unsigned char *p)
-{
-	static volatile int got;
-
-	got = 0;
-	signal(SIGBUS, on_sigbus);
-	if (!sigsetjmp(sigbus_jmp, 1))
-		(void)p[0];
-	else
-		got = 1;
-	signal(SIGBUS, SIG_DFL);
-	return got;
-}
-
 /*
  * Run @fn(@fds) in a child as uid @uid, gid @gid, no supplementary groups;
  * @fds are files of the tier opened as root (the device node is root's).
@@ -1352,7 +1330,7 @@ TEST_F_TIMEOUT(persist, corrupt_block_after_reload, 300)
 	ASSERT_GE(fd, 0);
 	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
-	ASSERT_EQ(1, touch_or_sigbus(p + bad_page * PAGE + 100));
+	ASSERT_EQ(1, kvt_touch_or_sigbus(p + bad_page * PAGE + 100));
 	ASSERT_EQ(-1, pread(fd, buf, 8, bad_page * PAGE));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_GT(kvt_stat(0, "checksum_errors"), 0);

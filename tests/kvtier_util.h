@@ -15,7 +15,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvtier_format.h>
+#include <limits.h>
 #include <linux/loop.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -432,6 +435,47 @@ static inline unsigned long long kvt_slot_offset(const struct kvtier_disk_super 
 						 unsigned long long slot)
 {
 	return (le64toh(sb->data_start) + slot) * KVTIER_BLOCK_SIZE;
+}
+
+/* The repository: /proc/self/exe is <repo>/build/tests/<program>. */
+static inline const char *kvt_repo_root(void)
+{
+	static char repo[PATH_MAX];
+	ssize_t n;
+	int i;
+
+	if (*repo)
+		return repo;
+	n = readlink("/proc/self/exe", repo, sizeof(repo) - 1);
+	if (n <= 0)
+		return NULL;
+	repo[n] = '\0';
+	for (i = 0; i < 3; i++)
+		*strrchr(repo, '/') = '\0';
+	return repo;
+}
+
+static sigjmp_buf kvt_sigbus_jmp;
+
+static inline void kvt_on_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(kvt_sigbus_jmp, 1);
+}
+
+/* Read one byte at @p: 1 if that raised SIGBUS, 0 if it did not. */
+static inline int kvt_touch_or_sigbus(volatile unsigned char *p)
+{
+	static volatile int got;
+
+	got = 0;
+	signal(SIGBUS, kvt_on_sigbus);
+	if (!sigsetjmp(kvt_sigbus_jmp, 1))
+		(void)p[0];
+	else
+		got = 1;
+	signal(SIGBUS, SIG_DFL);
+	return got;
 }
 
 #endif /* KVTIER_TEST_UTIL_H */

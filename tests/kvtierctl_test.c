@@ -39,40 +39,14 @@
 #define SMALL_IMG	"/tmp/kvtierctl-small.img"
 #define NOBODY		65534
 
-static char repo[PATH_MAX];
-
-/* <repo> from /proc/self/exe = <repo>/build/tests/kvtierctl_test. */
-static const char *repo_root(void)
-{
-	ssize_t n;
-	int i;
-
-	if (*repo)
-		return repo;
-	n = readlink("/proc/self/exe", repo, sizeof(repo) - 1);
-	if (n <= 0)
-		return NULL;
-	repo[n] = '\0';
-	for (i = 0; i < 3; i++)
-		*strrchr(repo, '/') = '\0';
-	return repo;
-}
-
 /* Run "kvtierctl ARGS" through sh; its stdout and stderr in @out. */
-static int ctl(char *out, const char *fmt, ...)
+/* Run shell command @cmd: its output in @out, its exit status returned. */
+static int capture(const char *cmd, char *out)
 {
-	char args[1024], cmd[PATH_MAX * 2 + 1200];
 	size_t n = 0, r;
-	va_list ap;
 	FILE *p;
 	int st;
 
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	/* No terminal: attach --format must never wait for an answer here. */
-	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s </dev/null 2>&1",
-		 repo_root(), repo_root(), args);
 	p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -81,6 +55,20 @@ static int ctl(char *out, const char *fmt, ...)
 	out[n] = '\0';
 	st = pclose(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int ctl(char *out, const char *fmt, ...)
+{
+	char args[1024], cmd[PATH_MAX * 2 + 1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	/* No terminal: attach --format must never wait for an answer here. */
+	snprintf(cmd, sizeof(cmd), "LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s </dev/null 2>&1",
+		 kvt_repo_root(), kvt_repo_root(), args);
+	return capture(cmd, out);
 }
 
 /* kvtierctl ARGS | python3: 0 when the JSON parses and @expr holds on d. */
@@ -93,7 +81,7 @@ static int ctl_json(const char *args, const char *expr)
 		 "import json, sys\n"
 		 "d = [json.loads(l) for l in sys.stdin] if %d else json.load(sys.stdin)\n"
 		 "assert %s, d\n'",
-		 repo_root(), repo_root(), args, !strncmp(args, "stat", 4), expr);
+		 kvt_repo_root(), kvt_repo_root(), args, !strncmp(args, "stat", 4), expr);
 	return system(cmd);
 }
 
@@ -113,21 +101,11 @@ static int count_lines(const char *s)
 static int ctl_tty(char *out, const char *answer, const char *args)
 {
 	char cmd[PATH_MAX * 2 + 1200];
-	size_t n = 0, r;
-	FILE *p;
-	int st;
 
 	snprintf(cmd, sizeof(cmd),
 		 "echo %s | script -qec 'LD_LIBRARY_PATH=%s/lib %s/tools/kvtierctl %s' /dev/null 2>&1",
-		 answer, repo_root(), repo_root(), args);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while ((r = fread(out + n, 1, OUT_LEN - 1 - n, p)) > 0)
-		n += r;
-	out[n] = '\0';
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		 answer, kvt_repo_root(), kvt_repo_root(), args);
+	return capture(cmd, out);
 }
 
 static int run(const char *fmt, ...)
@@ -156,7 +134,7 @@ FIXTURE_SETUP(ctl)
 	self->ns1 = kvt_ns("KVTIER_NS1");
 	if (!self->ns0)
 		SKIP(return, "no namespace in KVTIER_NS0");
-	ASSERT_NE(NULL, repo_root());
+	ASSERT_NE(NULL, kvt_repo_root());
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_EQ(0, kvt_load("num_tiers=2"));
 }
