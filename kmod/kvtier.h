@@ -114,6 +114,10 @@ struct kvtier_slots {
  * @commit_work: commits in the background (slots a region let go of)
  * @dropping: persistent regions are being forgotten, not deleted: their
  *            slots are freed in memory only (detach, failed attach)
+ * @bad_copy: superblock copy (0 or 1) found damaged at attach, or the one
+ *            whose checkpoint was: the metadata has no second good
+ *            generation until a commit rewrites that copy; -1 when none
+ *            (sysfs state "degraded")
  */
 struct kvtier_store {
 	struct mutex lock;		/* commits; see above */
@@ -133,6 +137,7 @@ struct kvtier_store {
 	s64 committed_changes;
 	struct work_struct commit_work;
 	bool dropping;
+	int bad_copy;
 };
 
 #define KVTIER_NO_SLOT		ULONG_MAX

@@ -382,6 +382,8 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 		goto out;
 	st->generation = gen;
 	st->committed_changes = changes;
+	if (READ_ONCE(st->bad_copy) == gen % 2)
+		WRITE_ONCE(st->bad_copy, -1);
 	kvtier_count(tier, KVT_STAT_COMMIT, 1);
 	kvtier_store_release(tier);
 out:
@@ -733,6 +735,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_region) != 128);
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
+	st->bad_copy = -1;
 	if (format)
 		return kvtier_store_format(tier, nr_blocks);
 	if (nr_blocks < 17)
@@ -788,9 +791,11 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 		ret = kvtier_store_format(tier, nr_blocks);
 		goto out;
 	}
-	if (state[!best] == KVT_SB_DAMAGED)
+	if (state[!best] == KVT_SB_DAMAGED) {
 		dev_warn(&tier->dev, "%s: superblock copy %d is damaged; using copy %d (generation %llu)\n",
 			 path, !best, best, le64_to_cpu(sb[best]->generation));
+		st->bad_copy = !best;
+	}
 	ret = kvtier_store_use(tier, sb[best], nr_blocks);
 	/*
 	 * The newest checkpoint is damaged but the other copy is valid: a
@@ -803,6 +808,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 		dev_warn(&tier->dev, "%s: falling back to superblock copy %d (generation %llu)\n",
 			 path, !best, le64_to_cpu(sb[!best]->generation));
 		ret = kvtier_store_use(tier, sb[!best], nr_blocks);
+		st->bad_copy = best;
 	}
 	if (ret == -EUCLEAN)
 		dev_err(&tier->dev, "%s: kvtier metadata damaged; refusing to attach (write the path to 'format' to start over)\n",

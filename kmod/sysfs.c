@@ -83,8 +83,10 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 	mutex_unlock(&tier->lock);
 	if (!attached)
 		return sysfs_emit(buf, "detached\n");
-	return sysfs_emit(buf, "%s\n", READ_ONCE(tier->first_error) ?
-			  "error" : "attached");
+	if (READ_ONCE(tier->first_error))
+		return sysfs_emit(buf, "error\n");
+	return sysfs_emit(buf, "%s\n", READ_ONCE(tier->store.bad_copy) >= 0 ?
+			  "degraded" : "attached");
 }
 static DEVICE_ATTR_RO(state);
 

@@ -1495,11 +1495,20 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 	ASSERT_TRUE(unchanged);
 	ASSERT_TRUE(tier_state_is(1, "detached"));
 
-	/* One copy, then the other: attached from the valid one. */
+	/*
+	 * One copy, then the other: attached from the valid one, "degraded"
+	 * until commits have rewritten the damaged copy.
+	 */
 	memcpy(img, orig, meta_len);
 	img[newest * PAGE + 30] ^= 0x01;	/* uuid */
 	ASSERT_EQ(0, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(tier_state_is(1, "degraded"));
 	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
+	f1 = tier_open(1);
+	ASSERT_EQ(0, set_flags(f1, "d:r", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(0, set_flags(f1, "d:r", 0, KVTIER_REGION_PINNED, 0));
+	close(f1);
+	ASSERT_TRUE(tier_state_is(1, "attached"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	memcpy(img, orig, meta_len);
 	img[(1 - newest) * PAGE + 30] ^= 0x01;
@@ -1515,6 +1524,7 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 	memcpy(img, orig, meta_len);
 	img[area[newest] + 200] ^= 0x10;
 	ASSERT_EQ(0, attach_meta(dev, img, meta_len, &unchanged));
+	ASSERT_TRUE(tier_state_is(1, "degraded"));
 	ASSERT_EQ(-1, check_name(1, "d:r", MiB, 90));
 	f1 = tier_open(1);
 	ASSERT_GE(f1, 0);
