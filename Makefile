@@ -106,6 +106,8 @@ install: lib tools dkms-install
 	$(MAKE) -C lib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	install -D -m 0644 include/uapi/linux/kvtier.h $(DESTDIR)$(PREFIX)/include/linux/kvtier.h
+	install -D -m 0644 include/uapi/linux/kvtier_format.h \
+		$(DESTDIR)$(PREFIX)/include/linux/kvtier_format.h
 	install -D -m 0644 udev/60-kvtier.rules $(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
 	if [ -z "$(DESTDIR)" ]; then \
 		ldconfig; \
