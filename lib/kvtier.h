@@ -6,12 +6,18 @@
  * success and a negative errno on failure; errno itself is not relied on.
  * One man page per function: kvtier_tier_open(3), kvtier_tier_info(3),
  * kvtier_attach(3), kvtier_format(3), kvtier_region_list(3),
- * kvtier_region_unlink(3), kvtier_region_setflags(3).
+ * kvtier_region_unlink(3), kvtier_region_setflags(3), kvtier_region_open(3),
+ * kvtier_region_map(3), kvtier_region_read(3), kvtier_region_prefetch(3),
+ * kvtier_region_pin(3), kvtier_region_sync(3), kvtier_region_info(3),
+ * kvtier_gpu_register(3), kvtier_tier_stats(3), kvtier_xfer_create(3),
+ * kvtier_xfer_store(3), kvtier_xfer_poll(3).
  */
 #ifndef LIBKVTIER_H
 #define LIBKVTIER_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <linux/kvtier.h>
 
@@ -35,6 +41,82 @@ int kvtier_region_list(struct kvtier_tier *tier,
 int kvtier_region_unlink(struct kvtier_tier *tier, const char *name);
 int kvtier_region_setflags(struct kvtier_tier *tier, const char *name,
 			   unsigned int set, unsigned int clear);
+
+/*
+ * Regions: a struct kvtier_region is one open file of the tier bound to a
+ * region (unnamed or named), and at most one whole-region mapping of it.
+ */
+struct kvtier_region;
+
+int kvtier_region_create(struct kvtier_tier *tier, uint64_t size,
+			 struct kvtier_region **regionp);
+int kvtier_region_open(struct kvtier_tier *tier, const char *name,
+		       uint64_t size, unsigned int flags, unsigned int mode,
+		       struct kvtier_region **regionp);
+void kvtier_region_close(struct kvtier_region *region);
+int kvtier_region_fd(const struct kvtier_region *region);
+int kvtier_region_map(struct kvtier_region *region, int prot, void **addrp);
+int kvtier_region_unmap(struct kvtier_region *region);
+ssize_t kvtier_region_read(struct kvtier_region *region, void *buf,
+			   size_t len, uint64_t offset);
+ssize_t kvtier_region_write(struct kvtier_region *region, const void *buf,
+			    size_t len, uint64_t offset);
+int kvtier_region_prefetch(struct kvtier_region *region, uint64_t offset,
+			   uint64_t len);
+int kvtier_region_cold(struct kvtier_region *region, uint64_t offset,
+		       uint64_t len);
+int kvtier_region_pin(struct kvtier_region *region, uint64_t offset,
+		      uint64_t len);
+int kvtier_region_unpin(struct kvtier_region *region, uint64_t offset,
+			uint64_t len);
+int kvtier_region_sync(struct kvtier_region *region);
+int kvtier_region_info(struct kvtier_region *region,
+		       struct kvtier_region_info *info);
+
+/* GPU ranges placed by the CUDA shim (KVTIER_IOC_GPU_REGISTER). */
+int kvtier_gpu_register(struct kvtier_tier *tier,
+			const struct kvtier_gpu_range *range);
+int kvtier_gpu_unregister(struct kvtier_tier *tier, uint64_t va);
+
+/* debugfs "stats" of tier @id (root): name/value pairs, free() the array. */
+struct kvtier_stat {
+	char name[48];
+	int64_t value;
+};
+
+int kvtier_tier_stats(unsigned int id, struct kvtier_stat **statsp,
+		      size_t *countp);
+
+/*
+ * Block offload: store N blocks of block_bytes from host or (with
+ * KVTIER_XFER_CUDA) device buffers at region offsets, and restore them,
+ * asynchronously. A ticket names one store or restore call.
+ */
+#define KVTIER_XFER_CUDA	(1U << 0)
+
+struct kvtier_xfer_attr {
+	size_t block_bytes;		/* bytes per block, > 0 */
+	unsigned int staging_buffers;	/* pinned staging buffers; 0: 4 */
+	size_t staging_bytes;		/* bytes each; 0: 8 MiB */
+	unsigned int flags;		/* KVTIER_XFER_* */
+	int cuda_device;		/* with KVTIER_XFER_CUDA */
+	uint64_t reserved[4];		/* zero */
+};
+
+struct kvtier_xfer;
+
+int kvtier_xfer_create(struct kvtier_region *region,
+		       const struct kvtier_xfer_attr *attr,
+		       struct kvtier_xfer **xferp);
+void kvtier_xfer_destroy(struct kvtier_xfer *xfer);
+int kvtier_xfer_store(struct kvtier_xfer *xfer, void *const *bufs,
+		      const uint64_t *offsets, unsigned int n,
+		      uint64_t *ticketp);
+int kvtier_xfer_restore(struct kvtier_xfer *xfer, void *const *bufs,
+			const uint64_t *offsets, unsigned int n,
+			uint64_t *ticketp);
+int kvtier_xfer_poll(struct kvtier_xfer *xfer, uint64_t ticket);
+int kvtier_xfer_wait(struct kvtier_xfer *xfer, uint64_t ticket);
 
 #ifdef __cplusplus
 }

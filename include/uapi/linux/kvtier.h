@@ -171,6 +171,86 @@ struct kvtier_region_flags {
 	__u64 reserved;
 };
 
+/**
+ * struct kvtier_region_info - KVTIER_IOC_REGION_INFO result
+ * @name: NUL-terminated; empty for an unnamed region
+ * @id: the region's id in the tier (debugfs "regions" and tracepoints)
+ * @size: bytes
+ * @resident: bytes in the host pool
+ * @namespace: bytes of namespace slots held
+ * @dirty: resident bytes newer than their namespace copy
+ * @pinned: bytes pinned in host memory (KVTIER_IOC_PIN)
+ * @faults: page faults served
+ * @refaults: of those, pages read back from the namespace
+ * @gpu_bytes: bytes of the region registered as GPU ranges (KVTIER_GPU_HMM)
+ * @owner: uid of the creator
+ * @mode: permission bits
+ * @users: open files bound to it
+ * @flags: KVTIER_OPEN_PERSISTENT, KVTIER_OPEN_RDONLY (this file is bound
+ *         read-only), KVTIER_REGION_PINNED
+ * @error: the region's sticky first write-back error (negative errno), or 0
+ * @reserved: zero
+ *
+ * Asked of a file bound to a region (ENXIO otherwise). Byte counts are a
+ * snapshot taken without stopping the region.
+ */
+struct kvtier_region_info {
+	char name[KVTIER_NAME_MAX];
+	__u64 id;
+	__u64 size;
+	__u64 resident;
+	__u64 namespace;
+	__u64 dirty;
+	__u64 pinned;
+	__u64 faults;
+	__u64 refaults;
+	__u64 gpu_bytes;
+	__u32 owner;
+	__u32 mode;
+	__u32 users;
+	__u32 flags;
+	__s32 error;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/* struct kvtier_gpu_range.mode */
+#define KVTIER_GPU_HMM		1	/* a mapping of this tier the GPU reaches through HMM */
+#define KVTIER_GPU_MANAGED	2	/* CUDA managed memory, registered for accounting */
+
+/* Tenant labels: 0 to 31 bytes of 0x21..0x7e, NUL-terminated. */
+#define KVTIER_TENANT_MAX	32
+
+/**
+ * struct kvtier_gpu_range - KVTIER_IOC_GPU_REGISTER / _UNREGISTER argument
+ * @va: start of the range in the caller's address space, page aligned
+ * @length: bytes, > 0, rounded up to the page size
+ * @gpu_uuid: the GPU's 16-byte UUID (cuDeviceGetUuid)
+ * @mode: KVTIER_GPU_*
+ * @flags: zero
+ * @tenant: NUL-terminated label (may be empty)
+ * @reserved: zero
+ *
+ * REGISTER records a GPU allocation the CUDA shim placed: it appears in
+ * debugfs "gpu_ranges" (and, for KVTIER_GPU_HMM, in the gpu_bytes of the
+ * region it lies in) until it is unregistered or the registering file is
+ * closed. A KVTIER_GPU_HMM range must lie inside one MAP_SHARED mapping of
+ * this tier in the caller's address space (EINVAL otherwise). Ranges
+ * registered through one tier may not overlap in one process (EEXIST).
+ * UNREGISTER takes @va of a range this file registered from this process
+ * (ENOENT otherwise); its other fields must be zero or equal those
+ * registered.
+ */
+struct kvtier_gpu_range {
+	__u64 va;
+	__u64 length;
+	__u8 gpu_uuid[16];
+	__u32 mode;
+	__u32 flags;
+	char tenant[KVTIER_TENANT_MAX];
+	__u64 reserved[2];
+};
+
 #define KVTIER_IOC_MAGIC	0xCB
 
 #define KVTIER_IOC_TIER_INFO	_IOR(KVTIER_IOC_MAGIC, 0x00, struct kvtier_tier_info)
@@ -181,5 +261,8 @@ struct kvtier_region_flags {
 #define KVTIER_IOC_REGION_UNLINK _IOW(KVTIER_IOC_MAGIC, 0x05, struct kvtier_region_name)
 #define KVTIER_IOC_REGION_LIST	_IOWR(KVTIER_IOC_MAGIC, 0x06, struct kvtier_region_list)
 #define KVTIER_IOC_REGION_SETFLAGS _IOW(KVTIER_IOC_MAGIC, 0x07, struct kvtier_region_flags)
+#define KVTIER_IOC_REGION_INFO	_IOR(KVTIER_IOC_MAGIC, 0x08, struct kvtier_region_info)
+#define KVTIER_IOC_GPU_REGISTER	_IOW(KVTIER_IOC_MAGIC, 0x09, struct kvtier_gpu_range)
+#define KVTIER_IOC_GPU_UNREGISTER _IOW(KVTIER_IOC_MAGIC, 0x0a, struct kvtier_gpu_range)
 
 #endif /* _UAPI_LINUX_KVTIER_H */
