@@ -137,10 +137,10 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 	struct kvtier_region *r;
 
 	seq_puts(m, "kvtier-regions 1\n");
-	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms\n");
+	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms gpu_bytes\n");
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		seq_printf(m, "%llu %s %u %llu %llu %llu %llu %llu %ld %ld %u\n",
+		seq_printf(m, "%llu %s %u %llu %llu %llu %llu %llu %ld %ld %u %ld\n",
 			   r->id, r->name[0] ? r->name : "-",
 			   from_kuid_munged(&init_user_ns, r->owner),
 			   (u64)r->nr_pages << PAGE_SHIFT,
@@ -150,12 +150,20 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 			   (u64)atomic_long_read(&r->nr_pinned) << PAGE_SHIFT,
 			   atomic_long_read(&r->nr_faults),
 			   atomic_long_read(&r->nr_refaults),
-			   jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)));
+			   jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)),
+			   atomic_long_read(&r->gpu_bytes));
 	}
 	spin_unlock(&tier->regions_lock);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kvtier_regions);
+
+static int kvtier_gpu_ranges_show(struct seq_file *m, void *v)
+{
+	kvtier_gpu_show(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kvtier_gpu_ranges);
 
 static int kvtier_stats_show(struct seq_file *m, void *v)
 {
@@ -203,6 +211,8 @@ void kvtier_debugfs_tier_add(struct kvtier_tier *tier)
 	debugfs_create_file("io", 0400, tier->debugfs, tier, &kvtier_io_fops);
 	debugfs_create_file("regions", 0400, tier->debugfs, tier,
 			    &kvtier_regions_fops);
+	debugfs_create_file("gpu_ranges", 0400, tier->debugfs, tier,
+			    &kvtier_gpu_ranges_fops);
 }
 
 void kvtier_debugfs_tier_remove(struct kvtier_tier *tier)

@@ -14,6 +14,7 @@
  *              format, load at attach, capacity reclaim of regions
  *   tier.c     one tier: its character device and file operations
  *   names.c    named regions: bind by name, permissions, unlink, list
+ *   gpu.c      GPU ranges the CUDA shim registers (accounting, debugfs)
  *   backing.c  attaching and detaching the namespace (block device)
  *   sysfs.c    /sys/class/kvtier/kvtierN/ attributes (knobs)
  *   debugfs.c  /sys/kernel/debug/kvtier/ (stats)
@@ -35,6 +36,7 @@
  *         kvtier_region.pages xa_lock
  *           kvtier_pool.lock
  *             kvtier_slots.lock
+ *   kvtier_tier.gpu_lock is a leaf: nothing else is taken under it.
  */
 #ifndef KVTIER_H
 #define KVTIER_H
@@ -295,6 +297,9 @@ struct kvtier_pool {
  * @regions_lock: protects @regions
  * @regions: every live region of the tier (debugfs "regions")
  * @nr_pinned: pages pinned, plus pins being taken (reserved first)
+ * @gpu_lock: protects @gpu_ranges and @gpu_next_id
+ * @gpu_ranges: GPU ranges registered through the tier's files (gpu.c)
+ * @gpu_next_id: id of the last range registered
  */
 struct kvtier_tier {
 	unsigned int id;
@@ -318,6 +323,9 @@ struct kvtier_tier {
 	spinlock_t regions_lock;	/* protects regions */
 	struct list_head regions;
 	atomic_long_t nr_pinned;
+	spinlock_t gpu_lock;		/* protects gpu_ranges, gpu_next_id */
+	struct list_head gpu_ranges;
+	u64 gpu_next_id;
 };
 
 /* Record the tier's first I/O error; later ones only count. */
@@ -370,6 +378,7 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @persistent: named and kept on the namespace (fixed at creation); its
  *              pages are written copy-on-write (see slots.c)
  * @pinned: never reclaimed for space (KVTIER_REGION_PINNED)
+ * @gpu_bytes: bytes of its mappings registered as KVTIER_GPU_HMM ranges
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -398,6 +407,7 @@ struct kvtier_region {
 	pgoff_t ra_next;
 	bool persistent;
 	bool pinned;
+	atomic_long_t gpu_bytes;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
@@ -510,6 +520,19 @@ void kvtier_region_put_user(struct kvtier_region *region);
 void kvtier_page_free(struct kvtier_page *kp);
 int kvtier_region_sync(struct kvtier_region *region);
 time64_t kvtier_region_last_used(struct kvtier_region *region);
+
+long kvtier_ioctl_region_info(struct file *file,
+			      struct kvtier_region_info __user *uinfo);
+struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma);
+
+/* gpu.c */
+struct seq_file;
+long kvtier_ioctl_gpu_register(struct kvtier_file *kf,
+			       struct kvtier_gpu_range __user *uarg);
+long kvtier_ioctl_gpu_unregister(struct kvtier_file *kf,
+				 struct kvtier_gpu_range __user *uarg);
+void kvtier_gpu_release(struct kvtier_file *kf);
+void kvtier_gpu_show(struct seq_file *m, struct kvtier_tier *tier);
 
 /* names.c */
 long kvtier_ioctl_region_open(struct file *file,

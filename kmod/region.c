@@ -626,6 +626,12 @@ out:
 	return ret;
 }
 
+/* The region @vma maps, or NULL if it is not a mapping of a kvtier file. */
+struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma)
+{
+	return vma->vm_ops == &kvtier_vm_ops ? vma->vm_private_data : NULL;
+}
+
 static struct kvtier_region *kvtier_file_region(struct file *file)
 {
 	struct kvtier_file *kf = file->private_data;
@@ -635,6 +641,43 @@ static struct kvtier_region *kvtier_file_region(struct file *file)
 	region = kf->region;
 	mutex_unlock(&kf->lock);
 	return region;
+}
+
+/* KVTIER_IOC_REGION_INFO. Errors: ENXIO (no region bound), EFAULT. */
+long kvtier_ioctl_region_info(struct file *file,
+			      struct kvtier_region_info __user *uinfo)
+{
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_region *r = kvtier_file_region(file);
+	struct kvtier_region_info info = {};
+
+	if (!r)
+		return -ENXIO;
+	/* name and pinned change under the tier's names mutex: a snapshot. */
+	strscpy(info.name, r->name, sizeof(info.name));
+	info.id = r->id;
+	info.size = (u64)r->nr_pages << PAGE_SHIFT;
+	info.resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;
+	info.namespace = (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT;
+	info.dirty = (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT;
+	info.pinned = (u64)atomic_long_read(&r->nr_pinned) << PAGE_SHIFT;
+	info.faults = atomic_long_read(&r->nr_faults);
+	info.refaults = atomic_long_read(&r->nr_refaults);
+	info.gpu_bytes = atomic_long_read(&r->gpu_bytes);
+	info.owner = from_kuid_munged(current_user_ns(), r->owner);
+	info.mode = r->mode;
+	info.users = refcount_read(&r->users);
+	if (READ_ONCE(r->persistent))
+		info.flags |= KVTIER_OPEN_PERSISTENT;
+	if (READ_ONCE(r->pinned))
+		info.flags |= KVTIER_REGION_PINNED;
+	if (kf->readonly)
+		info.flags |= KVTIER_OPEN_RDONLY;
+	info.error = READ_ONCE(r->err);
+
+	if (copy_to_user(uinfo, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
 }
 
 /* pread: bytes of the region; absent pages read as zero without I/O. */

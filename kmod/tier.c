@@ -51,6 +51,7 @@ static int kvtier_release(struct inode *inode, struct file *file)
 	struct kvtier_file *kf = file->private_data;
 	struct kvtier_tier *tier = kf->tier;
 
+	kvtier_gpu_release(kf);
 	if (kf->region)
 		kvtier_region_put_user(kf->region);
 	iput(kf->inode);
@@ -148,6 +149,12 @@ static long kvtier_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return kvtier_ioctl_region_list(kf->tier, (void __user *)arg);
 	case KVTIER_IOC_REGION_SETFLAGS:
 		return kvtier_ioctl_region_setflags(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_INFO:
+		return kvtier_ioctl_region_info(file, (void __user *)arg);
+	case KVTIER_IOC_GPU_REGISTER:
+		return kvtier_ioctl_gpu_register(kf, (void __user *)arg);
+	case KVTIER_IOC_GPU_UNREGISTER:
+		return kvtier_ioctl_gpu_unregister(kf, (void __user *)arg);
 	case KVTIER_IOC_PIN:
 	case KVTIER_IOC_UNPIN: {
 		struct kvtier_pin pin;
@@ -210,6 +217,8 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
 	atomic_long_set(&tier->nr_pinned, 0);
+	spin_lock_init(&tier->gpu_lock);
+	INIT_LIST_HEAD(&tier->gpu_ranges);
 	kvtier_store_init(&tier->store);
 
 	device_initialize(&tier->dev);
