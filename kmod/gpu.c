@@ -156,6 +156,7 @@ long kvtier_ioctl_gpu_register(struct kvtier_file *kf,
 	g->kf = kf;
 	g->tgid = current->tgid;
 
+	ret = 0;
 	if (g->range.mode == KVTIER_GPU_HMM) {
 		ret = kvtier_gpu_find_region(tier, g->range.va, g->range.length,
 					     &g->region_id);

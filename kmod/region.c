@@ -664,9 +664,10 @@ long kvtier_ioctl_region_info(struct file *file,
 	info.faults = atomic_long_read(&r->nr_faults);
 	info.refaults = atomic_long_read(&r->nr_refaults);
 	info.gpu_bytes = atomic_long_read(&r->gpu_bytes);
-	info.owner = from_kuid_munged(current_user_ns(), r->owner);
+	info.owner = from_kuid_munged(&init_user_ns, r->owner);
 	info.mode = r->mode;
-	info.users = refcount_read(&r->users);
+	/* A linked name holds one user reference of its own. */
+	info.users = refcount_read(&r->users) - (READ_ONCE(r->linked) ? 1 : 0);
 	if (READ_ONCE(r->persistent))
 		info.flags |= KVTIER_OPEN_PERSISTENT;
 	if (READ_ONCE(r->pinned))
