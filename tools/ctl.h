@@ -117,11 +117,32 @@ struct kvt_region {
 	uint64_t owner;
 	uint64_t size, resident, dirty, ns, pinned;
 	uint64_t faults, refaults, idle_ms;
+	uint64_t gpu_bytes;		/* bytes registered as HMM GPU ranges */
+	bool have_gpu_bytes;		/* the module has the gpu_bytes column */
 };
 
 struct kvt_regions {
 	size_t n;
 	struct kvt_region *r;
+};
+
+/* One line of debugfs gpu_ranges (KVTIER_IOC_GPU_REGISTER). */
+#define KVT_GPU_MODE_LEN	16
+#define KVT_GPU_NAME_LEN	64
+#define KVT_TENANT_LEN		32
+
+struct kvt_gpu_range {
+	uint64_t id, pid, va, length;
+	char mode[KVT_GPU_MODE_LEN];	/* "hmm", "managed" */
+	char gpu[KVT_GPU_NAME_LEN];	/* "GPU-<uuid>" */
+	char tenant[KVT_TENANT_LEN];	/* "" when the file says "-" */
+	bool have_region;		/* false for "-" (managed ranges) */
+	uint64_t region;
+};
+
+struct kvt_gpu_ranges {
+	size_t n;
+	struct kvt_gpu_range *g;
 };
 
 int kvt_stats_parse(FILE *f, struct kvt_stats *s);
@@ -131,12 +152,15 @@ const struct kvt_hist *kvt_histset_get(const struct kvt_histset *hs,
 				       const char *name);
 int kvt_regions_parse(FILE *f, struct kvt_regions *rs);
 void kvt_regions_free(struct kvt_regions *rs);
+int kvt_gpu_ranges_parse(FILE *f, struct kvt_gpu_ranges *gs);
+void kvt_gpu_ranges_free(struct kvt_gpu_ranges *gs);
 
 /* Read tier @id's file: 0, -ENOENT when the module has no such file. */
 int tier_stats(unsigned int id, struct kvt_stats *s);
 int tier_latency(unsigned int id, struct kvt_histset *hs);
 int tier_io(unsigned int id, struct kvt_histset *hs);
 int tier_regions(unsigned int id, struct kvt_regions *rs);
+int tier_gpu_ranges(unsigned int id, struct kvt_gpu_ranges *gs);
 
 /* --- metrics.c ---------------------------------------------------------- */
 

@@ -8,6 +8,8 @@
  *                    then "name c0 .. c(N-1)" lines
  *   regions          "kvtier-regions 1", a header naming the columns,
  *                    then one line per region
+ *   gpu_ranges       "kvtier-gpu 1", a header naming the columns, then
+ *                    one line per registered GPU range
  *
  * Lines and columns are looked up by name, and names this version does not
  * know are skipped: the module may add them without a version change. A
@@ -72,6 +74,91 @@ static int check_header(struct reader *r, const char *magic)
 static void copy_name(char *dst, size_t len, const char *src)
 {
 	snprintf(dst, len, "%s", src);
+}
+
+/* Like copy_name, but a token too long for @dst is malformed. */
+static int copy_token(char *dst, size_t len, const char *src)
+{
+	if (strlen(src) >= len)
+		return -EPROTO;
+	copy_name(dst, len, src);
+	return 0;
+}
+
+/* "0x" and 1 to 16 hex digits. */
+static int parse_hex(const char *s, uint64_t *v)
+{
+	size_t i, n;
+
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+		return -EINVAL;
+	s += 2;
+	n = strlen(s);
+	if (!n || n > 16)
+		return -EINVAL;
+	*v = 0;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+		unsigned int d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned int)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned int)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned int)(c - 'A' + 10);
+		else
+			return -EINVAL;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+#define COLS_MAX	32
+
+/*
+ * A header line naming the columns: @cols[i] is the index in @names of
+ * column i, or @nnames for a name this version does not know. Column
+ * @required (an index in @names) must be there.
+ */
+static int parse_col_header(struct reader *r, const char * const *names,
+			    int nnames, int required, int *cols, size_t *ncols)
+{
+	char *tok[COLS_MAX + 1], *line = next_line(r);
+	bool have_required = false;
+	size_t i;
+	int c;
+
+	if (!line)
+		return -EPROTO;
+	*ncols = split(line, tok, COLS_MAX + 1);
+	if (*ncols > COLS_MAX)
+		return -EPROTO;
+	for (i = 0; i < *ncols; i++) {
+		for (c = 0; c < nnames && strcmp(names[c], tok[i]); c++)
+			;
+		cols[i] = c;
+		have_required |= c == required;
+	}
+	return have_required ? 0 : -EPROTO;
+}
+
+/*
+ * @arr (holding @n elements of @size, room for *@cap) with room for one
+ * more: @arr itself, or its reallocation; NULL when out of memory (@arr
+ * is still valid then).
+ */
+static void *grow(void *arr, size_t size, size_t n, size_t *cap)
+{
+	size_t want = *cap ? *cap * 2 : 16;
+	void *p;
+
+	if (n < *cap)
+		return arr;
+	p = realloc(arr, want * size);
+	if (p)
+		*cap = want;
+	return p;
 }
 
 int kvt_stats_parse(FILE *f, struct kvt_stats *s)
@@ -173,26 +260,14 @@ const struct kvt_hist *kvt_histset_get(const struct kvt_histset *hs,
 /* The columns of `regions` this version knows; others are skipped. */
 enum region_col {
 	COL_ID, COL_NAME, COL_OWNER, COL_SIZE, COL_RESIDENT, COL_DIRTY,
-	COL_NS, COL_PINNED, COL_FAULTS, COL_REFAULTS, COL_IDLE, COL_NR,
-	COL_UNKNOWN = COL_NR,
+	COL_NS, COL_PINNED, COL_FAULTS, COL_REFAULTS, COL_IDLE, COL_GPU,
+	COL_NR, COL_UNKNOWN = COL_NR,
 };
 
 static const char * const region_cols[COL_NR] = {
 	"id", "name", "owner", "size", "resident", "dirty", "namespace",
-	"pinned", "faults", "refaults", "idle_ms",
+	"pinned", "faults", "refaults", "idle_ms", "gpu_bytes",
 };
-
-#define REGION_COLS_MAX	32
-
-static enum region_col region_col_of(const char *name)
-{
-	int i;
-
-	for (i = 0; i < COL_NR; i++)
-		if (!strcmp(region_cols[i], name))
-			return (enum region_col)i;
-	return COL_UNKNOWN;
-}
 
 static uint64_t *region_field(struct kvt_region *rg, enum region_col c)
 {
@@ -207,70 +282,38 @@ static uint64_t *region_field(struct kvt_region *rg, enum region_col c)
 	case COL_FAULTS: return &rg->faults;
 	case COL_REFAULTS: return &rg->refaults;
 	case COL_IDLE: return &rg->idle_ms;
+	case COL_GPU: return &rg->gpu_bytes;
 	default: return NULL;
 	}
 }
 
-/* The header line: which column is what. The id column is required. */
-static int parse_region_header(struct reader *r, enum region_col *cols,
-			       size_t *ncols)
+static int parse_region_row(char *line, const int *cols, size_t ncols,
+			    struct kvt_region *rg)
 {
-	char *tok[REGION_COLS_MAX + 1], *line = next_line(r);
-	bool have_id = false;
-	size_t i;
-
-	if (!line)
-		return -EPROTO;
-	*ncols = split(line, tok, REGION_COLS_MAX + 1);
-	if (*ncols > REGION_COLS_MAX)
-		return -EPROTO;
-	for (i = 0; i < *ncols; i++) {
-		cols[i] = region_col_of(tok[i]);
-		have_id |= cols[i] == COL_ID;
-	}
-	return have_id ? 0 : -EPROTO;
-}
-
-static int parse_region_row(char *line, const enum region_col *cols,
-			    size_t ncols, struct kvt_region *rg)
-{
-	char *tok[REGION_COLS_MAX + 1];
+	char *tok[COLS_MAX + 1];
 	uint64_t *field;
 	size_t i;
 
 	memset(rg, 0, sizeof(*rg));
 	strcpy(rg->name, "-");
-	if (split(line, tok, REGION_COLS_MAX + 1) != ncols)
+	if (split(line, tok, COLS_MAX + 1) != ncols)
 		return -EPROTO;
 	for (i = 0; i < ncols; i++) {
+		rg->have_gpu_bytes |= cols[i] == COL_GPU;
 		if (cols[i] == COL_NAME) {
 			copy_name(rg->name, sizeof(rg->name), tok[i]);
 			continue;
 		}
-		field = region_field(rg, cols[i]);
+		field = region_field(rg, (enum region_col)cols[i]);
 		if (field && parse_count(tok[i], field))
 			return -EPROTO;
 	}
 	return 0;
 }
 
-static int regions_grow(struct kvt_regions *rs, size_t *cap)
-{
-	struct kvt_region *r;
-
-	if (rs->n < *cap)
-		return 0;
-	*cap = *cap ? *cap * 2 : 16;
-	r = realloc(rs->r, *cap * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	rs->r = r;
-	return 0;
-}
-
 int kvt_regions_parse(FILE *f, struct kvt_regions *rs)
 {
-	enum region_col cols[REGION_COLS_MAX];
+	int cols[COLS_MAX];
 	struct reader r = { .f = f };
 	size_t ncols = 0, cap = 0;
 	char *line;
@@ -280,11 +323,14 @@ int kvt_regions_parse(FILE *f, struct kvt_regions *rs)
 	rs->r = NULL;
 	ret = check_header(&r, "kvtier-regions");
 	if (!ret)
-		ret = parse_region_header(&r, cols, &ncols);
+		ret = parse_col_header(&r, region_cols, COL_NR, COL_ID, cols,
+				       &ncols);
 	while (!ret && (line = next_line(&r))) {
-		ret = regions_grow(rs, &cap);
-		if (!ret)
-			ret = parse_region_row(line, cols, ncols, &rs->r[rs->n]);
+		struct kvt_region *p = grow(rs->r, sizeof(*p), rs->n, &cap);
+
+		ret = p ? parse_region_row(line, cols, ncols, &p[rs->n]) : -ENOMEM;
+		if (p)
+			rs->r = p;
 		if (!ret)
 			rs->n++;
 	}
@@ -299,6 +345,90 @@ void kvt_regions_free(struct kvt_regions *rs)
 	free(rs->r);
 	rs->r = NULL;
 	rs->n = 0;
+}
+
+/* The columns of `gpu_ranges` this version knows; others are skipped. */
+enum gpu_col {
+	GCOL_ID, GCOL_PID, GCOL_VA, GCOL_LENGTH, GCOL_MODE, GCOL_GPU,
+	GCOL_TENANT, GCOL_REGION, GCOL_NR,
+};
+
+static const char * const gpu_cols[GCOL_NR] = {
+	"id", "pid", "va", "length", "mode", "gpu", "tenant", "region",
+};
+
+static int parse_gpu_field(struct kvt_gpu_range *g, enum gpu_col c,
+			   const char *tok)
+{
+	switch (c) {
+	case GCOL_ID: return parse_u64(tok, &g->id);
+	case GCOL_PID: return parse_u64(tok, &g->pid);
+	case GCOL_VA: return parse_hex(tok, &g->va);
+	case GCOL_LENGTH: return parse_u64(tok, &g->length);
+	case GCOL_MODE: return copy_token(g->mode, sizeof(g->mode), tok);
+	case GCOL_GPU: return copy_token(g->gpu, sizeof(g->gpu), tok);
+	case GCOL_TENANT:
+		return strcmp(tok, "-") ?
+			copy_token(g->tenant, sizeof(g->tenant), tok) : 0;
+	case GCOL_REGION:
+		g->have_region = strcmp(tok, "-");
+		return g->have_region ? parse_u64(tok, &g->region) : 0;
+	default:
+		return 0;	/* a column this version does not know */
+	}
+}
+
+static int parse_gpu_row(char *line, const int *cols, size_t ncols,
+			 struct kvt_gpu_range *g)
+{
+	char *tok[COLS_MAX + 1];
+	size_t i;
+
+	memset(g, 0, sizeof(*g));
+	strcpy(g->mode, "-");
+	strcpy(g->gpu, "-");
+	if (split(line, tok, COLS_MAX + 1) != ncols)
+		return -EPROTO;
+	for (i = 0; i < ncols; i++)
+		if (parse_gpu_field(g, (enum gpu_col)cols[i], tok[i]))
+			return -EPROTO;
+	return 0;
+}
+
+int kvt_gpu_ranges_parse(FILE *f, struct kvt_gpu_ranges *gs)
+{
+	struct reader r = { .f = f };
+	size_t ncols = 0, cap = 0;
+	int cols[COLS_MAX];
+	char *line;
+	int ret;
+
+	gs->n = 0;
+	gs->g = NULL;
+	ret = check_header(&r, "kvtier-gpu");
+	if (!ret)
+		ret = parse_col_header(&r, gpu_cols, GCOL_NR, GCOL_ID, cols,
+				       &ncols);
+	while (!ret && (line = next_line(&r))) {
+		struct kvt_gpu_range *p = grow(gs->g, sizeof(*p), gs->n, &cap);
+
+		ret = p ? parse_gpu_row(line, cols, ncols, &p[gs->n]) : -ENOMEM;
+		if (p)
+			gs->g = p;
+		if (!ret)
+			gs->n++;
+	}
+	free(r.line);
+	if (ret)
+		kvt_gpu_ranges_free(gs);
+	return ret;
+}
+
+void kvt_gpu_ranges_free(struct kvt_gpu_ranges *gs)
+{
+	free(gs->g);
+	gs->g = NULL;
+	gs->n = 0;
 }
 
 /* Open tier @id's debugfs @file: 0 or -errno (-ENOENT: no such file). */
@@ -354,6 +484,20 @@ int tier_regions(unsigned int id, struct kvt_regions *rs)
 	if (ret)
 		return ret;
 	ret = kvt_regions_parse(f, rs);
+	fclose(f);
+	return ret;
+}
+
+int tier_gpu_ranges(unsigned int id, struct kvt_gpu_ranges *gs)
+{
+	FILE *f;
+	int ret = tier_file(id, "gpu_ranges", &f);
+
+	gs->n = 0;
+	gs->g = NULL;
+	if (ret)
+		return ret;
+	ret = kvt_gpu_ranges_parse(f, gs);
 	fclose(f);
 	return ret;
 }
