@@ -212,25 +212,27 @@ const char *owner_name(uint64_t uid, char *buf, size_t len)
 
 void regions_print_row(const struct kvt_region *r, const char *lead)
 {
-	char o[64], s[5][32];
+	char o[64], s[6][32];
 
 	if (lead)
 		printf("%s ", lead);
-	printf("%6llu %-16s %-8s %8s %8s %8s %8s %8s %10llu %9llu %9llu\n",
+	printf("%6llu %-16s %-8s %8s %8s %8s %8s %8s %8s %10llu %9llu %9llu\n",
 	       (unsigned long long)r->id, r->name, owner_name(r->owner, o, sizeof(o)),
 	       fmt_size(s[0], 32, r->size), fmt_size(s[1], 32, r->resident),
 	       fmt_size(s[2], 32, r->dirty), fmt_size(s[3], 32, r->ns),
-	       fmt_size(s[4], 32, r->pinned), (unsigned long long)r->faults,
-	       (unsigned long long)r->refaults, (unsigned long long)r->idle_ms);
+	       fmt_size(s[4], 32, r->pinned),
+	       r->have_gpu_bytes ? fmt_size(s[5], 32, r->gpu_bytes) : "-",
+	       (unsigned long long)r->faults, (unsigned long long)r->refaults,
+	       (unsigned long long)r->idle_ms);
 }
 
 void regions_print_header(const char *lead)
 {
 	if (lead)
 		printf("%s ", lead);
-	printf("%6s %-16s %-8s %8s %8s %8s %8s %8s %10s %9s %9s\n", "ID", "NAME",
-	       "OWNER", "SIZE", "RESIDENT", "DIRTY", "NS", "PINNED", "FAULTS",
-	       "REFAULTS", "IDLE_MS");
+	printf("%6s %-16s %-8s %8s %8s %8s %8s %8s %8s %10s %9s %9s\n", "ID",
+	       "NAME", "OWNER", "SIZE", "RESIDENT", "DIRTY", "NS", "PINNED", "GPU",
+	       "FAULTS", "REFAULTS", "IDLE_MS");
 }
 
 static void print_region_json(const struct kvt_region *r, bool comma)
@@ -238,6 +240,7 @@ static void print_region_json(const struct kvt_region *r, bool comma)
 	bool first = true;
 
 	printf("%s{", comma ? "," : "");
+	json_key_str(stdout, &first, "kind", "region");
 	json_key_u64(stdout, &first, "id", r->id);
 	json_key_str(stdout, &first, "name", r->name);
 	json_key_u64(stdout, &first, "owner", r->owner);
@@ -249,11 +252,65 @@ static void print_region_json(const struct kvt_region *r, bool comma)
 	json_key_u64(stdout, &first, "faults", r->faults);
 	json_key_u64(stdout, &first, "refaults", r->refaults);
 	json_key_u64(stdout, &first, "idle_ms", r->idle_ms);
+	if (r->have_gpu_bytes)
+		json_key_u64(stdout, &first, "gpu_bytes", r->gpu_bytes);
+	else
+		json_key_null(stdout, &first, "gpu_bytes");
 	putchar('}');
 }
 
+/* --- GPU ranges (debugfs gpu_ranges) ------------------------------------ */
+
+static void print_gpu_header(void)
+{
+	printf("%6s %8s %-18s %8s %-7s %-40s %-16s %6s\n", "ID", "PID", "VA",
+	       "LENGTH", "MODE", "GPU", "TENANT", "REGION");
+}
+
+static void print_gpu_row(const struct kvt_gpu_range *g)
+{
+	char va[24], len[32], region[24];
+
+	snprintf(va, sizeof(va), "0x%llx", (unsigned long long)g->va);
+	if (g->have_region)
+		snprintf(region, sizeof(region), "%llu",
+			 (unsigned long long)g->region);
+	else
+		snprintf(region, sizeof(region), "-");
+	printf("%6llu %8llu %-18s %8s %-7s %-40s %-16s %6s\n",
+	       (unsigned long long)g->id, (unsigned long long)g->pid, va,
+	       fmt_size(len, sizeof(len), g->length), g->mode, g->gpu,
+	       g->tenant[0] ? g->tenant : "-", region);
+}
+
+static void print_gpu_json(const struct kvt_gpu_range *g, bool comma)
+{
+	bool first = true;
+
+	printf("%s{", comma ? "," : "");
+	json_key_str(stdout, &first, "kind", "gpu");
+	json_key_u64(stdout, &first, "id", g->id);
+	json_key_u64(stdout, &first, "pid", g->pid);
+	json_key_u64(stdout, &first, "va", g->va);
+	json_key_u64(stdout, &first, "length_bytes", g->length);
+	json_key_str(stdout, &first, "mode", g->mode);
+	json_key_str(stdout, &first, "gpu", g->gpu);
+	json_key_str(stdout, &first, "tenant", g->tenant);
+	if (g->have_region)
+		json_key_u64(stdout, &first, "region", g->region);
+	else
+		json_key_null(stdout, &first, "region");
+	putchar('}');
+}
+
+/*
+ * The regions, then the GPU ranges: both files are read before anything
+ * is printed, so a bad file prints nothing but the error. No gpu_ranges
+ * file is an older module: no GPU table.
+ */
 int cmd_regions(const struct cmd *cmd, int argc, char **argv)
 {
+	struct kvt_gpu_ranges gs;
 	struct kvt_regions rs;
 	unsigned int id;
 	int op, ret;
@@ -270,18 +327,30 @@ int cmd_regions(const struct cmd *cmd, int argc, char **argv)
 	ret = tier_regions(id, &rs);
 	if (ret)
 		return debugfs_error(id, "regions", ret);
-	if (!opt_json)
-		regions_print_header(NULL);
-	else
-		putchar('[');
-	for (i = 0; i < rs.n; i++) {
-		if (opt_json)
-			print_region_json(&rs.r[i], i > 0);
-		else
-			regions_print_row(&rs.r[i], NULL);
+	ret = tier_gpu_ranges(id, &gs);
+	if (ret && ret != -ENOENT) {
+		kvt_regions_free(&rs);
+		return debugfs_error(id, "gpu_ranges", ret);
 	}
-	if (opt_json)
+	if (opt_json) {
+		putchar('[');
+		for (i = 0; i < rs.n; i++)
+			print_region_json(&rs.r[i], i > 0);
+		for (i = 0; i < gs.n; i++)
+			print_gpu_json(&gs.g[i], rs.n + i > 0);
 		puts("]");
+	} else {
+		regions_print_header(NULL);
+		for (i = 0; i < rs.n; i++)
+			regions_print_row(&rs.r[i], NULL);
+		if (gs.n) {
+			puts("\nGPU ranges");
+			print_gpu_header();
+		}
+		for (i = 0; i < gs.n; i++)
+			print_gpu_row(&gs.g[i]);
+	}
+	kvt_gpu_ranges_free(&gs);
 	kvt_regions_free(&rs);
 	return EXIT_OK;
 }

@@ -65,11 +65,89 @@ pycheck "status --json keys" \
 expect 1 'no tier 5' "status of a missing tier: exit 1" -- status 5
 expect 2 'bad TIER' "status of a bad TIER: exit 2" -- status x
 
-expect 0 '^ +2 prefix-llama +[^ ]+ +16.0M +8.0M +0B +16.0M +2.0M +500 +30 +25000' \
-	"regions table (unknown column skipped)" -- regions 0
+expect 0 '^ +2 prefix-llama +[^ ]+ +16.0M +8.0M +0B +16.0M +2.0M +8.0M +500 +30 +25000$' \
+	"regions table (unknown column skipped, GPU column)" -- regions 0
+expect 0 '^ +ID NAME +OWNER +SIZE +RESIDENT +DIRTY +NS +PINNED +GPU +FAULTS +REFAULTS +IDLE_MS$' \
+	"regions header with GPU" -- regions 0
 pycheck "regions --json" \
-	'[r["id"] for r in d] == [1, 2] and d[1]["name"] == "prefix-llama" and d[0]["namespace_bytes"] == 58720256 and d[1]["owner"] == 1000' \
+	'[r["id"] for r in d if r["kind"] == "region"] == [1, 2] and d[1]["name"] == "prefix-llama" and d[0]["namespace_bytes"] == 58720256 and d[1]["owner"] == 1000 and d[0]["gpu_bytes"] == 0 and d[1]["gpu_bytes"] == 8388608' \
 	-- regions --json
+
+# GPU ranges: a second table (unknown column numa_node skipped), and
+# objects of kind "gpu" after the regions in JSON.
+"$ctl" regions 0 >"$tmp/reg" 2>&1
+for pat in '^GPU ranges$' \
+	'^ +ID +PID +VA +LENGTH +MODE +GPU +TENANT +REGION$' \
+	'^ +3 +1234 +0x7f3a00000000 +8.0M +hmm +GPU-5e0c1a2b-3c4d-5e6f-7081-92a3b4c5d6e7 +team-a +2$' \
+	'^ +4 +1234 +0x7f3b00000000 +2.0M +managed +GPU-5e0c1a2b-3c4d-5e6f-7081-92a3b4c5d6e7 +- +-$'; do
+	if grep -qE -- "$pat" "$tmp/reg"; then ok "regions: $pat"; else notok "regions: $pat"; fi
+done
+if [[ $(grep -c . "$tmp/reg") == 7 ]]; then ok "regions: 3 region lines, title, 3 GPU lines"; else notok "regions: line count ($(cat "$tmp/reg"))"; fi
+pycheck "regions --json: GPU ranges" \
+	'[r["kind"] for r in d] == ["region", "region", "gpu", "gpu"] and d[2] == {"kind": "gpu", "id": 3, "pid": 1234, "va": 0x7f3a00000000, "length_bytes": 8388608, "mode": "hmm", "gpu": "GPU-5e0c1a2b-3c4d-5e6f-7081-92a3b4c5d6e7", "tenant": "team-a", "region": 2} and d[3]["mode"] == "managed" and d[3]["region"] is None and d[3]["tenant"] == "" and d[3]["va"] == 0x7f3b00000000' \
+	-- --json regions 0
+
+# An older module: no gpu_ranges file, no gpu_bytes column.
+fresh
+rm "$dbg/gpu_ranges"
+"$ctl" regions 0 >"$tmp/reg" 2>&1
+st=$?
+if [[ $st == 0 ]] && ! grep -q 'GPU ranges' "$tmp/reg" && [[ $(grep -c . "$tmp/reg") == 3 ]]; then
+	ok "no gpu_ranges file: no GPU table, no error"
+else
+	notok "no gpu_ranges file: no GPU table, no error (exit $st: $(cat "$tmp/reg"))"
+fi
+pycheck "no gpu_ranges file: --json has regions only" \
+	'[r["kind"] for r in d] == ["region", "region"]' -- --json regions
+sed -i 's/ gpu_bytes//; 3,$s/ [0-9]* \([xy]\)$/ \1/' "$dbg/regions"
+expect 0 '^ +2 prefix-llama +[^ ]+ +16.0M +8.0M +0B +16.0M +2.0M +- +500 +30 +25000$' \
+	"no gpu_bytes column: GPU is -" -- regions 0
+pycheck "no gpu_bytes column: gpu_bytes null" \
+	'd[0]["gpu_bytes"] is None and d[1]["gpu_bytes"] is None and d[1]["refaults"] == 30' -- --json regions
+
+# No ranges registered: no GPU table; JSON objects of regions only.
+fresh
+head -2 "$dbg/gpu_ranges" >"$tmp/g" && cp "$tmp/g" "$dbg/gpu_ranges"
+"$ctl" regions 0 >"$tmp/reg" 2>&1
+if [[ $? == 0 ]] && ! grep -q 'GPU' <(tail -n +2 "$tmp/reg"); then
+	ok "empty gpu_ranges: no GPU table"
+else
+	notok "empty gpu_ranges: no GPU table ($(cat "$tmp/reg"))"
+fi
+
+# A gpu_ranges file kvtierctl cannot read: exit 1, a clear error, and no
+# partial output on stdout.
+# gpu_bad NAME RC PATTERN SED-SCRIPT: edit a fresh gpu_ranges, run regions.
+gpu_bad() {
+	local name=$1 rc=$2 pat=$3 out err st
+	fresh
+	sed -i "$4" "$dbg/gpu_ranges"
+	for args in "regions 0" "--json regions 0"; do
+		out=$("$ctl" $args 2>"$tmp/err" </dev/null)
+		st=$? err=$(cat "$tmp/err")
+		if [[ $st == "$rc" && -z $out ]] && grep -qE -- "$pat" <<<"$err"; then
+			ok "$name ($args)"
+		else
+			notok "$name ($args): exit $st, want $rc; stdout '${out//$'\n'/ | }'; stderr '$err'"
+		fi
+	done
+}
+gpu_bad "gpu_ranges version 2 refused" 1 'kvtier0: gpu_ranges: format version not supported' '1s/ 1$/ 2/'
+gpu_bad "gpu_ranges wrong magic" 1 'kvtier0: gpu_ranges: malformed line' '1s/kvtier-gpu/kvtier-regions/'
+gpu_bad "gpu_ranges without id column" 1 'gpu_ranges: malformed line' '2s/^id /ident /'
+gpu_bad "gpu_ranges short row" 1 'gpu_ranges: malformed line' '3s/ 2$//'
+gpu_bad "gpu_ranges va not hex" 1 'gpu_ranges: malformed line' '3s/0x7f3a00000000/7f3a00000000/'
+gpu_bad "gpu_ranges va too long" 1 'gpu_ranges: malformed line' '3s/0x7f3a00000000/0x117f3a00000000000/'
+gpu_bad "gpu_ranges bad length" 1 'gpu_ranges: malformed line' '3s/ 8388608 / 8M /'
+gpu_bad "gpu_ranges bad region" 1 'gpu_ranges: malformed line' '3s/ 2$/ two/'
+gpu_bad "gpu_ranges empty file" 1 'gpu_ranges: malformed line' 'd'
+fresh
+chmod 000 "$dbg/gpu_ranges"
+if [[ $(id -u) != 0 ]]; then
+	expect 1 'gpu_ranges: Permission denied \(debugfs needs root\)' "gpu_ranges unreadable" -- regions 0
+else
+	ok "gpu_ranges unreadable # SKIP root reads mode 000 files"
+fi
 
 later
 expect 0 '^ +(19[0-9][0-9]|2000) +25.0 +(9.[0-9]|10.0) +(4.[89]|5.0) +(19[0-9].[0-9]|200.0) +8 +1024$' \
@@ -87,8 +165,8 @@ later
 "$ctl" top -i 1 -c 1 >"$tmp/top" 2>&1
 for pat in 'WARNING: refaulting: host budget too small' \
 	'median bio  read 64.0K  write-back 1.0M' \
-	'WARNING: namespace nearly full' 'FAULTS/s +ID NAME' \
-	'^ +0 +1 - '; do
+	'WARNING: namespace nearly full' 'FAULTS/s +ID NAME .* PINNED +GPU +FAULTS' \
+	'^ +0 +1 - ' '^ +0 +2 prefix-llama .* 2.0M +8.0M +500 '; do
 	if grep -qE -- "$pat" "$tmp/top"; then ok "top: $pat"; else notok "top: $pat"; fi
 done
 if grep -q 'p99 fault latency rising' "$tmp/top"; then
