@@ -64,6 +64,8 @@ static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
 {
 	struct kvtier_io *io;
 
+	if (kvtier_should_fail(KVT_FAULT_IO_ALLOC))
+		return NULL;
 	io = kmalloc(struct_size(io, kps, nr), GFP_NOIO);
 	if (!io)
 		return NULL;
@@ -296,6 +298,10 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 	void *start = buf;
 	int ret = 0;
 
+	if (op_is_write(opf) && kvtier_should_fail(KVT_FAULT_META_WRITE)) {
+		ret = -EIO;
+		nr = 0;
+	}
 	if (vm && op_is_write(opf))
 		flush_kernel_vmap_range(buf, len);
 	while (nr && !ret) {

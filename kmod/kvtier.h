@@ -18,6 +18,7 @@
  *   backing.c  attaching and detaching the namespace (block device)
  *   sysfs.c    /sys/class/kvtier/kvtierN/ attributes (knobs)
  *   debugfs.c  /sys/kernel/debug/kvtier/ (stats)
+ *   fault.c    fault injection sites (CONFIG_FAULT_INJECTION_DEBUG_FS)
  *   main.c     module load/unload, the num_tiers parameter, the class
  *   compat.h   kernel API differences, from conftest.sh's HAVE_* probes
  *
@@ -608,6 +609,33 @@ int kvtier_backing_detach(struct kvtier_tier *tier);
 
 /* sysfs.c */
 extern const struct attribute_group *kvtier_tier_groups[];
+
+/*
+ * fault.c: fault injection sites, each failing the allocation or write it
+ * names with the error that site documents; no-ops unless the kernel has
+ * CONFIG_FAULT_INJECTION_DEBUG_FS.
+ */
+enum kvtier_fault {
+	KVT_FAULT_PAGE_ALLOC,	/* a resident page: -ENOMEM */
+	KVT_FAULT_IO_ALLOC,	/* a data read/write descriptor: -ENOMEM */
+	KVT_FAULT_SLOT_ALLOC,	/* namespace slots: none free (-ENOSPC) */
+	KVT_FAULT_META_WRITE,	/* a store metadata write: -EIO, no I/O */
+	KVT_FAULT_NR,
+};
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+bool kvtier_should_fail(enum kvtier_fault site);
+void kvtier_fault_init(struct dentry *root);
+#else
+static inline bool kvtier_should_fail(enum kvtier_fault site)
+{
+	return false;
+}
+
+static inline void kvtier_fault_init(struct dentry *root)
+{
+}
+#endif
 
 /* debugfs.c */
 void kvtier_debugfs_init(void);

@@ -298,7 +298,9 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 	if (err) {
 		if (kp->wb_slot != old)
 			kvtier_slots_free(&tier->slots, kp->wb_slot, 1);
-		cmpxchg(&region->err, 0, err);
+		/* No memory to start the write is not an I/O error: retried. */
+		if (err != -ENOMEM)
+			cmpxchg(&region->err, 0, err);
 		return;
 	}
 	xa_lock(&region->pages);

@@ -194,7 +194,8 @@ static struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 	ret = kvtier_pool_charge(tier, may_wait);
 	if (ret)
 		return ERR_PTR(ret);
-	kp = kmem_cache_alloc(kvtier_page_cache, GFP_KERNEL);
+	kp = kvtier_should_fail(KVT_FAULT_PAGE_ALLOC) ? NULL :
+		kmem_cache_alloc(kvtier_page_cache, GFP_KERNEL);
 	if (!kp)
 		goto err_uncharge;
 	kp->page = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
