@@ -5,7 +5,8 @@
  * block device), attach --format destroys a signature the kernel refuses,
  * the kernel's refusals of foreign, damaged and newer formats read as
  * such, set validates before writing, stat/status/regions/top print what
- * they promise, persist lists, pins, unpins and removes persistent regions
+ * they promise (regions: with GPU ranges registered and after they are
+ * released), persist lists, pins, unpins and removes persistent regions
  * (and refuses a user who does not own one). Output is checked loosely
  * (fields and words, not bytes); exit codes exactly. JSON is parsed with
  * python3.
@@ -499,9 +500,55 @@ TEST_F_TIMEOUT(ctl, status_json, 300)
 	EXPECT_NE(NULL, strstr(self->out, "QEMU NVMe Ctrl, serial kvt0"));
 }
 
+/* A made-up GPU: UUID bytes 0x00..0x0f, as debugfs and kvtierctl print it. */
+#define GPU_NAME	"GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+/* Any page-aligned address will do for a managed range: never touched. */
+#define GPU_MANAGED_VA	0x100000000000UL
+
+static int gpu_register(int fd, unsigned long va, unsigned long length,
+			unsigned int mode, const char *tenant)
+{
+	struct kvtier_gpu_range g = { .va = va, .length = length, .mode = mode };
+	int i;
+
+	for (i = 0; i < 16; i++)
+		g.gpu_uuid[i] = (unsigned char)i;
+	snprintf(g.tenant, sizeof(g.tenant), "%s", tenant);
+	return ioctl(fd, KVTIER_IOC_GPU_REGISTER, &g);
+}
+
+/*
+ * A line "ID PID VA LENGTH MODE GPU TENANT REGION" of kvtierctl's GPU
+ * ranges table with these fields (any ID and REGION).
+ */
+static bool has_gpu_row(const char *out, pid_t pid, unsigned long va,
+			const char *len, const char *mode, const char *tenant)
+{
+	char want[256], got[512], line[512], f[5][64];
+	const char *s, *nl;
+	unsigned long long id;
+	int p;
+
+	snprintf(want, sizeof(want), "%d 0x%lx %s %s %s %s", (int)pid, va, len,
+		 mode, GPU_NAME, tenant);
+	for (s = out; *s; s = *nl ? nl + 1 : nl) {
+		nl = strchrnul(s, '\n');
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - s), s);
+		if (sscanf(line, "%llu %d %63s %63s %63s %63s %63s %*s", &id, &p,
+			   f[0], f[1], f[2], f[3], f[4]) != 7)
+			continue;
+		snprintf(got, sizeof(got), "%d %s %s %s %s %s", p, f[0], f[1],
+			 f[2], f[3], f[4]);
+		if (!strcmp(got, want))
+			return true;
+	}
+	return false;
+}
+
 TEST_F_TIMEOUT(ctl, regions_and_top, 300)
 {
 	size_t len = 4 * MiB, off;
+	char expr[2048];
 	unsigned char *p;
 	int fd;
 
@@ -528,8 +575,44 @@ TEST_F_TIMEOUT(ctl, regions_and_top, 300)
 	EXPECT_NE(NULL, strstr(self->out, "FAULTS/s"));
 	EXPECT_NE(NULL, strstr(self->out, " 4.0M "));
 	EXPECT_EQ(NULL, strstr(self->out, "\033["));	/* no escapes off a tty */
+
+	/* GPU ranges: one of each mode; gone when the file is released. */
+	if (gpu_register(fd, (unsigned long)p, 2 * MiB, KVTIER_GPU_HMM, "kvt-test") &&
+	    errno == ENOTTY) {
+		munmap(p, len);
+		close(fd);
+		SKIP(return, "no GPU ranges (KVTIER_IOC_GPU_REGISTER: ENOTTY)");
+	}
+	ASSERT_EQ(0, gpu_register(fd, GPU_MANAGED_VA, 1 * MiB, KVTIER_GPU_MANAGED, ""));
+	ASSERT_EQ(0, ctl(self->out, "regions 0"));
+	TH_LOG("\n%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, " PINNED      GPU "));	/* regions column */
+	EXPECT_NE(NULL, strstr(self->out, "\nGPU ranges\n"));
+	EXPECT_TRUE(has_gpu_row(self->out, getpid(), (unsigned long)p, "2.0M",
+				"hmm", "kvt-test"));
+	EXPECT_TRUE(has_gpu_row(self->out, getpid(), GPU_MANAGED_VA, "1.0M",
+				"managed", "-"));
+	snprintf(expr, sizeof(expr),
+		 "[x[\"kind\"] for x in d].count(\"gpu\") == 2 and "
+		 "[(g[\"pid\"], g[\"va\"], g[\"length_bytes\"], g[\"mode\"], g[\"gpu\"], g[\"tenant\"]) "
+		 " for g in d if g[\"kind\"] == \"gpu\"] == "
+		 "[(%d, %lu, 2097152, \"hmm\", \"%s\", \"kvt-test\"), "
+		 " (%d, %lu, 1048576, \"managed\", \"%s\", \"\")] and "
+		 "[g[\"region\"] for g in d if g[\"kind\"] == \"gpu\"] == "
+		 "[r[\"id\"] for r in d if r[\"kind\"] == \"region\" and r[\"size_bytes\"] == %zu] + [None] and "
+		 "[r[\"gpu_bytes\"] for r in d if r[\"kind\"] == \"region\" and r[\"size_bytes\"] == %zu] == [2097152]",
+		 (int)getpid(), (unsigned long)p, GPU_NAME, (int)getpid(),
+		 GPU_MANAGED_VA, GPU_NAME, len, len);
+	EXPECT_EQ(0, ctl_json("--json regions 0", expr));
+
 	munmap(p, len);
-	close(fd);
+	close(fd);		/* the last reference: releases the ranges */
+	ASSERT_EQ(0, ctl(self->out, "regions 0"));
+	TH_LOG("\n%s", self->out);
+	EXPECT_EQ(NULL, strstr(self->out, "GPU ranges"));
+	EXPECT_EQ(NULL, strstr(self->out, "kvt-test"));
+	EXPECT_EQ(0, ctl_json("--json regions 0",
+			      "not [x for x in d if x[\"kind\"] == \"gpu\"]"));
 }
 
 /* Bind a fresh file of tier 0 to region @name (KVTIER_IOC_REGION_OPEN). */
