@@ -416,6 +416,7 @@ struct entry {
 	int kind;
 	int registered;
 	pid_t owner;		/* the process that placed it (fork) */
+	struct kvtier_tier *tier;	/* registered through; owner's only */
 	struct kvtier_region *region;
 };
 
@@ -495,6 +496,18 @@ static void tier_try_open(void)
 	ret = kvtier_tier_open(pol.tier_id, &tier);
 	if (ret)
 		tier_error = ret;
+}
+
+/* The tier, opened at first use (again in a child of fork()). */
+static struct kvtier_tier *tier_get(void)
+{
+	struct kvtier_tier *t;
+
+	pthread_mutex_lock(&decide_lock);
+	tier_try_open();
+	t = tier;
+	pthread_mutex_unlock(&decide_lock);
+	return t;
 }
 
 static void disable(const char *why, const char *detail)
@@ -620,7 +633,8 @@ static void range_of(struct kvtier_gpu_range *r, uint64_t va, uint64_t len,
 	memcpy(r->tenant, pol.tenant, sizeof(r->tenant));
 }
 
-static struct entry *place_hmm(size_t size, const CUuuid *u)
+static struct entry *place_hmm(struct kvtier_tier *tier, size_t size,
+			       const CUuuid *u)
 {
 	uint64_t len = (size + 4095) & ~4095ULL;
 	struct kvtier_gpu_range range;
@@ -662,11 +676,13 @@ static struct entry *place_hmm(size_t size, const CUuuid *u)
 	e->size = len;
 	e->kind = PLACED_HMM;
 	e->registered = 1;
+	e->tier = tier;
 	e->region = region;
 	return e;
 }
 
-static struct entry *place_managed(size_t size, CUdevice dev, const CUuuid *u,
+static struct entry *place_managed(struct kvtier_tier *tier, size_t size,
+				   CUdevice dev, const CUuuid *u,
 				   unsigned int flags, int advise)
 {
 	struct kvtier_gpu_range range;
@@ -710,6 +726,7 @@ static struct entry *place_managed(size_t size, CUdevice dev, const CUuuid *u,
 				 pol.tier_path, strerror(-ret));
 		else
 			e->registered = 1;
+		e->tier = tier;
 	}
 	return e;
 }
@@ -724,6 +741,7 @@ enum origin { FROM_DEVICE, FROM_MANAGED };
 static int place(CUdeviceptr *dptr, size_t size, enum origin origin,
 		 unsigned int flags)
 {
+	struct kvtier_tier *t;
 	struct entry *e = NULL;
 	CUuuid u;
 	CUdevice dev;
@@ -735,16 +753,19 @@ static int place(CUdeviceptr *dptr, size_t size, enum origin origin,
 	mode = decide(dev);
 	if (mode != EFF_HMM && mode != EFF_MANAGED)
 		return 0;
+	t = tier_get();
+	if (mode == EFF_HMM && !t)
+		return 0;	/* a child of fork() that cannot reopen it */
 	if (!slot_get())
 		return 0;
 	have_uuid = !device_uuid(dev, &u);
 	if (mode == EFF_HMM) {
 		if (have_uuid)
-			e = place_hmm(size, &u);
+			e = place_hmm(t, size, &u);
 		else
 			disable("cannot read the GPU's UUID", "cuDeviceGetUuid_v2");
 	} else {
-		e = place_managed(size, dev, have_uuid ? &u : NULL,
+		e = place_managed(t, size, dev, have_uuid ? &u : NULL,
 				  origin == FROM_MANAGED ? flags : CU_MEM_ATTACH_GLOBAL,
 				  origin == FROM_DEVICE);
 	}
@@ -786,8 +807,8 @@ static CUresult release(struct entry *e, int async, CUstream stream)
 	else if (e->kind == PLACED_HMM && aux.cuCtxSynchronize)
 		aux.cuCtxSynchronize();
 	/* A child of fork(): the ranges are its parent's registrations. */
-	if (e->registered && e->owner == getpid() && tier) {
-		ret = kvtier_gpu_unregister(tier, e->ptr);
+	if (e->registered && e->owner == getpid()) {
+		ret = kvtier_gpu_unregister(e->tier, e->ptr);
 		if (ret)
 			LOG_ONCE(unreg, LOG_WARN, "cannot unregister the range at 0x%" PRIx64 " (%s)",
 				 e->ptr, strerror(-ret));
@@ -954,6 +975,7 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 {
 	struct kvtier_tier_info info;
+	struct kvtier_tier *tier;
 	long long used = 0;
 	char path[96], buf[32];
 	CUresult r = real_cuMemGetInfo_v2(free, total);
@@ -961,7 +983,10 @@ EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
 	ssize_t n;
 
 	policy();
-	if (r != CUDA_SUCCESS || inside || atomic_load(&eff) != EFF_HMM || !tier ||
+	if (r != CUDA_SUCCESS || inside || atomic_load(&eff) != EFF_HMM)
+		return r;
+	tier = tier_get();
+	if (!tier ||
 	    !free || !total || kvtier_tier_info(tier, &info) ||
 	    !info.capacity_bytes)
 		return r;
@@ -1133,10 +1158,21 @@ static void atfork_parent(void)
 	pthread_mutex_unlock(&decide_lock);
 }
 
+/*
+ * The child registers through a file of its own: ranges belong to the
+ * registering file and die with it, and the parent's file outlives the
+ * child. Entries inherited from the parent are not the child's to
+ * unregister (release() checks the owner).
+ */
 static void atfork_child(void)
 {
 	pthread_mutex_init(&table_lock, NULL);
 	pthread_mutex_init(&decide_lock, NULL);
+	if (tier) {
+		kvtier_tier_close(tier);
+		tier = NULL;
+	}
+	tier_error = 0;
 }
 
 __attribute__((constructor)) static void shim_init(void)
