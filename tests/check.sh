@@ -70,6 +70,8 @@ phase "checkpatch --strict" "$top/tests/checkpatch.sh" "$build"
 phase "module builds, W=1, all kernels" "$top/tests/build-modules.sh" "$build"
 phase "test programs" make -s -C "$top/tests" BUILD="$build"
 phase "kvtierctl on fixture files (host)" make -s -C "$top/tools" check
+phase "CUDA shim on the test double (host)" make -s -C "$top/tests/cuda-double" \
+	BUILD="$build" KSRC="$("$top/tests/get-ksrc.sh" "$build")" check
 phase "dkms add/build/install, all kernels" "$top/tests/dkms-check.sh" "$build"
 
 while read -r short kver; do
