@@ -6,6 +6,10 @@
 #   make                 module (against KDIR), libraries and tools
 #   make check           build for both supported kernels, boot each in QEMU,
 #                        run the test suite, print one summary line
+#   make check-debug     the suite and the persistence tests under a 6.12 debug
+#                        kernel (KASAN, lockdep, KFENCE, kmemleak, fault
+#                        injection) built once and cached outside the tree
+#                        (tests/debug-kernel/; long, not part of make check)
 #   make check-persist   only the multi-boot persistence tests, every kernel
 #                        (tests/persist/run.sh)
 #   make demo            boot a VM and show a tier doing its job
@@ -26,7 +30,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
-	dkms-install checkpatch modules-all deps bench check-persist bench-reuse
+	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
+	check-debug
 
 all: module lib tools
 
@@ -86,6 +91,14 @@ check-persist: deps
 		tests/persist/run.sh $(BUILD) $$kver $(BUILD)/persist-$$kver \
 			$${KVTIER_PERSIST_TESTS-} </dev/null || rc=1; \
 	done; exit $$rc; }
+
+# The debug kernel (tests/debug-kernel/build.sh: built once into
+# $${KVTIER_DEBUG_KERNEL_CACHE:-/var/cache/kvtier/debug-kernel}, resumable,
+# installs its own build packages), then the suite and the persistence tests
+# under it (tests/debug-kernel/check.sh). Not part of check or CI.
+check-debug: deps
+	$(MAKE) lib tools
+	tests/debug-kernel/check.sh $(BUILD)
 
 demo: deps
 	$(MAKE) lib tools

@@ -5,15 +5,30 @@
 # W=1, each in a private copy of the sources under BUILD/<kver>/src so the
 # builds never share objects. Any compiler warning fails the build.
 #
-# usage: tests/build-modules.sh BUILD
+# usage: tests/build-modules.sh BUILD [KVER KDIR]
+#   KVER KDIR  build for this one kernel only, e.g. the debug kernel of
+#              tests/debug-kernel/build.sh (KDIR: its O= tree); `make
+#              check-debug` uses this, `make check` never does
 # result: BUILD/<kver>/kvtier.ko for each kernel
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:?usage: build-modules.sh BUILD}
+build=${1:?usage: build-modules.sh BUILD [KVER KDIR]}
 
-"$top/tests/vm/kernels.sh" list | while read -r short kver; do
-	kdir=$("$top/tests/vm/kernels.sh" kdir "$short")
+# "<short> <kver> <kdir>" per kernel to build for.
+kernels() {
+	if [[ $# -eq 2 ]]; then
+		echo "${1%%-*} $1 $2"
+		return
+	fi
+	"$top/tests/vm/kernels.sh" list | while read -r short kver; do
+		echo "$short $kver $("$top/tests/vm/kernels.sh" kdir "$short")"
+	done
+}
+
+shift
+[[ $# -eq 0 || $# -eq 2 ]] || { echo "usage: build-modules.sh BUILD [KVER KDIR]" >&2; exit 2; }
+kernels "$@" | while read -r short kver kdir; do
 	src=$build/$kver/src
 	start=$SECONDS
 	mkdir -p "$src"

@@ -25,6 +25,10 @@
 #   passwd                        groupadd for the kvtier group (make install)
 #   util-linux mount gnuplot-nox  make bench: mkswap, swapon/swapoff, plots
 #
+# Not here: flex bison bc libelf-dev libssl-dev, which only the debug
+# kernel of `make check-debug` needs; tests/debug-kernel/build.sh installs
+# them itself, so `make check` never pulls in a kernel build toolchain.
+#
 # The kernel images the VM boots are not installed: tests/vm/prepare.sh
 # fetches them with `apt-get download`, which needs current package lists;
 # so the lists are refreshed here too when there are none.

@@ -2,8 +2,14 @@
 # tests/vm/prepare.sh - fetch a Debian kernel image and build the test rig's
 # initramfs for it.  Idempotent and cached.
 #
-# Usage: tests/vm/prepare.sh <kver> <cachedir>
+# Usage: tests/vm/prepare.sh <kver> <cachedir> [<kernel-root>]
 #   e.g. tests/vm/prepare.sh 6.1.0-57-amd64 build/cache
+#
+# With <kernel-root> (a kernel built here, e.g. by tests/debug-kernel/
+# build.sh: <kernel-root>/boot/vmlinuz-<kver>, <kernel-root>/lib/modules/
+# <kver>), nothing is downloaded or unpacked: <cachedir>/<kver>/vmlinuz
+# points there and the initrd is built from that module tree (rebuilt when
+# the kernel image is newer than it).
 #
 # Produces (and prints on success):
 #   <cachedir>/debs/linux-image-<kver>-unsigned_*.deb   (apt-get download)
@@ -21,18 +27,22 @@
 # the next run without manual cache cleaning.
 set -euo pipefail
 
-if [[ $# -ne 2 ]]; then
-	echo "usage: $0 <kver> <cachedir>" >&2
+if [[ $# -ne 2 && $# -ne 3 ]]; then
+	echo "usage: $0 <kver> <cachedir> [<kernel-root>]" >&2
 	exit 2
 fi
 kver=$1
 cache=$2
+local_root=${3:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 kdir=$cache/$kver
 root=$kdir/root
+if [[ -n $local_root ]]; then
+	root=$(cd "$local_root" && pwd -P)
+fi
 moddir=$root/lib/modules/$kver
 initrd=$kdir/initrd.gz
 
@@ -42,7 +52,17 @@ initrd=$kdir/initrd.gz
 WANT_MODS=(nvme nvme_core 9p 9pnet_virtio virtio_pci overlay dm_mod dm_flakey
 	dm_delay ext4 loop nvmet nvmet_tcp nvme_tcp nvme_fabrics configfs)
 
+if [[ -n $local_root ]]; then
+	[[ -f $root/boot/vmlinuz-$kver && -d $moddir ]] || {
+		echo "prepare: $root has no boot/vmlinuz-$kver with lib/modules/$kver" >&2
+		exit 1
+	}
+	mkdir -p "$kdir"
+	ln -sfn "$root/boot/vmlinuz-$kver" "$kdir/vmlinuz"
+fi
+
 # --- 1. the .deb -----------------------------------------------------------
+if [[ -z $local_root ]]; then
 pkg=linux-image-$kver-unsigned
 mkdir -p "$cache/debs"
 deb=$(find "$cache/debs" -maxdepth 1 -name "${pkg}_*_amd64.deb" | sort -V | tail -n 1)
@@ -83,13 +103,14 @@ fi
 	exit 1
 }
 ln -sfn "root/boot/vmlinuz-$kver" "$kdir/vmlinuz"
+fi
 
 # --- 3. initramfs ------------------------------------------------------------
 need_initrd=0
 if [[ ! -s $initrd ]]; then
 	need_initrd=1
 else
-	for f in "$here/prepare.sh" "$here/guest-init.sh"; do
+	for f in "$here/prepare.sh" "$here/guest-init.sh" ${local_root:+"$root/boot/vmlinuz-$kver"}; do
 		[[ $f -nt $initrd ]] && need_initrd=1
 	done
 fi

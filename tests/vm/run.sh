@@ -6,7 +6,9 @@
 #   tests/vm/run.sh --kver <kver> --cache <cachedir> --out <outdir>
 #                   [--nvme-size 512M] [--nvme-count 1|2] [--mem 2G]
 #                   [--smp 2] [--timeout 600] [--keep-nvme]
+#                   [--kernel-root <dir>] [--append <kernel args>]
 #                   -- <command> [args...]
+#   tests/vm/run.sh --debug --cache <cachedir> --out <outdir> [...] -- <command>
 #
 #   e.g. tests/vm/run.sh --kver 6.1.0-57-amd64 --cache build/cache \
 #            --out build/vm-6.1 -- make -C tests check
@@ -25,6 +27,24 @@
 # boot on the same disks (tests/persist/). Never recreated while kept, not
 # even when a boot is retried.
 #
+# --kernel-root <dir>: boot a kernel built here rather than a Debian
+# package: <dir>/boot/vmlinuz-<kver> with its module tree (modules.builtin,
+# depmod'ed) in <dir>/lib/modules/<kver>; tests/debug-kernel/build.sh makes
+# one. $KVTIER_VM_KERNEL_ROOT is the default when it holds <kver>, so
+# scripts that call run.sh (tests/persist/run.sh) boot it unchanged.
+# --debug: the debug kernel of tests/debug-kernel/build.sh (its root and
+# release; --kver not needed), with kasan_multi_shot on the command line.
+# --append: more kernel command line ($KVTIER_VM_APPEND is added too).
+# $KVTIER_VM_TIMEOUT_SCALE (a whole number, default 1) multiplies --timeout,
+# and $KVTIER_VM_MEM is the default of --mem: `make check-debug` sets both
+# for the slow debug kernel.
+#
+# When the kernel has kmemleak (the debug kernel), the guest scans for
+# leaks after the command (two scans) and writes <outdir>/kmemleak.log; a
+# leak whose backtrace names kvtier, or has a frame that no longer resolves
+# to a symbol (an unloaded module: only kvtier.ko is ever loaded there),
+# fails the run; other leaks are printed and do not.
+#
 # Outputs in <outdir>: console.log (all serial output), dmesg.log, guest-rc,
 # guest-cmd.sh, nvme*.img, qemu.pid (qemu's pid while it runs: a test may
 # kill -9 it to cut power; run.sh then exits 124 as for a timeout).
@@ -41,8 +61,8 @@ usage() {
 	exit 2
 }
 
-kver='' cache='' out='' nvme_size=512M nvme_count=1 mem=2G smp=2 timeout_s=600
-keep_nvme=0
+kver='' cache='' out='' nvme_size=512M nvme_count=1 mem=${KVTIER_VM_MEM:-2G} smp=2 timeout_s=600
+keep_nvme=0 kroot='' debug=0 append=${KVTIER_VM_APPEND:-}
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--kver) kver=$2; shift 2 ;;
@@ -54,14 +74,43 @@ while [[ $# -gt 0 ]]; do
 	--smp) smp=$2; shift 2 ;;
 	--timeout) timeout_s=$2; shift 2 ;;
 	--keep-nvme) keep_nvme=1; shift ;;
+	--kernel-root) kroot=$2; shift 2 ;;
+	--debug) debug=1; shift ;;
+	--append) append+=" $2"; shift 2 ;;
 	--) shift; break ;;
 	-h | --help) usage ;;
 	*) echo "run.sh: unknown option $1" >&2; usage ;;
 	esac
 done
+if ((debug)); then
+	dk=$here/../debug-kernel/build.sh
+	kroot=$("$dk" --root) && dkver=$("$dk" --kver) || {
+		echo "run.sh: --debug: no debug kernel built (tests/debug-kernel/build.sh)" >&2
+		exit 2
+	}
+	[[ -z $kver ]] && kver=$dkver
+	append+=" kasan_multi_shot"
+fi
 [[ -n $kver && -n $cache && -n $out && $# -gt 0 ]] || usage
 [[ $nvme_count =~ ^[0-9]+$ ]] || { echo "run.sh: bad --nvme-count" >&2; exit 2; }
 [[ $timeout_s =~ ^[0-9]+$ ]] || { echo "run.sh: bad --timeout" >&2; exit 2; }
+scale=${KVTIER_VM_TIMEOUT_SCALE:-1}
+[[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: bad KVTIER_VM_TIMEOUT_SCALE" >&2; exit 2; }
+timeout_s=$((timeout_s * scale))
+if [[ -z $kroot && -n ${KVTIER_VM_KERNEL_ROOT:-} && -d $KVTIER_VM_KERNEL_ROOT/lib/modules/$kver ]]; then
+	kroot=$KVTIER_VM_KERNEL_ROOT
+fi
+if [[ -n $kroot ]]; then
+	kroot=$(cd "$kroot" && pwd -P) || exit 2
+	[[ -f $kroot/boot/vmlinuz-$kver && -d $kroot/lib/modules/$kver ]] || {
+		echo "run.sh: $kroot has no boot/vmlinuz-$kver with lib/modules/$kver" >&2
+		exit 2
+	}
+	if [[ $kroot =~ [[:space:],] ]]; then
+		echo "run.sh: --kernel-root path must not contain spaces or commas: $kroot" >&2
+		exit 2
+	fi
+fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -94,11 +143,12 @@ else
 fi
 
 # Kernel + initramfs (cached; cheap when up to date).
-"$here/prepare.sh" "$kver" "$cache" >/dev/null
+"$here/prepare.sh" "$kver" "$cache" ${kroot:+"$kroot"} >/dev/null
 cache=$(cd "$cache" && pwd)
 kernel=$cache/$kver/vmlinuz
 initrd=$cache/$kver/initrd.gz
 mods=$cache/$kver/root/lib/modules/$kver
+[[ -n $kroot ]] && mods=$kroot/lib/modules/$kver
 
 # The guest runs this with bash inside the chroot: cd to where we were
 # started (same path in the guest), then the command, quoted exactly as
@@ -112,7 +162,7 @@ mods=$cache/$kver/root/lib/modules/$kver
 	echo
 } >"$out/guest-cmd.sh"
 rm -f "$out/guest-rc" "$out/dmesg.log" "$out/console.log" "$out/guest-started" \
-	"$out"/console-bootfail-*.log "$out/qemu.pid"
+	"$out"/console-bootfail-*.log "$out/qemu.pid" "$out/kmemleak.log"
 
 # Fresh sparse NVMe backing files every run: tests must not see leftovers
 # (unless --keep-nvme asks for the previous run's disks).
@@ -149,7 +199,7 @@ qemu_cmd=(qemu-system-x86_64
 	-fw_cfg "name=etc/sercon-port,string=0"
 	-kernel "$kernel" -initrd "$initrd"
 	-pidfile "$out/qemu.pid"
-	-append "console=ttyS0 quiet panic=-1 kvt_out=$out kvt_mods=$mods$src_cmdline"
+	-append "console=ttyS0 quiet panic=-1 kvt_out=$out kvt_mods=$mods$src_cmdline$append"
 	# virtme-ng style: the host's / read-only, <outdir> writable.
 	# multidevs=remap avoids inode collisions across host filesystems.
 	-virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
@@ -240,6 +290,30 @@ for f in "$out/dmesg.log" "$out/console.log"; do
 		bad=1
 	fi
 done
+# kmemleak (debug kernel): the guest's report after two scans. One record
+# is "unreferenced object 0x... (size N):" up to the next. A record fails
+# the run when its backtrace names kvtier or has a bare-address frame
+# ("[<ffff...>] 0xffff...": a module unloaded since; only kvtier.ko is
+# loaded in the debug kernel, everything else is built in).
+if [[ -s $out/kmemleak.log ]]; then
+	leaks=$(grep -c '^unreferenced object' "$out/kmemleak.log" || true)
+	ours=$(awk '
+		function flush() { if (rec != "" && mine) { printf "%s", rec; n++ } rec = ""; mine = 0 }
+		/^unreferenced object/ { flush() }
+		{ rec = rec $0 "\n" }
+		/^ *\[<[0-9a-f]+>\] / && (/kvtier/ || /\] 0x[0-9a-f]+$/) { mine = 1 }
+		END { flush() }' "$out/kmemleak.log")
+	if [[ -n $ours ]]; then
+		echo "run.sh: kmemleak: leaks from kvtier ($leaks suspected in all; $out/kmemleak.log):" >&2
+		printf '%s\n' "$ours" | head -n 200 >&2
+		bad=1
+	else
+		echo "run.sh: kmemleak: $leaks suspected leaks, none from kvtier (not judged; $out/kmemleak.log):" >&2
+		grep -A12 '^unreferenced object' "$out/kmemleak.log" | head -n 60 >&2
+	fi
+elif [[ -e $out/kmemleak.log ]]; then
+	echo "run.sh: kmemleak: no leaks" >&2
+fi
 if ((bad)); then
 	exit 1
 fi

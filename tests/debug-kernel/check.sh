@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make check-debug`: the whole kselftest suite, and then the persistence
+# tests, under the debug kernel of tests/debug-kernel/build.sh (KASAN,
+# lockdep, KFENCE, DEBUG_LIST, DEBUG_VM, kmemleak, fault injection). Not run
+# by `make check` or CI: the kernel build alone takes about an hour on two
+# cores, the suite several times longer than under Debian's kernels.
+#
+#   1. builds the debug kernel if needed (resumes an interrupted build;
+#      waits for one running in the background)
+#   2. test programs; kvtier.ko for the debug kernel at W=1 (BUILD/<kver>/)
+#   3. boots it (tests/vm/run.sh --debug) and runs tests/run-suite.sh; the
+#      kernel-log gate and the kmemleak check of run.sh judge the guest
+#   4. tests/persist/run.sh on the same kernel (KVTIER_PERSIST_TESTS)
+#
+# Prints TAP per phase, the time each took, and ends with one line
+# "N passed, N failed, N skipped". Exits non-zero on any failure.
+#
+# usage: tests/debug-kernel/check.sh BUILD [TEST...]   (TEST: test programs)
+#   KVTIER_DEBUG_KERNEL_CACHE  the kernel cache (build.sh)
+#   KVTIER_VM_TIMEOUT_SCALE    VM time limits are multiplied by this (default 4)
+#   KVTIER_VM_MEM              guest memory (default 3G: KASAN's shadow,
+#                              lockdep and kmemleak take their share)
+#   KVTIER_PERSIST_TESTS       persistence tests (default "reboot corrupt
+#                              crash"; "none" skips them)
+#   KVTIER_CRASH_CUTS          crash cuts (default 4 here, 20 in make check)
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(mkdir -p "${1:?usage: check.sh BUILD}" && cd "$1" && pwd)
+shift
+cache=$build/cache
+export KVTIER_VM_TIMEOUT_SCALE=${KVTIER_VM_TIMEOUT_SCALE:-4}
+export KVTIER_VM_MEM=${KVTIER_VM_MEM:-3G}
+export KVTIER_CRASH_CUTS=${KVTIER_CRASH_CUTS:-4}
+
+pass=0 fail=0 skip=0
+declare -a summary
+
+result() {
+	if [[ $1 == ok ]]; then
+		pass=$((pass + 1))
+		echo "ok - $2"
+	else
+		fail=$((fail + 1))
+		echo "not ok - $2"
+	fi
+}
+
+phase() {
+	local name=$1 start=$SECONDS
+	shift
+	echo "# phase: $name"
+	if "$@"; then
+		result ok "$name"
+	else
+		result not-ok "$name"
+	fi
+	summary+=("$(printf '%-40s %5d s' "$name" $((SECONDS - start)))")
+}
+
+count_tap() {
+	local p f s
+	p=$(grep -cE '^ok [0-9]+ ' "$1" || true)
+	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$1" || true)
+	f=$(grep -cE '^not ok ' "$1" || true)
+	pass=$((pass + p - s))
+	skip=$((skip + s))
+	fail=$((fail + f))
+	tally="$((p - s)) passed, $f failed, $s skipped"
+}
+
+finish() {
+	echo "#"
+	echo "# phase times and results (debug kernel ${kver:-not built}):"
+	for line in "${summary[@]}"; do
+		echo "#   $line"
+	done
+	echo "#   total $((SECONDS - t0)) s"
+	echo "$pass passed, $fail failed, $skip skipped"
+	((fail == 0))
+	exit
+}
+
+t0=$SECONDS
+dk=$top/tests/debug-kernel/build.sh
+phase "debug kernel (build or resume)" "$dk"
+if ! kver=$("$dk" --kver); then
+	kver=''
+	finish
+fi
+kdir=$(readlink -f "$("$dk" --root)/lib/modules/$kver/build")
+phase "kselftest headers (linux-source)" "$top/tests/get-ksrc.sh" "$build"
+phase "test programs" make -s -C "$top/tests" BUILD="$build"
+phase "module build, W=1, $kver" "$top/tests/build-modules.sh" "$build" "$kver" "$kdir"
+
+out=$build/vm-$kver
+rm -rf "$out"
+start=$SECONDS
+echo "# phase: suite on $kver"
+"$top/tests/vm/run.sh" --debug --kver "$kver" --cache "$cache" --out "$out" \
+	--mem "$KVTIER_VM_MEM" --nvme-count 2 --nvme-size 512M --timeout 900 -- \
+	"$top/tests/run-suite.sh" "$build" "$out" "$@"
+rc=$?
+if [[ -f $out/tap.log ]]; then
+	count_tap "$out/tap.log"
+else
+	tally="no TAP output"
+fi
+if ((rc == 0)); then
+	result ok "$kver: suite exited 0, guest kernel log clean, no kvtier leak"
+else
+	result not-ok "$kver: suite or guest kernel log failed (rc $rc, see $out)"
+fi
+summary+=("$(printf '%-40s %5d s   %s' "suite on debug" $((SECONDS - start)) "$tally")")
+
+persist=${KVTIER_PERSIST_TESTS-reboot corrupt crash}
+if [[ $persist != none ]]; then
+	start=$SECONDS
+	pout=$build/persist-$kver
+	echo "# phase: persistence on $kver"
+	make -s -C "$top/tests" BUILD="$build" "$build/tests/kvt_persist_tool"
+	# run.sh boots the debug kernel for this kver from its root.
+	# shellcheck disable=SC2086 # a list of test names
+	KVTIER_VM_KERNEL_ROOT=$("$dk" --root) \
+		"$top/tests/persist/run.sh" "$build" "$kver" "$pout" $persist </dev/null
+	rc=$?
+	if [[ -f $pout/tap.log ]]; then
+		count_tap "$pout/tap.log"
+	else
+		tally="no TAP output"
+	fi
+	if ((rc == 0)); then
+		result ok "$kver: persistence tests exited 0"
+	else
+		result not-ok "$kver: persistence tests failed (rc $rc, see $pout)"
+	fi
+	summary+=("$(printf '%-40s %5d s   %s' "persistence on debug" $((SECONDS - start)) "$tally")")
+fi
+finish
