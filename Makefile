@@ -17,7 +17,9 @@
 #                        (tests/bench/run.sh; Documentation/performance.rst)
 #   make bench-reuse     restore a persistent region after a module reload,
 #                        against fio on the same namespace (run.sh --reuse)
-#   make install         module via DKMS, uapi header, libraries, kvtierctl
+#   make install         module via DKMS, uapi header, libraries (and the
+#                        CUDA shim libkvtier-cuda.so where CUDA headers are),
+#                        kvtierctl
 #                        (with its bash completion),
 #                        man pages, udev rule
 #   make checkpatch      checkpatch.pl --strict over kmod/ and include/
@@ -33,7 +35,11 @@ DESTDIR ?=
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
 	check-debug
 
-all: module lib tools
+# The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
+CUDA_HOME ?= /usr/local/cuda
+CUDA_SHIM := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),cuda)
+
+all: module lib tools $(CUDA_SHIM)
 
 # --- kernel module ----------------------------------------------------------
 
@@ -64,6 +70,10 @@ lib:
 
 tools: lib
 	$(MAKE) -C tools
+
+.PHONY: cuda
+cuda: lib
+	$(MAKE) -C cuda CUDA_HOME=$(CUDA_HOME)
 
 tests: lib
 	$(MAKE) -C tests BUILD=$(BUILD)
@@ -118,6 +128,7 @@ checkpatch:
 install: lib tools dkms-install
 	$(MAKE) -C lib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+	$(MAKE) -C cuda install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) CUDA_HOME=$(CUDA_HOME)
 	install -D -m 0644 include/uapi/linux/kvtier.h $(DESTDIR)$(PREFIX)/include/linux/kvtier.h
 	install -D -m 0644 include/uapi/linux/kvtier_format.h \
 		$(DESTDIR)$(PREFIX)/include/linux/kvtier_format.h
@@ -156,4 +167,5 @@ dkms-install:
 clean: module-clean
 	$(MAKE) -C lib clean
 	$(MAKE) -C tools clean
+	$(MAKE) -C cuda clean
 	$(MAKE) -C tests clean BUILD=$(BUILD)
