@@ -9,7 +9,11 @@
 #
 #   1. builds the debug kernel if needed (resumes an interrupted build;
 #      waits for one running in the background)
-#   2. test programs; kvtier.ko for the debug kernel at W=1 (BUILD/<kver>/)
+#   2. test programs, built against a copy of kselftest_harness.h whose
+#      per-test time limits are multiplied by KVTIER_VM_TIMEOUT_SCALE (the
+#      suite runs several times slower here); kvtier.ko for the debug
+#      kernel at W=1. All of it in BUILD/debug/ (tests/, <kver>/, cache/,
+#      vm-<kver>/, persist-<kver>/), apart from what make check builds.
 #   3. boots it (tests/vm/run.sh --debug) and runs tests/run-suite.sh; the
 #      kernel-log gate and the kmemleak check of run.sh judge the guest
 #   4. tests/persist/run.sh on the same kernel (KVTIER_PERSIST_TESTS)
@@ -28,8 +32,10 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(mkdir -p "${1:?usage: check.sh BUILD}" && cd "$1" && pwd)
+mainbuild=$(mkdir -p "${1:?usage: check.sh BUILD}" && cd "$1" && pwd)
 shift
+build=$mainbuild/debug
+mkdir -p "$build"
 cache=$build/cache
 export KVTIER_VM_TIMEOUT_SCALE=${KVTIER_VM_TIMEOUT_SCALE:-4}
 export KVTIER_VM_MEM=${KVTIER_VM_MEM:-3G}
@@ -91,8 +97,29 @@ if ! kver=$("$dk" --kver); then
 	finish
 fi
 kdir=$(readlink -f "$("$dk" --root)/lib/modules/$kver/build")
-phase "kselftest headers (linux-source)" "$top/tests/get-ksrc.sh" "$build"
-phase "test programs" make -s -C "$top/tests" BUILD="$build"
+# slow_harness: BUILD/debug/ksrc-slow, kselftest headers whose alarm() per
+# test is KVTIER_VM_TIMEOUT_SCALE times the test's own limit.
+slow_harness() {
+	local ksrc dst=$build/ksrc-slow/tools/testing/selftests
+	ksrc=$("$top/tests/get-ksrc.sh" "$mainbuild") || return 1
+	mkdir -p "$dst"
+	cp "$ksrc/tools/testing/selftests/kselftest.h" "$dst/"
+	sed "s/alarm(t->timeout);/alarm(t->timeout * $KVTIER_VM_TIMEOUT_SCALE);/" \
+		"$ksrc/tools/testing/selftests/kselftest_harness.h" >"$dst/kselftest_harness.h.new"
+	grep -q "alarm(t->timeout \* $KVTIER_VM_TIMEOUT_SCALE);" "$dst/kselftest_harness.h.new" || {
+		echo "check-debug: kselftest_harness.h has no alarm(t->timeout); to scale" >&2
+		return 1
+	}
+	# Only a changed header makes make rebuild the programs.
+	if ! cmp -s "$dst/kselftest_harness.h.new" "$dst/kselftest_harness.h"; then
+		mv "$dst/kselftest_harness.h.new" "$dst/kselftest_harness.h"
+		rm -rf "$build/tests"
+	else
+		rm -f "$dst/kselftest_harness.h.new"
+	fi
+}
+phase "kselftest headers, time limits x$KVTIER_VM_TIMEOUT_SCALE" slow_harness
+phase "test programs" make -s -C "$top/tests" BUILD="$build" KSRC="$build/ksrc-slow"
 phase "module build, W=1, $kver" "$top/tests/build-modules.sh" "$build" "$kver" "$kdir"
 
 out=$build/vm-$kver
@@ -120,7 +147,6 @@ if [[ $persist != none ]]; then
 	start=$SECONDS
 	pout=$build/persist-$kver
 	echo "# phase: persistence on $kver"
-	make -s -C "$top/tests" BUILD="$build" "$build/tests/kvt_persist_tool"
 	# run.sh boots the debug kernel for this kver from its root.
 	# shellcheck disable=SC2086 # a list of test names
 	KVTIER_VM_KERNEL_ROOT=$("$dk" --root) \

@@ -33,7 +33,8 @@
 # one. $KVTIER_VM_KERNEL_ROOT is the default when it holds <kver>, so
 # scripts that call run.sh (tests/persist/run.sh) boot it unchanged.
 # --debug: the debug kernel of tests/debug-kernel/build.sh (its root and
-# release; --kver not needed), with kasan_multi_shot on the command line.
+# release; --kver not needed), with kasan_multi_shot loglevel=5 on the
+# kernel command line.
 # --append: more kernel command line ($KVTIER_VM_APPEND is added too).
 # $KVTIER_VM_TIMEOUT_SCALE (a whole number, default 1) multiplies --timeout,
 # and $KVTIER_VM_MEM is the default of --mem: `make check-debug` sets both
@@ -89,7 +90,9 @@ if ((debug)); then
 		exit 2
 	}
 	[[ -z $kver ]] && kver=$dkver
-	append+=" kasan_multi_shot"
+	# Every KASAN report, not only the first; warnings (lockdep, WARN)
+	# on the console too, in case the guest never writes dmesg.log.
+	append+=" kasan_multi_shot loglevel=5"
 fi
 [[ -n $kver && -n $cache && -n $out && $# -gt 0 ]] || usage
 [[ $nvme_count =~ ^[0-9]+$ ]] || { echo "run.sh: bad --nvme-count" >&2; exit 2; }
