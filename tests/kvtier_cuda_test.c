@@ -58,6 +58,7 @@ static const char *cuda_missing(void)
 /* A running helper: its stdin, its stdout, stderr in a file. */
 struct app {
 	pid_t pid;
+	int waiting;		/* it printed "ready" and waits for go() */
 	FILE *in, *out;
 	char errpath[64];
 	char text[16384];	/* stdout so far */
@@ -77,7 +78,7 @@ static int spawn(struct app *a, const char *const *env, const char *cmd)
 	argv[n] = NULL;
 	snprintf(a->errpath, sizeof(a->errpath), "/tmp/kvtier-cuda-%d.err", (int)getpid());
 	efd = open(a->errpath, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (efd < 0 || pipe(pi) || pipe(po))
+	if (efd < 0 || pipe2(pi, O_CLOEXEC) || pipe2(po, O_CLOEXEC))
 		return -1;
 	a->pid = fork();
 	if (!a->pid) {
@@ -108,17 +109,33 @@ static int ready(struct app *a)
 	char line[512];
 
 	while (fgets(line, sizeof(line), a->out)) {
-		if (!strcmp(line, "ready\n"))
+		if (!strcmp(line, "ready\n")) {
+			a->waiting = 1;
 			return 1;
+		}
 		strncat(a->text, line, sizeof(a->text) - strlen(a->text) - 1);
 	}
 	return 0;
+}
+
+/* The helper's stderr so far, into the test's log (for failures). */
+static const char *errors(struct app *a)
+{
+	static char buf[4096];
+	int fd = open(a->errpath, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : 0;
+
+	buf[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return buf;
 }
 
 static void go(struct app *a)
 {
 	fputs("go\n", a->in);
 	fflush(a->in);
+	a->waiting = 0;
 }
 
 /* Wait for the helper; its exit status (or 128 + signal). */
@@ -127,6 +144,8 @@ static int finish(struct app *a, char *err, size_t len)
 	int st, fd;
 	ssize_t n;
 
+	if (a->waiting)
+		go(a);
 	while (ready(a))
 		go(a);
 	fclose(a->in);
@@ -248,7 +267,8 @@ FIXTURE_TEARDOWN_PARENT(tier)
 TEST_F_TIMEOUT(tier, hmm_round_trip_and_registration, 600)
 {
 	const char *env[] = { "KVTIER_MODE=hmm", "KVTIER_TIER=/dev/kvtier0",
-			      "KVTIER_TENANT=tenant-a", "KVT_DOUBLE_PAGEABLE=1", NULL };
+			      "KVTIER_TENANT=tenant-a", "KVTIER_MIN_BYTES=16M",
+			      "KVT_DOUBLE_PAGEABLE=1", NULL };
 	long long ev0 = kvt_stat(0, "evictions_dirty"), wb0 = kvt_stat(0, "writeback_bytes");
 	long long rd0 = kvt_stat(0, "read_bytes");
 	char cols[NCOLS][64], err[8192], pid[16];
@@ -261,6 +281,7 @@ TEST_F_TIMEOUT(tier, hmm_round_trip_and_registration, 600)
 	ASSERT_EQ(0, spawn(&a, env, "init alloc 0 direct 32M fill 0 11 wait "
 			   "check 0 11 free 0 wait calls cuMemAlloc_v2 cuMemFree_v2"));
 	ASSERT_TRUE(ready(&a));
+	TH_LOG("helper: %s%s", a.text, errors(&a));
 	ptr = strtoull(strstr(a.text, "ptr=") + 4, NULL, 16);
 	ASSERT_NE(0ULL, ptr);
 	ASSERT_EQ(0, val(a.text, "kind"));	/* not the double's memory */
@@ -306,6 +327,7 @@ TEST_F_TIMEOUT(tier, auto_mode, 300)
 
 	ASSERT_EQ(0, spawn(&a, hmm, "init alloc 0 rt 64M fill 0 3 check 0 3 wait free 0"));
 	ASSERT_TRUE(ready(&a));
+	TH_LOG("helper: %s%s", a.text, errors(&a));
 	ptr = strtoull(strstr(a.text, "ptr=") + 4, NULL, 16);
 	ASSERT_EQ(0, val(a.text, "kind"));
 	ASSERT_EQ(1, range_row(ptr, cols, &found));
@@ -343,6 +365,7 @@ TEST_F_TIMEOUT(tier, exit_unregisters, 300)
 	ASSERT_EQ(0, spawn(&a, env, "init alloc 0 direct 2M alloc 1 async 3M "
 			   "alloc 2 managed 1M wait"));
 	ASSERT_TRUE(ready(&a));
+	TH_LOG("helper: %s%s", a.text, errors(&a));
 	ASSERT_EQ(3, ranges_listed());
 	ASSERT_EQ(0, finish(&a, err, sizeof(err)));
 	ASSERT_EQ(0, ranges_listed());

@@ -79,7 +79,7 @@ static void run(struct run *r, const char *const *env, const char *cmd)
 	argv[n] = NULL;
 	for (i = 0; env && env[i]; i++)
 		noshim |= !strcmp(env[i], "NOSHIM");
-	if (pipe(po) || pipe(pe))
+	if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC))
 		abort();
 	pid = fork();
 	if (!pid) {
