@@ -247,6 +247,7 @@ struct kvtier_knobs {
 	unsigned int pin_budget_mb;
 	unsigned int discard;		/* 0 or 1 */
 	unsigned int checksum;		/* 0 or 1 */
+	unsigned int user_quota_mb;	/* per owner uid; 0: unlimited */
 };
 
 /**
@@ -517,6 +518,8 @@ long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_i
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
 void kvtier_region_publish(struct kvtier_region *region);
+int kvtier_quota_check(struct kvtier_tier *tier, kuid_t owner,
+		       pgoff_t nr_pages, bool exempt);
 void kvtier_region_put_user(struct kvtier_region *region);
 void kvtier_page_free(struct kvtier_page *kp);
 int kvtier_region_sync(struct kvtier_region *region);

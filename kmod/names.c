@@ -135,6 +135,7 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 	struct kvtier_tier *tier = kf->tier;
 	bool persistent = arg->flags & KVTIER_OPEN_PERSISTENT;
 	struct kvtier_region *region, *other;
+	bool exempt = capable(CAP_SYS_RESOURCE);
 	int ret = 0;
 
 	if (persistent && round_up(arg->size, PAGE_SIZE) >> PAGE_SHIFT >
@@ -156,6 +157,9 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 	    kvtier_nr_persistent(tier) >= tier->store.max_regions)
 		ret = -ENOSPC;
 	else if (!other)
+		ret = kvtier_quota_check(tier, region->owner, region->nr_pages,
+					 exempt);
+	if (!ret && !other)
 		list_add_tail(&region->node, &tier->regions);
 	spin_unlock(&tier->regions_lock);
 	if (ret || other) {
@@ -184,7 +188,8 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
  * (the file already has a region), ENODEV (no namespace), ENOENT (no such
  * region, no CREATE), EEXIST (CREATE|EXCL and it exists, or PERSISTENT and
  * it is not persistent), EACCES (mode), ENOSPC (larger than the namespace,
- * or no room for another persistent region), EIO (the commit of a new
+ * or no room for another persistent region), EDQUOT (the creator's regions
+ * would exceed user_quota_mb), EIO (the commit of a new
  * persistent region failed), EFAULT, ENOMEM. Nothing changes on error.
  */
 long kvtier_ioctl_region_open(struct file *file,

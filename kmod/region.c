@@ -98,6 +98,30 @@ void kvtier_region_publish(struct kvtier_region *region)
 	spin_unlock(&tier->regions_lock);
 }
 
+/*
+ * Whether the creator may have a new region of @nr_pages under the
+ * user_quota_mb knob: -EDQUOT if the sizes of the regions its owner already
+ * has in the tier plus @nr_pages exceed it. 0 (no quota) and @exempt
+ * (CAP_SYS_RESOURCE, checked by the caller outside the lock) always pass.
+ * Caller holds regions_lock, and publishes the region under it, so two
+ * creations cannot both take the last room.
+ */
+int kvtier_quota_check(struct kvtier_tier *tier, kuid_t owner,
+		       pgoff_t nr_pages, bool exempt)
+{
+	unsigned long quota = READ_ONCE(tier->knobs.user_quota_mb);
+	struct kvtier_region *r;
+	u64 used = nr_pages;
+
+	lockdep_assert_held(&tier->regions_lock);
+	if (!quota || exempt)
+		return 0;
+	list_for_each_entry(r, &tier->regions, node)
+		if (uid_eq(r->owner, owner))
+			used += r->nr_pages;
+	return used > ((u64)quota << (20 - PAGE_SHIFT)) ? -EDQUOT : 0;
+}
+
 void kvtier_page_free(struct kvtier_page *kp)
 {
 	kmem_cache_free(kvtier_page_cache, kp);

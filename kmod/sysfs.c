@@ -130,6 +130,7 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(pin_budget_mb), KNOB_OFF(pin_budget_mb), 0, 0, 1 },
 	{ KNOB_ATTR(discard), KNOB_OFF(discard), 0, 1, 1 },
 	{ KNOB_ATTR(checksum), KNOB_OFF(checksum), 0, 1, 1 },
+	{ KNOB_ATTR(user_quota_mb), KNOB_OFF(user_quota_mb), 0, INT_MAX, 1 },
 };
 
 static unsigned int *knob_ptr(struct kvtier_tier *tier,
@@ -256,12 +257,16 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&kvtier_knobs[6].attr.attr,
 	&kvtier_knobs[7].attr.attr,
 	&kvtier_knobs[8].attr.attr,
+	&kvtier_knobs[9].attr.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,
 	&dev_attr_resident.attr,
 	&dev_attr_pinned.attr,
 	NULL,
 };
+
+/* Every knob of the table is listed above, once. */
+static_assert(ARRAY_SIZE(kvtier_tier_attrs) == ARRAY_SIZE(kvtier_knobs) + 9);
 
 static const struct attribute_group kvtier_tier_group = {
 	.attrs = kvtier_tier_attrs,

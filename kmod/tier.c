@@ -4,6 +4,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/mount.h>
@@ -66,13 +67,15 @@ static int kvtier_release(struct inode *inode, struct file *file)
 /*
  * Give @kf its region. Caller holds kf->lock. Errors: EEXIST (already has
  * one), EINVAL (size 0), ENODEV (no namespace attached), ENOSPC (larger
- * than the namespace), ENOMEM.
+ * than the namespace), EDQUOT (over user_quota_mb), ENOMEM.
  */
 int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 {
 	struct kvtier_tier *tier = kf->tier;
 	struct kvtier_region *region;
 	loff_t capacity;
+	bool exempt;
+	int ret;
 
 	lockdep_assert_held(&kf->lock);
 	if (kf->region)
@@ -86,11 +89,20 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 	if (size > capacity)
 		return -ENOSPC;
 
+	exempt = capable(CAP_SYS_RESOURCE);
 	region = kvtier_region_create(tier, kf->inode,
 				      round_up(size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return PTR_ERR(region);
-	kvtier_region_publish(region);
+	spin_lock(&tier->regions_lock);
+	ret = kvtier_quota_check(tier, region->owner, region->nr_pages, exempt);
+	if (!ret)
+		list_add_tail(&region->node, &tier->regions);
+	spin_unlock(&tier->regions_lock);
+	if (ret) {
+		kvtier_region_put_user(region);	/* never visible */
+		return ret;
+	}
 	kf->region = region;
 	return 0;
 }
@@ -193,6 +205,7 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 	.pin_budget_mb = 64,
 	.discard = true,
 	.checksum = true,
+	.user_quota_mb = 0,
 };
 
 static void kvtier_tier_release(struct device *dev)

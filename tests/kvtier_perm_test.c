@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hostile users: an unprivileged user cannot administer a tier (attach,
+ * detach, format, knobs, debugfs), reaches /dev/kvtierN only through its
+ * group (as the udev rule installs it), cannot open or read another user's
+ * private region by any path, and cannot take more of the tier than the
+ * user_quota_mb knob allows (EDQUOT).
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); each unprivileged step
+ * runs in a forked child that drops to the test's uids and groups.
+ */
+#include <grp.h>
+#include <linux/kvtier.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB	(1024ULL * 1024)
+#define PAGE	4096ULL
+#define KVT_GID	4242		/* stands in for the udev rule's "kvtier" group */
+#define ALICE	4001
+#define BOB	4002
+#define SYSFS	"/sys/class/kvtier/kvtier0/"
+
+/* Run @fn(@arg) as @uid with primary group @uid and, if @in_group, KVT_GID. */
+static int as_user(uid_t uid, bool in_group, int (*fn)(void *), void *arg)
+{
+	gid_t groups[1] = { KVT_GID };
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setgroups(in_group ? 1 : 0, groups) ||
+		    setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(99);
+		_exit(fn(arg));
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static int bind_name(int fd, const char *name, unsigned long long size,
+		     unsigned int flags, unsigned int mode)
+{
+	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
+
+	strncpy(ro.name, name, sizeof(ro.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
+}
+
+static int create_region(int fd, unsigned long long size)
+{
+	struct kvtier_region_create rc = { .size = size };
+
+	return ioctl(fd, KVTIER_IOC_REGION_CREATE, &rc) ? -errno : 0;
+}
+
+/* open(O_WRONLY) of @path fails with EACCES: the write never happens. */
+static bool write_refused(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return errno == EACCES;
+}
+
+FIXTURE(tier) {
+	int fd;
+};
+
+FIXTURE_SETUP(tier)
+{
+	const char *why = kvt_missing();
+
+	self->fd = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_FALSE(kvt_loaded());
+	self->fd = kvt_start("", 16);
+	ASSERT_GE(self->fd, 0);
+	/* What 60-kvtier.rules does: group kvtier, mode 0660. */
+	ASSERT_EQ(0, chown("/dev/kvtier0", 0, KVT_GID));
+	ASSERT_EQ(0, chmod("/dev/kvtier0", 0660));
+}
+
+FIXTURE_TEARDOWN_PARENT(tier)
+{
+	if (!kvt_loaded())
+		return;
+	EXPECT_EQ(0, kvt_unload());
+}
+
+static int admin_refused(void *arg)
+{
+	static const char * const attrs[] = {
+		"backing_dev", "format", "host_budget_mb", "watermark_high",
+		"readahead_kb", "pin_budget_mb", "checksum", "user_quota_mb",
+	};
+	unsigned int i;
+	int fd;
+
+	(void)arg;
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), SYSFS "%s", attrs[i]);
+		if (!write_refused(path))
+			return 10 + i;
+	}
+	/* debugfs (stats, regions, gpu_ranges) is root's. */
+	fd = open("/sys/kernel/debug/kvtier/kvtier0/regions", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || (errno != EACCES && errno != EPERM))
+		return 2;
+	/* Unloading or loading modules needs CAP_SYS_MODULE. */
+	if (!syscall(__NR_delete_module, "kvtier", O_NONBLOCK) || errno != EPERM)
+		return 3;
+	return 0;
+}
+
+/* Knobs, attach, detach and format are root's; nothing changes. */
+TEST_F_TIMEOUT(tier, unprivileged_cannot_administer, 300)
+{
+	char before[256], after[256];
+
+	ASSERT_EQ(0, kvt_tier_read(0, "backing_dev", before, sizeof(before)));
+	ASSERT_EQ(0, as_user(ALICE, true, admin_refused, NULL));
+	ASSERT_EQ(0, kvt_tier_read(0, "backing_dev", after, sizeof(after)));
+	ASSERT_STREQ(before, after);
+	ASSERT_EQ(16, kvt_tier_num(0, "host_budget_mb"));
+	ASSERT_EQ(0, kvt_tier_num(0, "user_quota_mb"));
+	ASSERT_TRUE(kvt_loaded());
+}
+
+static int use_device(void *arg)
+{
+	bool expect_ok = *(bool *)arg;
+	unsigned char *p;
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+
+	if (!expect_ok)
+		return fd < 0 && errno == EACCES ? 0 : 1;
+	if (fd < 0)
+		return 2;
+	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 3;
+	kvt_fill(p, MiB, 0, 21);
+	if (posix_fadvise(fd, 0, MiB, POSIX_FADV_DONTNEED))
+		return 4;
+	if (kvt_check(p, MiB, 0, 21) != -1)
+		return 5;
+	return 0;
+}
+
+/* /dev/kvtier0 is usable through its group only. */
+TEST_F_TIMEOUT(tier, device_through_group_only, 300)
+{
+	bool ok = false;
+
+	ASSERT_EQ(0, as_user(ALICE, false, use_device, &ok));
+	ok = true;
+	ASSERT_EQ(0, as_user(ALICE, true, use_device, &ok));
+}
+
+static int alice_creates(void *arg)
+{
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char buf[PAGE];
+
+	(void)arg;
+	if (fd < 0 || bind_name(fd, "alice:private", MiB,
+				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
+		return 1;
+	kvt_fill(buf, PAGE, 0, 22);
+	if (pwrite(fd, buf, PAGE, 0) != (ssize_t)PAGE)
+		return 2;
+	/* The named region outlives this process (until unlinked). */
+	return 0;
+}
+
+static int bob_tries(void *arg)
+{
+	struct kvtier_region_name rn = { .name = "alice:private" };
+	struct kvtier_region_entry e[8];
+	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = 8 };
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char buf[PAGE];
+	unsigned int i;
+
+	(void)arg;
+	if (fd < 0)
+		return 1;
+	if (bind_name(fd, "alice:private", 0, 0, 0) != -EACCES)
+		return 2;
+	if (bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+		return 3;
+	/* A refused bind leaves the file unbound: nothing to read or map. */
+	if (pread(fd, buf, PAGE, 0) != -1 || errno != ENXIO)
+		return 4;
+	if (mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, PAGE) != MAP_FAILED)
+		return 5;
+	if (!ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) || errno != EPERM)
+		return 6;
+	/* The list names it (like a directory), with no bytes of it. */
+	if (ioctl(fd, KVTIER_IOC_REGION_LIST, &rl) || rl.count < 1)
+		return 7;
+	for (i = 0; i < rl.count && i < 8; i++)
+		if (!strcmp(e[i].name, "alice:private") &&
+		    (e[i].owner != ALICE || e[i].mode != 0600))
+			return 8;
+	/* Same name with CREATE: it exists and is not Bob's. */
+	if (bind_name(fd, "alice:private", MiB, KVTIER_OPEN_CREATE, 0600) != -EACCES)
+		return 9;
+	close(fd);
+	return 0;
+}
+
+/* Another user's 0600 region: no bind, no bytes, no unlink. */
+TEST_F_TIMEOUT(tier, private_region_stays_private, 300)
+{
+	struct kvtier_region_name rn = { .name = "alice:private" };
+	unsigned char buf[PAGE];
+	int fd;
+
+	ASSERT_EQ(0, as_user(ALICE, true, alice_creates, NULL));
+	ASSERT_EQ(0, as_user(BOB, true, bob_tries, NULL));
+	/* Alice's bytes are intact; root may read them. */
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(0, bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0));
+	ASSERT_EQ((ssize_t)PAGE, pread(fd, buf, PAGE, 0));
+	ASSERT_EQ(-1, kvt_check(buf, PAGE, 0, 22));
+	close(fd);
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_UNLINK, &rn));
+}
+
+static int alice_quota(void *arg)
+{
+	int a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int b = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int c = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char *p;
+
+	(void)arg;
+	if (a < 0 || b < 0 || c < 0)
+		return 1;
+	/* 4 + 4 MiB fit an 8 MiB quota exactly. */
+	p = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, a, 0);
+	if (p == MAP_FAILED)
+		return 2;
+	if (create_region(b, 4 * MiB))
+		return 3;
+	/* One more page by any path: EDQUOT, and the file stays unbound. */
+	if (mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, c, 0) != MAP_FAILED ||
+	    errno != EDQUOT)
+		return 4;
+	if (create_region(c, PAGE) != -EDQUOT)
+		return 5;
+	if (bind_name(c, "alice:over", PAGE, KVTIER_OPEN_CREATE, 0600) != -EDQUOT)
+		return 6;
+	if (bind_name(c, "alice:over", PAGE, KVTIER_OPEN_CREATE |
+		      KVTIER_OPEN_PERSISTENT, 0600) != -EDQUOT)
+		return 7;
+	/* Her regions work and keep their bytes. */
+	kvt_fill(p, 4 * MiB, 0, 23);
+	if (posix_fadvise(a, 0, 4 * MiB, POSIX_FADV_DONTNEED) ||
+	    kvt_check(p, 4 * MiB, 0, 23) != -1)
+		return 8;
+	/* Giving one back makes room again. */
+	close(b);
+	if (create_region(c, 4 * MiB))
+		return 9;
+	munmap(p, 4 * MiB);
+	close(a);
+	close(c);
+	return 0;
+}
+
+static int bob_fills_own_quota(void *arg)
+{
+	int a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int b = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+
+	(void)arg;
+	if (a < 0 || b < 0)
+		return 1;
+	if (create_region(a, 8 * MiB))
+		return 2;
+	if (create_region(b, PAGE) != -EDQUOT)
+		return 3;
+	return 0;
+}
+
+/*
+ * user_quota_mb bounds the sizes of the regions each user owns; others and
+ * CAP_SYS_RESOURCE are not affected; 0 lifts it; bad values are refused.
+ */
+TEST_F_TIMEOUT(tier, user_quota, 300)
+{
+	int big;
+
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "user_quota_mb", "-1"));
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "user_quota_mb", "8M"));
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "user_quota_mb", "2147483648"));
+	ASSERT_EQ(0, kvt_tier_num(0, "user_quota_mb"));
+	ASSERT_EQ(0, kvt_tier_write(0, "user_quota_mb", "8"));
+	ASSERT_EQ(8, kvt_tier_num(0, "user_quota_mb"));
+
+	ASSERT_EQ(0, as_user(ALICE, true, alice_quota, NULL));
+	ASSERT_EQ(0, as_user(BOB, true, bob_fills_own_quota, NULL));
+	/* Root (CAP_SYS_RESOURCE) is not limited. */
+	big = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(0, create_region(big, 64 * MiB));
+	close(big);
+	/* 0: unlimited again. */
+	ASSERT_EQ(0, kvt_tier_write(0, "user_quota_mb", "0"));
+	ASSERT_EQ(0, as_user(BOB, true, use_device, &(bool){ true }));
+}
+
+TEST_HARNESS_MAIN
