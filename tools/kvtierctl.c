@@ -61,7 +61,8 @@ static const struct cmd cmds[] = {
 	  "  writeback_batch_kb   4..65536, multiple of 4\n"
 	  "  max_inflight_kb      4..1048576, multiple of 4\n"
 	  "  discard              0 or 1\n"
-	  "  pin_budget_mb        0..RAM in MiB\n",
+	  "  pin_budget_mb        0..RAM in MiB\n"
+	  "  user_quota_mb        0 (unlimited)..2147483647\n",
 	  cmd_set },
 	{ "persist", "ls [TIER] | rm|pin|unpin [-t TIER] NAME",
 	  "persistent regions: list, remove, pin against reclaim, unpin",
