@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * I/O errors and a slow device under a tier, through device-mapper over
+ * KVTIER_NS1 (as kvtier_latency_test.c): the tier is formatted on
+ * /dev/mapper/kvt-ioerr and the table is swapped under it (dmsetup load +
+ * resume) to one that fails:
+ *
+ * - reads fail (the `error` target, or dm-flakey always down: with the
+ *   error_reads feature where the kernel has it (6.12; there the down
+ *   interval alone does not fail reads), without features on 6.1, where a
+ *   down flakey fails every bio): a faulting access gets SIGBUS, pread
+ *   EIO, never zeros or stale bytes; a pinned region keeps working; the
+ *   error is counted (io_errors), logged, kept in sysfs error/state; once
+ *   the device works again the same pages read back right; detach works.
+ * - writes fail (flakey error_writes): fsync returns EIO and keeps
+ *   returning it (REGION_INFO error, sticky), the pages stay dirty and
+ *   readable from memory, another region is not marked; after the device
+ *   recovers the bytes reach it; detach works.
+ * - writes silently dropped (flakey drop_writes): fsync cannot know, the
+ *   CRC32C of each page catches it on read-back (EIO/SIGBUS, never the
+ *   older bytes).
+ * - reads corrupted (flakey corrupt_bio_byte ... r): checksum_errors,
+ *   EIO/SIGBUS, never wrong bytes.
+ * - a slow device (dm-delay 100 ms): faults take the delay, nothing
+ *   fails, and max_inflight_kb bounds the bytes in flight (debugfs
+ *   inflight_bytes sampled while it runs).
+ *
+ * Needs KVTIER_NS1, dmsetup and the targets (each test skips, saying why,
+ * without them); DM_DISABLE_UDEV=1 is set by the rig.
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <linux/fs.h>
+#include <linux/kvtier.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB		(1024ULL * 1024)
+#define PAGE		4096ULL
+#define DM_NAME		"kvt-ioerr"
+#define DM_DEV		"/dev/mapper/" DM_NAME
+#define BUDGET_MB	4
+
+static __attribute__((format(printf, 1, 2))) int run(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static unsigned long long ns1_sectors(void)
+{
+	unsigned long long bytes = 0;
+	int fd = open(kvt_ns("KVTIER_NS1"), O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (ioctl(fd, BLKGETSIZE64, &bytes))
+		bytes = 0;
+	close(fd);
+	return bytes / 512;
+}
+
+/* Swap the live table to "0 SECTORS @target" (suspend, load, resume). */
+static int table(const char *target_fmt, ...)
+{
+	char t[512], tgt[400];
+	va_list ap;
+
+	va_start(ap, target_fmt);
+	vsnprintf(tgt, sizeof(tgt), target_fmt, ap);
+	va_end(ap);
+	snprintf(t, sizeof(t), "0 %llu %s", ns1_sectors(), tgt);
+	return run("dmsetup suspend " DM_NAME " && dmsetup load " DM_NAME
+		   " --table '%s' 2>/dev/null && dmsetup resume " DM_NAME
+		   " || { dmsetup resume " DM_NAME "; false; }", t);
+}
+
+static int linear(void)
+{
+	return table("linear %s 0", kvt_ns("KVTIER_NS1"));
+}
+
+/*
+ * dm-flakey always down with @features ("1 error_writes"...). 0 or -1 (the
+ * kernel refused the table: a feature it does not know).
+ */
+static int flakey(const char *features)
+{
+	return table("flakey %s 0 0 3600%s%s", kvt_ns("KVTIER_NS1"),
+		     *features ? " " : "", features);
+}
+
+static int has_target(const char *name)
+{
+	return !run("modprobe -q dm-%s 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw %s",
+		    name, name);
+}
+
+static int state_is(const char *want)
+{
+	char buf[64];
+
+	return !kvt_tier_read(0, "state", buf, sizeof(buf)) && !strcmp(buf, want);
+}
+
+static int kmsg_count(const char *needle)
+{
+	char rec[4096];
+	int fd, count = 0;
+	ssize_t n;
+
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		if (strstr(rec, needle))
+			count++;
+	}
+	close(fd);
+	return count;
+}
+
+static int info(int fd, struct kvtier_region_info *ri)
+{
+	return ioctl(fd, KVTIER_IOC_REGION_INFO, ri) ? -errno : 0;
+}
+
+/* A fresh file of tier 0 with a mapped region of @len, filled with @seed. */
+static unsigned char *region(int *fd, size_t len, unsigned long long seed)
+{
+	unsigned char *p;
+
+	*fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	kvt_fill(p, len, 0, seed);
+	return p;
+}
+
+/* pread page @off: 0 and the right bytes, -EIO, or 1 (wrong bytes: fail). */
+static int pread_page(int fd, unsigned long long off, unsigned long long seed)
+{
+	unsigned char buf[PAGE];
+	ssize_t n = pread(fd, buf, PAGE, off);
+
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)PAGE)
+		return 2;
+	return kvt_check(buf, PAGE, off, seed) == -1 ? 0 : 1;
+}
+
+FIXTURE(ioerr) {
+	int dummy;
+};
+
+/* kvtier loaded; NS1 behind a linear dm table, formatted as tier 0. */
+FIXTURE_SETUP(ioerr)
+{
+	const char *ns1 = kvt_ns("KVTIER_NS1");
+
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns1)
+		SKIP(return, "no second namespace in KVTIER_NS1");
+	if (system("command -v dmsetup >/dev/null"))
+		SKIP(return, "dmsetup not installed");
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_FALSE(kvt_exists(DM_DEV));
+	ASSERT_GT(ns1_sectors(), 0);
+	ASSERT_EQ(0, run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
+			 ns1_sectors(), ns1));
+	ASSERT_EQ(0, kvt_load("num_tiers=1"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
+	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
+}
+
+/* In the parent, every file of the test closed: back to linear, detach, unload. */
+FIXTURE_TEARDOWN_PARENT(ioerr)
+{
+	if (kvt_exists(DM_DEV))
+		EXPECT_EQ(0, linear());
+	if (kvt_loaded()) {
+		kvt_tier_write(0, "backing_dev", "none");
+		EXPECT_TRUE(state_is("detached"));
+		EXPECT_EQ(0, kvt_unload());
+	}
+	if (kvt_exists(DM_DEV))
+		EXPECT_EQ(0, run("dmsetup remove " DM_NAME));
+}
+
+FIXTURE_VARIANT(ioerr) {
+	const char *how;	/* "error" or "flakey" */
+};
+
+FIXTURE_VARIANT_ADD(ioerr, error_target) { .how = "error" };
+FIXTURE_VARIANT_ADD(ioerr, flakey) { .how = "flakey" };
+
+#define A_LEN	(8 * MiB)
+#define B_LEN	(1 * MiB)
+
+/*
+ * Reads fail: region A (twice the budget, synced and dropped) is only on
+ * the namespace, region B is pinned in memory.
+ */
+TEST_F_TIMEOUT(ioerr, reads_fail, 300)
+{
+	struct kvtier_pin pin = { .offset = 0, .length = B_LEN };
+	unsigned char *a, *b;
+	long long errs0, msgs0, off;
+	int fa, fb, i, sigbus = 0, eio = 0;
+	char buf[32];
+
+	if (!strcmp(variant->how, "flakey") && !has_target("flakey"))
+		SKIP(return, "no dm-flakey target");
+	a = region(&fa, A_LEN, 1);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	b = region(&fb, B_LEN, 2);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, fsync(fb));
+	ASSERT_EQ(0, ioctl(fb, KVTIER_IOC_PIN, &pin));
+	errs0 = kvt_stat(0, "io_errors");
+	ASSERT_EQ(0, errs0);
+	msgs0 = kmsg_count("kvtier0: read error");
+
+	if (!strcmp(variant->how, "error")) {
+		ASSERT_EQ(0, table("error"));
+	} else if (flakey("1 error_reads")) {
+		/* 6.1: no error_reads; a down flakey without features fails all. */
+		TH_LOG("dm-flakey without error_reads: plain down interval");
+		ASSERT_EQ(0, flakey(""));
+	}
+
+	/* Every page of A: SIGBUS through the mapping, EIO from pread. */
+	for (off = 0; off < (long long)A_LEN; off += 37 * PAGE) {
+		sigbus += kvt_touch_or_sigbus(a + off);
+		i = pread_page(fa, off + PAGE, 1);
+		ASSERT_NE(1, i);	/* never wrong, zero or stale bytes */
+		ASSERT_NE(2, i);
+		eio += i == -EIO;
+	}
+	TH_LOG("%d SIGBUS, %d EIO of %llu probes", sigbus, eio, A_LEN / (37 * PAGE) + 1);
+	ASSERT_EQ(A_LEN / (37 * PAGE) + 1, (unsigned long long)sigbus);
+	ASSERT_EQ(A_LEN / (37 * PAGE) + 1, (unsigned long long)eio);
+
+	/* The pinned region goes on: read and write it. */
+	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 2));
+	kvt_fill(b, B_LEN, 0, 3);
+	ASSERT_EQ(0, pread_page(fb, B_LEN - PAGE, 3));
+
+	ASSERT_GT(kvt_stat(0, "io_errors"), errs0);
+	ASSERT_TRUE(state_is("error"));
+	ASSERT_EQ(0, kvt_tier_read(0, "error", buf, sizeof(buf)));
+	ASSERT_STREQ("-5", buf);
+	/* Logged, rate-limited: not one line per failed bio. */
+	i = kmsg_count("kvtier0: read error") - msgs0;
+	TH_LOG("%d 'read error' lines for %lld failed bios", i,
+	       kvt_stat(0, "io_errors") - errs0);
+	ASSERT_GE(i, 1);
+	ASSERT_LE(i, 10 + 1);
+
+	/* The device works again: the same pages read back right. */
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ(-1, kvt_check(a, A_LEN, 0, 1));
+	for (off = 0; off < (long long)A_LEN; off += 37 * PAGE)
+		ASSERT_EQ(0, pread_page(fa, off + PAGE, 1));
+	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 3));
+	munmap(a, A_LEN);
+	munmap(b, B_LEN);
+	close(fa);
+	close(fb);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_TRUE(state_is("detached"));
+}
+
+/* The same, and the device still failing when the tier is detached. */
+TEST_F_TIMEOUT(ioerr, detach_while_failing, 300)
+{
+	unsigned char *a;
+	int fa, ret;
+
+	if (!strcmp(variant->how, "flakey") && !has_target("flakey"))
+		SKIP(return, "no dm-flakey target");
+	a = region(&fa, A_LEN, 4);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	if (!strcmp(variant->how, "error")) {
+		ASSERT_EQ(0, table("error"));
+	} else if (flakey("1 error_reads")) {
+		ASSERT_EQ(0, flakey(""));
+	}
+	ASSERT_EQ(1, kvt_touch_or_sigbus(a + 3 * PAGE));
+	ASSERT_EQ(-EIO, pread_page(fa, 5 * PAGE, 4));
+	munmap(a, A_LEN);
+	close(fa);
+	/* Detach writes the store's commit: it fails, the tier detaches anyway. */
+	ret = kvt_tier_write(0, "backing_dev", "none");
+	TH_LOG("detach on a failing device: %d", ret);
+	ASSERT_TRUE(ret == 0 || ret == -EIO);
+	ASSERT_TRUE(state_is("detached"));
+	ASSERT_EQ(0, linear());
+}
+
+FIXTURE(wr) {
+	int dummy;
+};
+
+FIXTURE_SETUP(wr)
+{
+	const char *ns1 = kvt_ns("KVTIER_NS1");
+
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns1)
+		SKIP(return, "no second namespace in KVTIER_NS1");
+	if (system("command -v dmsetup >/dev/null"))
+		SKIP(return, "dmsetup not installed");
+	if (!has_target("flakey"))
+		SKIP(return, "no dm-flakey target");
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_FALSE(kvt_exists(DM_DEV));
+	ASSERT_EQ(0, run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
+			 ns1_sectors(), ns1));
+	ASSERT_EQ(0, kvt_load("num_tiers=1"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
+	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
+}
+
+FIXTURE_TEARDOWN_PARENT(wr)
+{
+	if (kvt_exists(DM_DEV))
+		EXPECT_EQ(0, linear());
+	if (kvt_loaded()) {
+		kvt_tier_write(0, "backing_dev", "none");
+		EXPECT_TRUE(state_is("detached"));
+		EXPECT_EQ(0, kvt_unload());
+	}
+	if (kvt_exists(DM_DEV))
+		EXPECT_EQ(0, run("dmsetup remove " DM_NAME));
+}
+
+/*
+ * Write-back fails: fsync gives EIO, sticky for that region only; the
+ * pages stay dirty in memory with the bytes the process wrote.
+ */
+TEST_F_TIMEOUT(wr, write_errors_are_sticky, 300)
+{
+	struct kvtier_region_info ri;
+	size_t alen = 2 * MiB;
+	unsigned char *a, *b;
+	int fa, fb, ret;
+
+	b = region(&fb, B_LEN, 11);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, fsync(fb));
+	a = region(&fa, alen, 10);
+	ASSERT_NE(NULL, a);
+
+	ASSERT_EQ(0, flakey("1 error_writes"));
+	ASSERT_EQ(-1, fsync(fa));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, info(fa, &ri));
+	ASSERT_EQ(-EIO, ri.error);
+	ASSERT_GT(ri.dirty, 0);
+	TH_LOG("after the failed fsync: %llu of %zu bytes dirty, resident %llu",
+	       (unsigned long long)ri.dirty, alen, (unsigned long long)ri.resident);
+	ASSERT_EQ(-1, fsync(fa));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_GT(kvt_stat(0, "io_errors"), 0);
+	ASSERT_TRUE(state_is("error"));
+	/* What the process wrote is what it reads, through both paths. */
+	ASSERT_EQ(-1, kvt_check(a, alen, 0, 10));
+	ASSERT_EQ(0, pread_page(fa, alen - PAGE, 10));
+	/* The other region is not marked and its bytes are intact. */
+	ASSERT_EQ(0, info(fb, &ri));
+	ASSERT_EQ(0, ri.error);
+	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 11));
+	ret = fsync(fb);
+	TH_LOG("fsync of the clean region while writes fail: %d (%s)", ret,
+	       ret ? strerror(errno) : "ok");
+
+	/* The device recovers: A stays errored (like a file system), B is fine. */
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ(-1, fsync(fa));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, info(fb, &ri));
+	if (!ri.error) {
+		ASSERT_EQ(0, fsync(fb));
+	}
+	/* A's bytes did reach the device: drop them and read them back. */
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, info(fa, &ri));
+	ASSERT_EQ(0, ri.dirty);
+	ASSERT_EQ(-1, kvt_check(a, alen, 0, 10));
+	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 11));
+	munmap(a, alen);
+	munmap(b, B_LEN);
+	close(fa);
+	close(fb);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+/*
+ * Writes dropped without an error: fsync succeeds (it cannot know), and
+ * the CRC32C recorded for each page catches the old bytes on read-back.
+ */
+TEST_F_TIMEOUT(wr, dropped_writes_caught_by_checksum, 300)
+{
+	size_t len = 1 * MiB, off;
+	long long csum0;
+	unsigned char *a;
+	int fa, r, eio = 0, good = 0;
+
+	a = region(&fa, len, 20);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	kvt_fill(a, len, 0, 21);
+	csum0 = kvt_stat(0, "checksum_errors");
+	ASSERT_EQ(0, flakey("1 drop_writes"));
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, linear());
+	for (off = 0; off < len; off += PAGE) {
+		r = pread_page(fa, off, 21);
+		ASSERT_NE(1, r);	/* never seed 20's (or zero) bytes */
+		ASSERT_NE(2, r);
+		eio += r == -EIO;
+		good += r == 0;
+	}
+	TH_LOG("%d pages EIO, %d right (still resident), checksum_errors +%lld",
+	       eio, good, kvt_stat(0, "checksum_errors") - csum0);
+	ASSERT_GT(eio, 0);
+	ASSERT_GE(kvt_stat(0, "checksum_errors") - csum0, eio);
+	ASSERT_EQ(1, kvt_touch_or_sigbus(a + 7 * PAGE));
+	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
+	munmap(a, len);
+	close(fa);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+/* Reads corrupted on the way (byte 1 of each bio): CRC32C, never wrong bytes. */
+TEST_F_TIMEOUT(wr, corrupted_reads_caught_by_checksum, 300)
+{
+	size_t len = 1 * MiB, off;
+	long long csum0, first = -1;
+	unsigned char *a;
+	int fa, r, eio = 0, good = 0;
+
+	a = region(&fa, len, 30);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	csum0 = kvt_stat(0, "checksum_errors");
+	/* Byte 1 of every read bio becomes 0x5a (a pattern byte that is 0x5a stays). */
+	ASSERT_EQ(0, flakey("5 corrupt_bio_byte 1 r 90 0"));
+	for (off = 0; off < len; off += PAGE) {
+		r = pread_page(fa, off, 30);
+		ASSERT_NE(1, r);
+		ASSERT_NE(2, r);
+		if (r == -EIO && first < 0)
+			first = off;
+		eio += r == -EIO;
+		good += r == 0;
+	}
+	TH_LOG("%d pages EIO, %d right, checksum_errors +%lld", eio, good,
+	       kvt_stat(0, "checksum_errors") - csum0);
+	ASSERT_GT(eio, 0);
+	ASSERT_GE(kvt_stat(0, "checksum_errors") - csum0, eio);
+	/* The failed page is read again (a bio starting at it): corrupt again. */
+	ASSERT_EQ(1, kvt_touch_or_sigbus(a + first));
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 30));
+	munmap(a, len);
+	close(fa);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+/* A slow device: dm-delay adds DELAY_MS to every bio. */
+#define DELAY_MS	100
+#define INFLIGHT_KB	128
+#define BATCH_KB	64
+
+struct sampler {
+	volatile int stop;
+	long long max, samples, nonzero;
+};
+
+static void *sample_inflight(void *arg)
+{
+	struct sampler *s = arg;
+	long long v;
+
+	while (!s->stop) {
+		v = kvt_stat(0, "inflight_bytes");
+		if (v > s->max)
+			s->max = v;
+		s->nonzero += v > 0;
+		s->samples++;
+		usleep(2000);
+	}
+	return NULL;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+TEST_F_TIMEOUT(wr, slow_device_bounded_inflight, 300)
+{
+	size_t len = 8 * MiB, off;
+	struct sampler s = { 0 };
+	pthread_t th;
+	unsigned char *a;
+	double t, slowest = 0, fastest = 1e9;
+	int fa, n = 0;
+
+	if (!has_target("delay"))
+		SKIP(return, "no dm-delay target");
+	ASSERT_EQ(0, kvt_knob(0, "max_inflight_kb", INFLIGHT_KB));
+	ASSERT_EQ(0, kvt_knob(0, "writeback_batch_kb", BATCH_KB));
+	ASSERT_EQ(0, table("delay %s 0 %d", kvt_ns("KVTIER_NS1"), DELAY_MS));
+	ASSERT_EQ(0, pthread_create(&th, NULL, sample_inflight, &s));
+
+	/* Twice the budget through the mapping: write-back under the delay. */
+	a = region(&fa, len, 40);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	/* Faults of pages that were evicted wait for the slow reads. */
+	for (off = 0; off < len / 2; off += 61 * PAGE, n++) {
+		t = now_ms();
+		ASSERT_EQ(-1, kvt_check(a + off, PAGE, off, 40));
+		t = now_ms() - t;
+		slowest = t > slowest ? t : slowest;
+		fastest = t < fastest ? t : fastest;
+	}
+	s.stop = 1;
+	pthread_join(th, NULL);
+	TH_LOG("%d faults of evicted pages: %.0f to %.0f ms; inflight_bytes max %lld (%lld of %lld samples > 0), cap %d KiB + one %d KiB bio",
+	       n, fastest, slowest, s.max, s.nonzero, s.samples, INFLIGHT_KB, BATCH_KB);
+	ASSERT_GE(fastest, DELAY_MS * 0.9);
+	ASSERT_GT(s.nonzero, 0);
+	ASSERT_LE(s.max, (INFLIGHT_KB + BATCH_KB) * 1024LL);
+	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
+
+	/* No delay: the whole region, right. */
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 40));
+	ASSERT_EQ(0, fsync(fa));
+	munmap(a, len);
+	close(fa);
+	ASSERT_TRUE(state_is("attached"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+TEST_HARNESS_MAIN
