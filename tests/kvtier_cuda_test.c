@@ -232,31 +232,8 @@ static int ranges_listed(void)
 	return range_row(0, cols, &found);
 }
 
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	why = cuda_missing();
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("", 4);
-	ASSERT_GE(self->fd, 0);
-}
-
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	if (!kvt_loaded())
-		return;
-	EXPECT_EQ(0, kvt_unload());
-}
+KVT_TIER_FIXTURE("", 4,
+		 why = cuda_missing(); if (why) SKIP(return, "%s", why), , );
 
 /*
  * hmm: a 32 MiB allocation through cuMemAlloc_v2 is a mapping of the tier

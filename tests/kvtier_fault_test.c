@@ -70,37 +70,15 @@ static int region_info(int fd, struct kvtier_region_info *ri)
 	return ioctl(fd, KVTIER_IOC_REGION_INFO, ri) ? -errno : 0;
 }
 
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("", 4);
-	ASSERT_GE(self->fd, 0);
-	if (!kvt_exists(FAIL "fail_page_alloc")) {
-		/* A skipped setup gets no teardown: unload here. */
-		close(self->fd);
-		self->fd = -1;
-		ASSERT_EQ(0, kvt_unload());
-		SKIP(return, "kernel without CONFIG_FAULT_INJECTION_DEBUG_FS: no kvtier fault-injection sites");
-	}
-}
-
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	if (!kvt_loaded())
-		return;
-	/* Nothing may stay charged once every file is gone. */
-	EXPECT_EQ(0, kvt_stat(0, "resident_pages"));
-	EXPECT_EQ(0, kvt_unload());
-}
+/* Nothing may stay charged once every file is gone. */
+KVT_TIER_FIXTURE("", 4, ,
+		 if (!kvt_exists(FAIL "fail_page_alloc")) {
+			close(self->fd);
+			self->fd = -1;
+			ASSERT_EQ(0, kvt_unload());
+			SKIP(return, "kernel without CONFIG_FAULT_INJECTION_DEBUG_FS: no kvtier fault-injection sites");
+		 },
+		 EXPECT_EQ(0, kvt_stat(0, "resident_pages")));
 
 /* No page: the faulting access gets SIGBUS, pwrite ENOMEM; then all is well. */
 TEST_F_TIMEOUT(tier, page_alloc, 300)

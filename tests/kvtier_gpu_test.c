@@ -106,28 +106,7 @@ static long long region_gpu_bytes(unsigned long long id)
 	return v;
 }
 
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("", 4);
-	ASSERT_GE(self->fd, 0);
-}
-
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	if (!kvt_loaded())
-		return;
-	EXPECT_EQ(0, kvt_unload());
-}
+KVT_TIER_FIXTURE("", 4, , , );
 
 /* A managed range shows in gpu_ranges with every field, and goes. */
 TEST_F_TIMEOUT(tier, managed_register_unregister, 300)

@@ -59,32 +59,10 @@ static int file_contains(const char *file, const char *needle)
 	return found;
 }
 
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("num_tiers=2", 4);
-	ASSERT_GE(self->fd, 0);
-}
-
-/* In the parent, after the test process and its mappings are gone. */
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	if (!kvt_loaded())
-		return;
-	EXPECT_EQ(0, kvt_tier_num(0, "resident"));
-	kvt_tier_write(1, "backing_dev", "none");
-	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	EXPECT_EQ(0, kvt_unload());
-}
+KVT_TIER_FIXTURE("num_tiers=2", 4, , ,
+		 EXPECT_EQ(0, kvt_tier_num(0, "resident"));
+		 kvt_tier_write(1, "backing_dev", "none");
+		 EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none")));
 
 /* Exact counters match what a scripted workload did. */
 TEST_F_TIMEOUT(tier, counters_match_workload, 300)

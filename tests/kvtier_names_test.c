@@ -47,33 +47,12 @@ static int list_names(int fd, struct kvtier_region_entry *e, unsigned int n)
 	return ioctl(fd, KVTIER_IOC_REGION_LIST, &rl) ? -errno : (int)rl.count;
 }
 
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("", 4);
-	ASSERT_GE(self->fd, 0);
-}
-
 /*
- * In the parent, after the test process exited. Named regions may remain:
- * unloading the module must free them (the kernel log gate and the slab
- * check of kmem_cache_destroy catch a leak).
+ * Named regions may remain after a test: unloading the module must free
+ * them (the kernel log gate and the slab check of kmem_cache_destroy catch
+ * a leak).
  */
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	if (!kvt_loaded())
-		return;
-	EXPECT_EQ(0, kvt_unload());
-}
+KVT_TIER_FIXTURE("", 4, , , );
 
 TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 {

@@ -73,31 +73,10 @@ static bool write_refused(const char *path)
 	return errno == EACCES;
 }
 
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("", 16);
-	ASSERT_GE(self->fd, 0);
-	/* What 60-kvtier.rules does: group kvtier, mode 0660. */
-	ASSERT_EQ(0, chown("/dev/kvtier0", 0, KVT_GID));
-	ASSERT_EQ(0, chmod("/dev/kvtier0", 0660));
-}
-
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	if (!kvt_loaded())
-		return;
-	EXPECT_EQ(0, kvt_unload());
-}
+/* What 60-kvtier.rules does: group kvtier, mode 0660. */
+KVT_TIER_FIXTURE("", 16, ,
+		 ASSERT_EQ(0, chown("/dev/kvtier0", 0, KVT_GID));
+		 ASSERT_EQ(0, chmod("/dev/kvtier0", 0660)), );
 
 static int admin_refused(void *arg)
 {

@@ -48,28 +48,6 @@ static void dump_stats(struct __test_metadata *_metadata, int id)
 	fclose(f);
 }
 
-/* A loaded module, tier 0 attached to KVTIER_NS0 with a 4 MiB budget. */
-FIXTURE(tier) {
-	int fd;
-};
-
-FIXTURE_SETUP(tier)
-{
-	const char *why = kvt_missing();
-
-	self->fd = -1;
-	if (why)
-		SKIP(return, "%s", why);
-	ASSERT_FALSE(kvt_loaded());
-	self->fd = kvt_start("num_tiers=2", BUDGET_MB);
-	ASSERT_GE(self->fd, 0);
-}
-
-/*
- * The teardowns run in the parent of the test process, after it exited:
- * its mappings and files are gone even when an assertion or the timeout
- * ended it, so the tier must be empty.
- */
 /* Every page, slot and pin went back with the last file; unload. */
 static void check_empty_and_unload(struct __test_metadata *_metadata)
 {
@@ -84,10 +62,9 @@ static void check_empty_and_unload(struct __test_metadata *_metadata)
 	EXPECT_EQ(0, kvt_unload());
 }
 
-FIXTURE_TEARDOWN_PARENT(tier)
-{
-	check_empty_and_unload(_metadata);
-}
+/* A loaded module, tier 0 attached to KVTIER_NS0 with a 4 MiB budget. */
+KVT_TIER_FIXTURE("num_tiers=2", BUDGET_MB, , ,
+		 check_empty_and_unload(_metadata));
 
 /* Integrity through the mapping at 1x, 2x and 8x the budget. */
 FIXTURE(integrity) {

@@ -478,4 +478,39 @@ static inline int kvt_touch_or_sigbus(volatile unsigned char *p)
 	return got;
 }
 
+/*
+ * The fixture most tests share, "tier": the module loaded with @params,
+ * KVTIER_NS0 attached to tier 0 with a host budget of @budget_mb, and
+ * /dev/kvtier0 open in self->fd. @before runs first (it may SKIP: nothing
+ * is loaded yet); @after runs once the tier is up (a SKIP there must
+ * unload first: a skipped setup gets no teardown). After the test, in the
+ * parent, @teardown runs while the module is still loaded (it may unload
+ * it), then the module is unloaded. Use after kselftest_harness.h.
+ */
+#define KVT_TIER_FIXTURE(params, budget_mb, before, after, teardown)	\
+FIXTURE(tier) {								\
+	int fd;								\
+};									\
+FIXTURE_SETUP(tier)							\
+{									\
+	const char *why = kvt_missing();				\
+									\
+	self->fd = -1;							\
+	if (why)							\
+		SKIP(return, "%s", why);				\
+	before;								\
+	ASSERT_FALSE(kvt_loaded());					\
+	self->fd = kvt_start(params, budget_mb);			\
+	ASSERT_GE(self->fd, 0);						\
+	after;								\
+}									\
+FIXTURE_TEARDOWN_PARENT(tier)						\
+{									\
+	if (!kvt_loaded())						\
+		return;							\
+	teardown;							\
+	if (kvt_loaded())						\
+		EXPECT_EQ(0, kvt_unload());				\
+}
+
 #endif /* KVTIER_TEST_UTIL_H */
