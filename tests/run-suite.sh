@@ -4,6 +4,8 @@
 # Runs inside the test VM (tests/vm/run.sh): every kselftest program of the
 # suite against the kvtier.ko built for the running kernel. Output is TAP,
 # also written to OUT/tap.log for tests/check.sh to count.
+# KVTIER_FABRICS=tcp|loop runs them with KVTIER_NS0 on an NVMe over
+# Fabrics namespace (see below and tests/fabrics/run.sh).
 #
 # usage: tests/run-suite.sh BUILD OUT [TEST...]
 #   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/*)
@@ -35,6 +37,24 @@ for ctrl in /sys/class/nvme/nvme*; do
 		esac
 	done
 done
+
+# KVTIER_FABRICS=tcp|loop: the same tests over NVMe over Fabrics. The
+# nvmet target (tests/fabrics/nvmet.sh) exports the local KVTIER_NS0 on
+# 127.0.0.1, the guest connects to it and KVTIER_NS0 becomes the fabrics
+# namespace; KVTIER_NS1 stays local. Torn down on exit.
+if [[ -n ${KVTIER_FABRICS:-} ]]; then
+	nvmet=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fabrics/nvmet.sh
+	export KVT_NVMET_STATE=/run/kvtier-nvmet-suite
+	if ! fab=$("$nvmet" setup --transport "$KVTIER_FABRICS" --backing "${KVTIER_NS0:-}" \
+		--nqn nqn.2024-11.io.kvtier:suite --ctrl-loss-tmo 60); then
+		echo "not ok fabrics setup ($KVTIER_FABRICS over ${KVTIER_NS0:-no namespace})" |
+			tee "$out/tap.log"
+		exit 1
+	fi
+	echo "# KVTIER_FABRICS=$KVTIER_FABRICS: KVTIER_NS0=$fab (nvmet over $KVTIER_NS0)"
+	export KVTIER_NS0=$fab
+	trap '"$nvmet" teardown' EXIT
+fi
 
 # Tests that mount need the filesystem registered; the rig's modprobe works.
 modprobe -q ext4 || true
