@@ -12,6 +12,10 @@
 #                        (tests/debug-kernel/; long, not part of make check)
 #   make check-persist   only the multi-boot persistence tests, every kernel
 #                        (tests/persist/run.sh)
+#   make check-fabrics   the data-path tests with the tier on an nvme-tcp
+#                        namespace (an nvmet target in the guest), every
+#                        kernel (tests/fabrics/run.sh; KVTIER_FABRICS="tcp
+#                        loop" adds nvme-loop where the kernel has it)
 #   make demo            boot a VM and show a tier doing its job
 #   make bench           kvtier vs raw NVMe, swap and page cache in one VM boot
 #                        (tests/bench/run.sh; Documentation/performance.rst)
@@ -33,7 +37,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug
+	check-debug check-fabrics
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -101,6 +105,14 @@ check-persist: deps
 		tests/persist/run.sh $(BUILD) $$kver $(BUILD)/persist-$$kver \
 			$${KVTIER_PERSIST_TESTS-} </dev/null || rc=1; \
 	done; exit $$rc; }
+
+# The data-path tests over NVMe over Fabrics, one boot per kernel and
+# transport; results in $(BUILD)/fabrics-<transport>-<kver>/.
+check-fabrics: deps
+	$(MAKE) lib tools
+	tests/build-modules.sh $(BUILD)
+	$(MAKE) -C tests BUILD=$(BUILD)
+	tests/fabrics/run.sh $(BUILD)
 
 # The debug kernel (tests/debug-kernel/build.sh: built once into
 # $${KVTIER_DEBUG_KERNEL_CACHE:-/var/cache/kvtier/debug-kernel}, resumable,
