@@ -21,6 +21,9 @@
 #                        (tests/bench/run.sh; Documentation/performance.rst)
 #   make bench-reuse     restore a persistent region after a module reload,
 #                        against fio on the same namespace (run.sh --reuse)
+#   make bench-fabrics   restore bandwidth and fault latency over nvme-tcp
+#                        (and nvme-loop) against the local namespace, one
+#                        boot (tests/fabrics/bench.sh)
 #   make install         module via DKMS, uapi header, libraries (and the
 #                        CUDA shim libkvtier-cuda.so where CUDA headers are),
 #                        kvtierctl
@@ -37,7 +40,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics
+	check-debug check-fabrics bench-fabrics
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -128,6 +131,10 @@ demo: deps
 
 bench: deps
 	tests/bench/run.sh $(BUILD)
+
+bench-fabrics: deps
+	tests/build-modules.sh $(BUILD)
+	tests/fabrics/bench.sh $(BUILD)
 
 bench-reuse: deps
 	tests/bench/run.sh --reuse $(BUILD)

@@ -168,8 +168,10 @@ nvmet_connect() {
 	hostid=$(printf %s "$nvmet_hostnqn" | md5sum |
 		sed -E 's/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/\1-\2-\3-\4-\5/')
 	args=(-t "$nvmet_transport" -n "$nvmet_nqn" --hostnqn="$nvmet_hostnqn" --hostid="$hostid"
-		--ctrl-loss-tmo="$nvmet_tmo" --reconnect-delay="$nvmet_delay")
-	[[ $nvmet_transport == tcp ]] && args+=(-a 127.0.0.1 -s "$svc")
+		--ctrl-loss-tmo="$nvmet_tmo")
+	# nvme-loop takes no address and no reconnect_delay (EINVAL).
+	[[ $nvmet_transport == tcp ]] &&
+		args+=(-a 127.0.0.1 -s "$svc" --reconnect-delay="$nvmet_delay")
 	nvme connect "${args[@]}" >&2 || { nvmet_log "nvme connect ${args[*]} failed"; return 1; }
 	for ((i = 0; i < 100; i++)); do
 		after=$(nvmet_ctrls | cut -d' ' -f1)
