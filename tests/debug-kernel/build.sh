@@ -130,6 +130,16 @@ CONFIG_FUNCTION_TRACER=y
 CONFIG_TRACING=y
 CONFIG_EVENT_TRACING=y
 CONFIG_TRACEPOINTS=y
+# trimmed: large parts of x86_64_defconfig the guest never uses (an hour
+# less of building on two cores)
+CONFIG_DRM=n
+CONFIG_SOUND=n
+CONFIG_USB_SUPPORT=n
+CONFIG_WLAN=n
+CONFIG_WIRELESS=n
+CONFIG_NETFILTER=n
+CONFIG_ETHERNET=n
+CONFIG_AGP=n
 FRAG
 }
 
@@ -169,11 +179,13 @@ status() {
 		echo "configuring$running"
 		return 0
 	fi
-	local n total=''
-	n=$(find "$obj" -name '*.o' -newer "$cache/.stamp-config" 2>/dev/null | wc -l)
-	[[ -s $cache/.objcount ]] && total=" of about $(<"$cache/.objcount")"
-	[[ -z $total ]] && total=" of about 4100 (estimate)"
-	echo "building: $n objects compiled$total since the configuration$running"
+	local n total
+	n=$(find "$obj" -name '*.o' 2>/dev/null | wc -l)
+	# (a full build of this configuration left 0 objects on the
+	# development machine; .objcount is this machine's own count)
+	total=3400
+	[[ -s $cache/.objcount ]] && total=$(<"$cache/.objcount")
+	echo "building: $n of about $total objects built$running"
 	[[ -s $cache/build.log ]] && echo "last log line: $(tail -n 1 "$cache/build.log")"
 	return 0
 }
