@@ -30,18 +30,58 @@ static void print_identify(const char *path, const struct kvt_nvme_id *id)
 	       (unsigned long long)id->nsze_blocks);
 }
 
+/*
+ * Where the namespace is reached: the subsystem, each controller (path)
+ * with its transport, address and state. On a fabrics namespace, a
+ * warning when one lost path loses the namespace.
+ */
+static void print_topology(const char *path)
+{
+	struct kvt_nvme_topo t;
+	const char *why;
+	unsigned int i;
+	int ret = kvt_nvme_topology(path, &t);
+
+	if (ret) {
+		if (ret != -ENOENT)
+			warn("%s: NVMe topology scan failed: %s", path, strerror(-ret));
+		return;
+	}
+	printf("  subsystem %s\n", t.subsysnqn);
+	for (i = 0; i < t.npaths; i++) {
+		const struct kvt_nvme_path *p = &t.path[i];
+
+		printf("  path      %s %s %s %s", p->ctrl, p->transport,
+		       *p->address ? p->address : "-", p->state);
+		if (*p->ctrl_loss_tmo)
+			printf(" ctrl_loss_tmo %s", p->ctrl_loss_tmo);
+		putchar('\n');
+	}
+	if (t.more_paths)
+		printf("  path      ... (more than %d)\n", KVT_NVME_MAX_PATHS);
+	if (!kvt_nvme_is_fabrics(&t))
+		return;
+	why = kvt_nvme_single_path(&t);
+	fflush(stdout);
+	if (why)
+		warn("%s: fabrics namespace without multipath redundancy: %s; when it is lost for longer than ctrl_loss_tmo, accesses to pages that are not resident fail (SIGBUS, EIO)",
+		     path, why);
+}
+
 /* Identify @path; a non-NVMe device is a problem bit, not an error. */
 static void identify(const char *path, struct kvt_devcheck *c)
 {
 	struct kvt_nvme_id id;
 	int ret = kvt_nvme_identify(path, &id);
 
-	if (!ret)
+	if (!ret) {
 		print_identify(path, &id);
-	else if (ret == -ENOTTY)
+		print_topology(path);
+	} else if (ret == -ENOTTY) {
 		c->problems |= KVT_DEV_NOT_NVME;
-	else
+	} else {
 		warn("%s: NVMe identify failed: %s", path, strerror(-ret));
+	}
 }
 
 /* The tier must be detached: the kernel's EBUSY would not say why. */

@@ -18,6 +18,8 @@ struct tier_status {
 	bool have_error, is_nvme;
 	long error;			/* sticky first error, -errno or 0 */
 	struct kvt_nvme_id nvme;
+	bool have_topo;			/* NVMe and libnvme knows it */
+	struct kvt_nvme_topo topo;
 	uint32_t block;
 	uint64_t capacity, used, resident, budget_mb, pinned;
 };
@@ -84,12 +86,29 @@ static int read_status(unsigned int id, struct tier_status *t)
 	t->block = block_size(id);
 	t->is_nvme = strcmp(t->backing, "none") &&
 		     !kvt_nvme_identify(t->backing, &t->nvme);
+	t->have_topo = t->is_nvme && !kvt_nvme_topology(t->backing, &t->topo);
 	return 0;
 }
 
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+/* Fabrics namespaces: the subsystem, each path, a missing redundancy. */
+static void print_fabric(const struct kvt_nvme_topo *topo)
+{
+	const char *why = kvt_nvme_single_path(topo);
+	unsigned int i;
+
+	printf("\n  subsystem %s", topo->subsysnqn);
+	for (i = 0; i < topo->npaths; i++)
+		printf("\n  path      %s %s %s %s", topo->path[i].ctrl,
+		       topo->path[i].transport,
+		       *topo->path[i].address ? topo->path[i].address : "-",
+		       topo->path[i].state);
+	if (why)
+		printf("\n  paths     no redundancy: %s", why);
 }
 
 static void print_status(const struct tier_status *t)
@@ -101,6 +120,8 @@ static void print_status(const struct tier_status *t)
 	if (t->is_nvme)
 		printf(" (%s, serial %s, nsid %u)", t->nvme.model, t->nvme.serial,
 		       t->nvme.nsid);
+	if (t->have_topo && kvt_nvme_is_fabrics(&t->topo))
+		print_fabric(&t->topo);
 	printf("\n  capacity  %-9s used %s (%.1f%%)\n",
 	       fmt_size(a, sizeof(a), t->capacity), fmt_size(b, sizeof(b), t->used),
 	       pct(t->used, t->capacity));
@@ -111,6 +132,46 @@ static void print_status(const struct tier_status *t)
 	if (t->have_error)
 		printf("  error     %ld%s%s\n", t->error, t->error ? " " : "",
 		       t->error ? strerror((int)-t->error) : "");
+}
+
+/*
+ * "subsysnqn", "fabrics", "multipath_redundant" and "paths" (objects with
+ * ctrl, transport, address, state, ctrl_loss_tmo); null when unknown.
+ */
+static void print_topo_json(const struct tier_status *t, bool *first)
+{
+	const struct kvt_nvme_topo *topo = &t->topo;
+	unsigned int i;
+
+	if (!t->have_topo) {
+		json_key_null(stdout, first, "subsysnqn");
+		json_key_null(stdout, first, "fabrics");
+		json_key_null(stdout, first, "multipath_redundant");
+		json_key_null(stdout, first, "paths");
+		return;
+	}
+	json_key_str(stdout, first, "subsysnqn", topo->subsysnqn);
+	json_key_bool(stdout, first, "fabrics", kvt_nvme_is_fabrics(topo));
+	json_key_bool(stdout, first, "multipath_redundant", !kvt_nvme_single_path(topo));
+	fputs(",\"paths\":[", stdout);
+	for (i = 0; i < topo->npaths; i++) {
+		const struct kvt_nvme_path *p = &topo->path[i];
+		bool f = true;
+
+		if (i)
+			putchar(',');
+		putchar('{');
+		json_key_str(stdout, &f, "ctrl", p->ctrl);
+		json_key_str(stdout, &f, "transport", p->transport);
+		json_key_str(stdout, &f, "address", p->address);
+		json_key_str(stdout, &f, "state", p->state);
+		if (*p->ctrl_loss_tmo)
+			json_key_str(stdout, &f, "ctrl_loss_tmo", p->ctrl_loss_tmo);
+		else
+			json_key_null(stdout, &f, "ctrl_loss_tmo");
+		putchar('}');
+	}
+	putchar(']');
 }
 
 static void print_status_json(const struct tier_status *t)
@@ -128,6 +189,7 @@ static void print_status_json(const struct tier_status *t)
 		json_key_null(stdout, &first, "model");
 		json_key_null(stdout, &first, "serial");
 	}
+	print_topo_json(t, &first);
 	json_key_u64(stdout, &first, "capacity_bytes", t->capacity);
 	json_key_u64(stdout, &first, "logical_block_size", t->block);
 	json_key_u64(stdout, &first, "used_bytes", t->used);

@@ -238,6 +238,36 @@ struct kvt_nvme_id {
  */
 int kvt_nvme_identify(const char *path, struct kvt_nvme_id *id);
 
+/* One controller through which the namespace is reached. */
+struct kvt_nvme_path {
+	char ctrl[32];			/* "nvme3" */
+	char transport[16];		/* pcie, tcp, rdma, fc, loop */
+	char address[256];		/* "traddr=127.0.0.1,trsvcid=4420" */
+	char state[32];			/* live, connecting, resetting, ... */
+	char ctrl_loss_tmo[16];		/* seconds, "off", "" (not fabrics) */
+};
+
+#define KVT_NVME_MAX_PATHS	16
+
+struct kvt_nvme_topo {
+	char subsysnqn[256];
+	bool multipath;			/* the device is a multipath head */
+	bool more_paths;		/* more than KVT_NVME_MAX_PATHS */
+	unsigned int npaths;
+	struct kvt_nvme_path path[KVT_NVME_MAX_PATHS];
+};
+
+/*
+ * The subsystem and controllers of the NVMe namespace behind block device
+ * @path (libnvme's scan of sysfs): 0, -ENOENT when libnvme does not know
+ * it, another -errno.
+ */
+int kvt_nvme_topology(const char *path, struct kvt_nvme_topo *t);
+/* Some path uses a fabrics transport (not PCIe). */
+bool kvt_nvme_is_fabrics(const struct kvt_nvme_topo *t);
+/* Why a failure of one path loses the namespace, or NULL (redundant). */
+const char *kvt_nvme_single_path(const struct kvt_nvme_topo *t);
+
 /* --- devcheck.c ----------------------------------------------------------- */
 
 #define KVT_MIN_DEVICE_BYTES	(16ULL << 20)

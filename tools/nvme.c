@@ -2,13 +2,17 @@
 /*
  * kvtierctl: NVMe identify through libnvme (Identify Controller and
  * Identify Namespace, sent as admin passthrough on the namespace's block
- * device, which needs CAP_SYS_ADMIN).
+ * device, which needs CAP_SYS_ADMIN), and the namespace's place in the
+ * NVMe topology (subsystem, controllers, transports: libnvme's sysfs scan).
  */
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <libnvme.h>
@@ -76,4 +80,137 @@ int kvt_nvme_identify(const char *path, struct kvt_nvme_id *id)
 	ret = identify_fd(fd, id);
 	close(fd);
 	return ret;
+}
+
+/* @dst = @src, truncated; "" for NULL. */
+static void copy_str(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+static void add_path(struct kvt_nvme_topo *t, nvme_ctrl_t c)
+{
+	struct kvt_nvme_path *p;
+	char file[512], buf[16];
+	const char *dir = nvme_ctrl_get_sysfs_dir(c);
+	ssize_t n;
+	int fd;
+
+	if (t->npaths >= KVT_NVME_MAX_PATHS) {
+		t->more_paths = true;
+		return;
+	}
+	p = &t->path[t->npaths++];
+	copy_str(p->ctrl, sizeof(p->ctrl), nvme_ctrl_get_name(c));
+	copy_str(p->transport, sizeof(p->transport), nvme_ctrl_get_transport(c));
+	copy_str(p->address, sizeof(p->address), nvme_ctrl_get_address(c));
+	copy_str(p->state, sizeof(p->state), nvme_ctrl_get_state(c));
+	/* Fabrics only: seconds, or "off" (reconnect forever). */
+	p->ctrl_loss_tmo[0] = '\0';
+	if (!dir)
+		return;
+	snprintf(file, sizeof(file), "%s/ctrl_loss_tmo", dir);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	copy_str(p->ctrl_loss_tmo, sizeof(p->ctrl_loss_tmo), buf);
+}
+
+int kvt_nvme_topology(const char *path, struct kvt_nvme_topo *t)
+{
+	char real[4096];
+	const char *name;
+	nvme_subsystem_t s;
+	nvme_root_t r;
+	nvme_host_t h;
+	nvme_ctrl_t c;
+	nvme_ns_t n;
+	int ret = -ENOENT;
+
+	memset(t, 0, sizeof(*t));
+	if (!realpath(path, real))
+		return -errno;
+	name = strrchr(real, '/');
+	name = name ? name + 1 : real;
+	/* Errors only: a missing /etc/nvme/hostnqn is no concern here. */
+	r = nvme_create_root(stderr, LOG_ERR);
+	if (!r)
+		return -ENOMEM;
+	if (nvme_scan_topology(r, NULL, NULL)) {
+		ret = errno ? -errno : -EIO;
+		goto out;
+	}
+	nvme_for_each_host(r, h) {
+		nvme_for_each_subsystem(h, s) {
+			/* A multipath head: every controller is a path. */
+			nvme_subsystem_for_each_ns(s, n) {
+				if (strcmp(nvme_ns_get_name(n), name))
+					continue;
+				t->multipath = true;
+				nvme_subsystem_for_each_ctrl(s, c)
+					add_path(t, c);
+				goto found;
+			}
+			/* Without native multipath: one controller's namespace. */
+			nvme_subsystem_for_each_ctrl(s, c) {
+				nvme_ctrl_for_each_ns(c, n) {
+					if (strcmp(nvme_ns_get_name(n), name))
+						continue;
+					add_path(t, c);
+					goto found;
+				}
+			}
+			continue;
+found:
+			copy_str(t->subsysnqn, sizeof(t->subsysnqn),
+				 nvme_subsystem_get_nqn(s));
+			ret = 0;
+			goto out;
+		}
+	}
+out:
+	nvme_free_tree(r);
+	return ret;
+}
+
+bool kvt_nvme_is_fabrics(const struct kvt_nvme_topo *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->npaths; i++)
+		if (strcmp(t->path[i].transport, "pcie"))
+			return true;
+	return false;
+}
+
+/*
+ * Why the namespace has no redundant path, or NULL: fewer than two
+ * controllers, none but one live, or every path to one address.
+ */
+const char *kvt_nvme_single_path(const struct kvt_nvme_topo *t)
+{
+	unsigned int i, live = 0;
+	bool same = true;
+
+	if (!t->multipath)
+		return "the block device is one controller's namespace (no native NVMe multipath)";
+	if (t->npaths < 2)
+		return "the subsystem has one controller (one path)";
+	for (i = 0; i < t->npaths; i++) {
+		if (!strcmp(t->path[i].state, "live"))
+			live++;
+		if (strcmp(t->path[i].address, t->path[0].address))
+			same = false;
+	}
+	if (live < 2)
+		return "only one of the subsystem's controllers is live";
+	if (same)
+		return "every controller of the subsystem goes to the same address";
+	return NULL;
 }
