@@ -62,7 +62,8 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
 	if (!copy)
 		return -ENOMEM;
 
-	ret = kvtier_bdev_open_excl(path, tier, &b->kb);
+	b->read_only = READ_ONCE(tier->knobs.read_only);
+	ret = kvtier_bdev_open_excl(path, tier, &b->kb, !b->read_only);
 	if (ret) {
 		/* lookup_bdev() says -ENOTBLK for a path that is not a block device. */
 		if (ret == -ENOTBLK)
@@ -91,8 +92,9 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
 		b->lbs = 0;
 		goto err_close;
 	}
-	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks)\n",
-		 path, (unsigned long long)b->nr_sectors << SECTOR_SHIFT, lbs);
+	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks%s)\n",
+		 path, (unsigned long long)b->nr_sectors << SECTOR_SHIFT, lbs,
+		 b->read_only ? ", read-only" : "");
 	return 0;
 
 err_close:

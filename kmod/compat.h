@@ -25,17 +25,19 @@ struct kvtier_bdev {
 	struct block_device *bdev;
 #ifdef HAVE_BDEV_FILE_OPEN_BY_PATH
 	struct file *file;
+#else
+	fmode_t mode;
 #endif
 };
 
 #if defined(HAVE_BDEV_FILE_OPEN_BY_PATH)
 static inline int kvtier_bdev_open_excl(const char *path, void *holder,
-					struct kvtier_bdev *kb)
+					struct kvtier_bdev *kb, bool write)
 {
 	struct file *file;
 
-	file = bdev_file_open_by_path(path, BLK_OPEN_READ | BLK_OPEN_WRITE,
-				      holder, NULL);
+	file = bdev_file_open_by_path(path, BLK_OPEN_READ |
+				      (write ? BLK_OPEN_WRITE : 0), holder, NULL);
 	if (IS_ERR(file))
 		return PTR_ERR(file);
 	kb->file = file;
@@ -50,14 +52,13 @@ static inline void kvtier_bdev_close(struct kvtier_bdev *kb, void *holder)
 	kb->bdev = NULL;
 }
 #elif defined(HAVE_BLKDEV_GET_BY_PATH_FMODE)
-#define KVTIER_BDEV_MODE	(FMODE_READ | FMODE_WRITE | FMODE_EXCL)
-
 static inline int kvtier_bdev_open_excl(const char *path, void *holder,
-					struct kvtier_bdev *kb)
+					struct kvtier_bdev *kb, bool write)
 {
 	struct block_device *bdev;
 
-	bdev = blkdev_get_by_path(path, KVTIER_BDEV_MODE, holder);
+	kb->mode = FMODE_READ | FMODE_EXCL | (write ? FMODE_WRITE : 0);
+	bdev = blkdev_get_by_path(path, kb->mode, holder);
 	if (IS_ERR(bdev))
 		return PTR_ERR(bdev);
 	kb->bdev = bdev;
@@ -66,7 +67,7 @@ static inline int kvtier_bdev_open_excl(const char *path, void *holder,
 
 static inline void kvtier_bdev_close(struct kvtier_bdev *kb, void *holder)
 {
-	blkdev_put(kb->bdev, KVTIER_BDEV_MODE);
+	blkdev_put(kb->bdev, kb->mode);
 	kb->bdev = NULL;
 }
 #else

@@ -74,6 +74,7 @@ struct kvtier_backing {
 	char *path;
 	sector_t nr_sectors;
 	unsigned int lbs;
+	bool read_only;			/* opened read-only: nothing is written */
 };
 
 /**
@@ -141,6 +142,7 @@ struct kvtier_store {
 	struct work_struct commit_work;
 	bool dropping;
 	int bad_copy;
+	bool has_sealed;
 };
 
 #define KVTIER_NO_SLOT		ULONG_MAX
@@ -248,6 +250,7 @@ struct kvtier_knobs {
 	unsigned int discard;		/* 0 or 1 */
 	unsigned int checksum;		/* 0 or 1 */
 	unsigned int user_quota_mb;	/* per owner uid; 0: unlimited */
+	unsigned int read_only;		/* 0 or 1; changes only while detached */
 };
 
 /**
@@ -380,6 +383,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @persistent: named and kept on the namespace (fixed at creation); its
  *              pages are written copy-on-write (see slots.c)
  * @pinned: never reclaimed for space (KVTIER_REGION_PINNED)
+ * @sealed: immutable (KVTIER_REGION_SEALED): bound read-only only; set
+ *          under regions_lock while no file is bound, never cleared
  * @gpu_bytes: bytes of its mappings registered as KVTIER_GPU_HMM ranges
  */
 struct kvtier_region {
@@ -409,6 +414,7 @@ struct kvtier_region {
 	pgoff_t ra_next;
 	bool persistent;
 	bool pinned;
+	bool sealed;
 	atomic_long_t gpu_bytes;
 };
 

@@ -225,6 +225,9 @@ long kvtier_ioctl_region_open(struct file *file,
 		ret = -ENOENT;
 		if (!(arg.flags & KVTIER_OPEN_CREATE))
 			goto out;
+		ret = -EROFS;
+		if (tier->backing.read_only)
+			goto out;
 		ret = -EINVAL;
 		if (!arg.size)
 			goto out;
@@ -248,6 +251,17 @@ long kvtier_ioctl_region_open(struct file *file,
 		ret = kvtier_region_permission(region,
 					       !(arg.flags & KVTIER_OPEN_RDONLY));
 		if (ret)
+			goto out_put;
+		/*
+		 * A read-only tier serves sealed regions only: another host
+		 * may be changing the rest. Sealed ones are never written.
+		 */
+		ret = -EROFS;
+		if (tier->backing.read_only &&
+		    (!READ_ONCE(region->sealed) || !(arg.flags & KVTIER_OPEN_RDONLY)))
+			goto out_put;
+		ret = -EPERM;
+		if (READ_ONCE(region->sealed) && !(arg.flags & KVTIER_OPEN_RDONLY))
 			goto out_put;
 	}
 	/* No mapping exists yet (a mapping would have made a region). */
@@ -287,6 +301,8 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 	if (kvtier_name_valid(arg.name))
 		return -EINVAL;
 
+	if (tier->backing.read_only)
+		return -EROFS;
 	region = kvtier_name_get(tier, arg.name);
 	if (!region)
 		return -ENOENT;
@@ -296,9 +312,38 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 }
 
 /*
+ * Seal @region, which the caller holds one user reference of: only if no
+ * file is bound (its name and the caller's lookup are its only users),
+ * checked and set under regions_lock, which binding a file by name also
+ * takes; so from then on every new file is a read-only one. The pages
+ * written before are written back here; the caller commits. Errors: EBUSY
+ * (a file is bound), what write-back returns (then it stays unsealed).
+ */
+static int kvtier_region_seal(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+	int ret = 0;
+
+	spin_lock(&tier->regions_lock);
+	if (refcount_read(&region->users) != 2)
+		ret = -EBUSY;
+	else
+		WRITE_ONCE(region->sealed, true);
+	spin_unlock(&tier->regions_lock);
+	if (ret)
+		return ret;
+	ret = kvtier_region_sync(region);
+	if (ret)
+		WRITE_ONCE(region->sealed, false);
+	return ret;
+}
+
+/*
  * KVTIER_IOC_REGION_SETFLAGS: pin or unpin a persistent region against
- * capacity reclaim, committed before it returns. Errors: EINVAL (name,
- * bits, reserved, not persistent), ENOENT, EPERM, EIO, EFAULT.
+ * capacity reclaim, or seal it, committed before it returns. Errors:
+ * EINVAL (name, bits, reserved, not persistent), ENOENT, EPERM (not the
+ * owner, or clearing SEALED), EBUSY (sealing a region a file is bound to),
+ * EROFS (read-only tier), EIO, EFAULT.
  */
 long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 				  struct kvtier_region_flags __user *uarg)
@@ -310,9 +355,11 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (kvtier_name_valid(arg.name) || arg.reserved ||
-	    (arg.set | arg.clear) & ~KVTIER_REGION_PINNED ||
+	    (arg.set | arg.clear) & ~(KVTIER_REGION_PINNED | KVTIER_REGION_SEALED) ||
 	    arg.set & arg.clear)
 		return -EINVAL;
+	if (tier->backing.read_only)
+		return -EROFS;
 
 	region = kvtier_name_get(tier, arg.name);
 	if (!region)
@@ -321,8 +368,13 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 	if (!region->persistent)
 		goto out;
 	ret = -EPERM;
-	if (!kvtier_region_owner(region))
+	if (!kvtier_region_owner(region) || arg.clear & KVTIER_REGION_SEALED)
 		goto out;
+	if (arg.set & KVTIER_REGION_SEALED) {
+		ret = kvtier_region_seal(region);
+		if (ret)
+			goto out;
+	}
 	if (arg.set & KVTIER_REGION_PINNED)
 		WRITE_ONCE(region->pinned, true);
 	if (arg.clear & KVTIER_REGION_PINNED)
@@ -347,7 +399,8 @@ static void kvtier_region_entry_fill(struct kvtier_region *r,
 	e->owner = from_kuid_munged(&init_user_ns, r->owner);
 	e->mode = r->mode;
 	e->flags = (r->persistent ? KVTIER_OPEN_PERSISTENT : 0) |
-		   (READ_ONCE(r->pinned) ? KVTIER_REGION_PINNED : 0);
+		   (READ_ONCE(r->pinned) ? KVTIER_REGION_PINNED : 0) |
+		   (READ_ONCE(r->sealed) ? KVTIER_REGION_SEALED : 0);
 	/* The name holds one user reference of its own. */
 	e->users = refcount_read(&r->users) - 1;
 }

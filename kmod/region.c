@@ -697,6 +697,8 @@ long kvtier_ioctl_region_info(struct file *file,
 		info.flags |= KVTIER_OPEN_PERSISTENT;
 	if (READ_ONCE(r->pinned))
 		info.flags |= KVTIER_REGION_PINNED;
+	if (READ_ONCE(r->sealed))
+		info.flags |= KVTIER_REGION_SEALED;
 	if (kf->readonly)
 		info.flags |= KVTIER_OPEN_RDONLY;
 	info.error = READ_ONCE(r->err);

@@ -113,6 +113,8 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 	sb->commit_time = cpu_to_le64(ktime_get_real_seconds());
 	sb->ckpt_bytes = cpu_to_le64(ckpt_bytes);
 	sb->ckpt_crc = cpu_to_le32(ckpt_crc);
+	if (st->has_sealed)
+		sb->feature_ro_compat = cpu_to_le64(KVTIER_FEATURE_RO_COMPAT_SEALED);
 	sb->crc = cpu_to_le32(kvtier_sb_crc(sb));
 }
 
@@ -281,6 +283,7 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen)
 	u64 nr_pages = 0, room;
 	long ret = 0;
 
+	st->has_sealed = false;
 	ret = kvtier_persistent_get(tier, &v, &n);
 	if (ret)
 		return ret;
@@ -303,8 +306,11 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen)
 		rec[i].owner = cpu_to_le32(from_kuid(&init_user_ns, r->owner));
 		rec[i].group = cpu_to_le32(from_kgid(&init_user_ns, r->gid));
 		rec[i].mode = cpu_to_le32(r->mode);
-		rec[i].flags = cpu_to_le32(READ_ONCE(r->pinned) ?
-					   KVTIER_DISK_REGION_PINNED : 0);
+		rec[i].flags = cpu_to_le32((READ_ONCE(r->pinned) ?
+					    KVTIER_DISK_REGION_PINNED : 0) |
+					   (READ_ONCE(r->sealed) ?
+					    KVTIER_DISK_REGION_SEALED : 0));
+		st->has_sealed |= READ_ONCE(r->sealed);
 		got = kvtier_snapshot_pages(r, pages + nr_pages, room - nr_pages);
 		if (got < 0) {
 			ret = got;
@@ -403,6 +409,9 @@ int kvtier_store_commit(struct kvtier_tier *tier)
 {
 	int ret;
 
+	/* Nothing a read-only tier allows changes what a commit records. */
+	if (tier->backing.read_only)
+		return 0;
 	mutex_lock(&tier->store.lock);
 	ret = kvtier_commit_locked(tier);
 	mutex_unlock(&tier->store.lock);
@@ -574,7 +583,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	    size / KVTIER_BLOCK_SIZE > (u64)U32_MAX + 1 ||
 	    size > tier->store.nr_slots * KVTIER_BLOCK_SIZE ||
 	    nr > size / KVTIER_BLOCK_SIZE || mode & ~0777U ||
-	    flags & ~KVTIER_DISK_REGION_PINNED)
+	    flags & ~(KVTIER_DISK_REGION_PINNED | KVTIER_DISK_REGION_SEALED))
 		return -EUCLEAN;
 	r = kvtier_name_get(tier, name);
 	if (r) {
@@ -597,6 +606,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	last = min_t(time64_t, le64_to_cpu(rec->last_used), now);
 	r->last_use = jiffies - min_t(u64, now - last, 10ULL * 365 * 86400) * HZ;
 	r->pinned = flags & KVTIER_DISK_REGION_PINNED;
+	r->sealed = flags & KVTIER_DISK_REGION_SEALED;
 	r->persistent = true;
 	r->linked = true;
 	/* The only user is the name: this is the creator's reference. */
@@ -736,6 +746,10 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
 	st->bad_copy = -1;
+	if (tier->backing.read_only && (format || nr_blocks < 17)) {
+		dev_err(&tier->dev, "%s: read-only attach cannot format\n", path);
+		return -EROFS;
+	}
 	if (format)
 		return kvtier_store_format(tier, nr_blocks);
 	if (nr_blocks < 17)
@@ -784,6 +798,12 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 		/* Blank: blocks 0, 1 and 16 (where btrfs puts its own) zero. */
 		if (memchr_inv(buf, 0, 3 * KVTIER_BLOCK_SIZE)) {
 			dev_err(&tier->dev, "%s: not a kvtier namespace (unrecognised data); refusing to attach (write the path to 'format' to destroy it and format)\n",
+				path);
+			goto out;
+		}
+		ret = -EROFS;
+		if (tier->backing.read_only) {
+			dev_err(&tier->dev, "%s: blank namespace: nothing to attach read-only\n",
 				path);
 			goto out;
 		}

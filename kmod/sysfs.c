@@ -46,6 +46,8 @@ static ssize_t kvtier_path_store(struct device *dev, const char *buf,
 	mutex_lock(&tier->lock);
 	if (!*path || (format && !strcmp(path, "none")))
 		ret = -EINVAL;
+	else if (format && READ_ONCE(tier->knobs.read_only))
+		ret = -EROFS;
 	else if (!strcmp(path, "none"))
 		ret = kvtier_backing_detach(tier);
 	else
@@ -131,6 +133,7 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(discard), KNOB_OFF(discard), 0, 1, 1 },
 	{ KNOB_ATTR(checksum), KNOB_OFF(checksum), 0, 1, 1 },
 	{ KNOB_ATTR(user_quota_mb), KNOB_OFF(user_quota_mb), 0, INT_MAX, 1 },
+	{ KNOB_ATTR(read_only), KNOB_OFF(read_only), 0, 1, 1 },
 };
 
 static unsigned int *knob_ptr(struct kvtier_tier *tier,
@@ -166,6 +169,12 @@ static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 
 	/* tier->lock orders the cross-checks of the two watermarks. */
 	mutex_lock(&tier->lock);
+	/* How the namespace is opened: fixed while one is attached. */
+	if (k->offset == offsetof(struct kvtier_knobs, read_only) &&
+	    kvtier_backing_attached(tier)) {
+		mutex_unlock(&tier->lock);
+		return -EBUSY;
+	}
 	if ((k->offset == offsetof(struct kvtier_knobs, watermark_low) &&
 	     v >= tier->knobs.watermark_high) ||
 	    (k->offset == offsetof(struct kvtier_knobs, watermark_high) &&
@@ -258,6 +267,7 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&kvtier_knobs[7].attr.attr,
 	&kvtier_knobs[8].attr.attr,
 	&kvtier_knobs[9].attr.attr,
+	&kvtier_knobs[10].attr.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,
 	&dev_attr_resident.attr,

@@ -67,7 +67,8 @@ static int kvtier_release(struct inode *inode, struct file *file)
 /*
  * Give @kf its region. Caller holds kf->lock. Errors: EEXIST (already has
  * one), EINVAL (size 0), ENODEV (no namespace attached), ENOSPC (larger
- * than the namespace), EDQUOT (over user_quota_mb), ENOMEM.
+ * than the namespace), EDQUOT (over user_quota_mb), EROFS (read-only
+ * tier), ENOMEM.
  */
 int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 {
@@ -88,6 +89,8 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 		return capacity;
 	if (size > capacity)
 		return -ENOSPC;
+	if (tier->backing.read_only)
+		return -EROFS;
 
 	exempt = capable(CAP_SYS_RESOURCE);
 	region = kvtier_region_create(tier, kf->inode,

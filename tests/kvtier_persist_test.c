@@ -932,7 +932,7 @@ TEST_F_TIMEOUT(persist, setflags_pinned, 300)
 	ASSERT_EQ(0, fill_fd(fv, 0, MiB, 51));
 
 	ASSERT_EQ(-EINVAL, set_flags(self->fd, "vol", KVTIER_REGION_PINNED, 0, 0));
-	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", 1U << 9, 0, 0));
+	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", 1U << 10, 0, 0));
 	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", PERSIST, 0, 0));
 	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", 0, PERSIST, 0));
 	ASSERT_EQ(-EINVAL, set_flags(self->fd, "pin-me", KVTIER_REGION_PINNED,

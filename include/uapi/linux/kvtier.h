@@ -151,6 +151,7 @@ struct kvtier_region_list {
 
 /* struct kvtier_region_entry.flags and struct kvtier_region_flags bits */
 #define KVTIER_REGION_PINNED	(1U << 8)	/* never reclaimed for space */
+#define KVTIER_REGION_SEALED	(1U << 9)	/* immutable: read-only binds only */
 
 /**
  * struct kvtier_region_flags - KVTIER_IOC_REGION_SETFLAGS argument
@@ -163,6 +164,12 @@ struct kvtier_region_list {
  * CAP_FOWNER) may. When the namespace is full, persistent regions that no
  * file or mapping uses and that are not pinned are reclaimed (unlinked)
  * least recently used first; a pinned one stays until it is unpinned.
+ *
+ * KVTIER_REGION_SEALED makes the region immutable, for good: it needs a
+ * region no file is bound to (EBUSY), writes its pages back, and commits;
+ * from then on it can only be bound with KVTIER_OPEN_RDONLY (EPERM
+ * otherwise), also by a read-only tier on another host, and clearing the
+ * bit is EPERM. A sealed region can still be unlinked by its owner.
  */
 struct kvtier_region_flags {
 	char name[KVTIER_NAME_MAX];

@@ -33,9 +33,16 @@
 #define KVTIER_CKPT_MAGIC		0x54504b4354564b00ULL	/* "\0KVTCKPT" LE */
 #define KVTIER_FORMAT_VERSION		1
 
-/* Feature flags: none are defined by version 1. */
+/*
+ * Feature flags. RO_COMPAT_SEALED: the checkpoint has sealed regions
+ * (KVTIER_DISK_REGION_SEALED); a module that does not know it must not
+ * write (it would not keep them immutable).
+ */
+#define KVTIER_FEATURE_RO_COMPAT_SEALED	(1ULL << 0)
+
 #define KVTIER_FEATURE_COMPAT_SUPP	0ULL	/* may be ignored */
-#define KVTIER_FEATURE_RO_COMPAT_SUPP	0ULL	/* read-only attach if unknown */
+/* Unknown RO_COMPAT bits: no read-write attach (this module refuses any). */
+#define KVTIER_FEATURE_RO_COMPAT_SUPP	KVTIER_FEATURE_RO_COMPAT_SEALED
 #define KVTIER_FEATURE_INCOMPAT_SUPP	0ULL	/* refuse attach if unknown */
 
 /**
@@ -110,6 +117,7 @@ struct kvtier_disk_ckpt {
 
 /* struct kvtier_disk_region.flags */
 #define KVTIER_DISK_REGION_PINNED	(1U << 0)	/* never reclaimed for space */
+#define KVTIER_DISK_REGION_SEALED	(1U << 1)	/* immutable (RO_COMPAT_SEALED) */
 
 /**
  * struct kvtier_disk_region - one persistent named region
