@@ -7,11 +7,14 @@
 # KVTIER_FABRICS=<transport>: tests/fabrics/nvmet.sh exports the namespace
 # kvt0 on 127.0.0.1 through the kernel's nvmet target, the guest connects
 # with nvme-cli and KVTIER_NS0 is the fabrics namespace (KVTIER_NS1 stays
-# local). kvtier_fabrics_test (path loss and return) runs in the same boot.
+# local). kvtier_fabrics_test (kvtierctl on fabrics, path loss and return;
+# built into BUILD/tests/fabrics/, outside make check's suite) runs in the
+# same boot.
 #
 # usage: tests/fabrics/run.sh BUILD [TEST...]
 #   TEST  test programs (default: kvtier_region_test kvtier_names_test
-#         kvtier_persist_test kvtier_tier_test kvtier_fabrics_test)
+#         kvtier_persist_test kvtier_tier_test kvtier_fabrics_test; names
+#         are looked up in BUILD/tests/fabrics/, then BUILD/tests/)
 # Environment:
 #   KVTIER_FABRICS            transports, one boot each (default "tcp";
 #                             "tcp loop": loop too, where the kernel has
@@ -35,7 +38,14 @@ if [[ $# -eq 0 ]]; then
 fi
 tests=()
 for t in "$@"; do
-	[[ $t == */* ]] || t=$build/tests/$t
+	if [[ $t != */* ]]; then
+		# Fabrics-only programs are built into BUILD/tests/fabrics/.
+		if [[ -x $build/tests/fabrics/$t ]]; then
+			t=$build/tests/fabrics/$t
+		else
+			t=$build/tests/$t
+		fi
+	fi
 	[[ -x $t ]] || { echo "run.sh: no test program $t (make -C tests)" >&2; exit 2; }
 	tests+=("$t")
 done
