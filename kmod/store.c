@@ -52,6 +52,7 @@ enum kvtier_sb_state {
 	KVT_SB_NONE,		/* no kvtier magic */
 	KVT_SB_DAMAGED,		/* magic, but checksum or fields wrong */
 	KVT_SB_NEWER,		/* a format this module does not know */
+	KVT_SB_READ_ONLY,	/* valid, with features it can only read */
 	KVT_SB_VALID,
 };
 
@@ -59,14 +60,18 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 {
 	if (le64_to_cpu(sb->magic) != KVTIER_SB_MAGIC)
 		return KVT_SB_NONE;
-	if (le32_to_cpu(sb->version) > KVTIER_FORMAT_VERSION ||
-	    (le64_to_cpu(sb->feature_incompat) & ~KVTIER_FEATURE_INCOMPAT_SUPP) ||
-	    (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP))
+	/* A newer layout cannot be checksummed by this one: trust the version. */
+	if (le32_to_cpu(sb->version) > KVTIER_FORMAT_VERSION)
 		return KVT_SB_NEWER;
+	/* Feature bits only once the copy is known intact: a flip is damage. */
 	if (le32_to_cpu(sb->version) != KVTIER_FORMAT_VERSION ||
 	    le32_to_cpu(sb->header_size) != sizeof(*sb) ||
 	    le32_to_cpu(sb->crc) != kvtier_sb_crc(sb))
 		return KVT_SB_DAMAGED;
+	if (le64_to_cpu(sb->feature_incompat) & ~KVTIER_FEATURE_INCOMPAT_SUPP)
+		return KVT_SB_NEWER;
+	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
+		return KVT_SB_READ_ONLY;
 	return KVT_SB_VALID;
 }
 
@@ -767,6 +772,10 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	for (i = 0; i < 2; i++) {
 		sb[i] = (void *)(buf + i * KVTIER_BLOCK_SIZE);
 		state[i] = kvtier_sb_check(sb[i]);
+		/* Unknown read-only-compatible features: fine to read. */
+		if (state[i] == KVT_SB_READ_ONLY)
+			state[i] = tier->backing.read_only ? KVT_SB_VALID :
+				   KVT_SB_NEWER;
 		if (state[i] == KVT_SB_VALID &&
 		    (best < 0 || le64_to_cpu(sb[i]->generation) >
 				 le64_to_cpu(sb[best]->generation)))
@@ -777,9 +786,17 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 
 	ret = -EOPNOTSUPP;
 	if (state[0] == KVT_SB_NEWER || state[1] == KVT_SB_NEWER) {
-		dev_err(&tier->dev, "%s: kvtier format version %u is newer than this module's (%u); refusing to attach\n",
-			path, le32_to_cpu(sb[state[0] == KVT_SB_NEWER ? 0 : 1]->version),
-			KVTIER_FORMAT_VERSION);
+		struct kvtier_disk_super *n = sb[state[0] == KVT_SB_NEWER ? 0 : 1];
+		bool ro = !(le64_to_cpu(n->feature_incompat) &
+			    ~KVTIER_FEATURE_INCOMPAT_SUPP) &&
+			  le32_to_cpu(n->version) == KVTIER_FORMAT_VERSION;
+
+		dev_err(&tier->dev, "%s: kvtier format version %u, features incompat %#llx ro_compat %#llx, is newer than this module's (version %u, features %#llx %#llx); refusing to attach%s\n",
+			path, le32_to_cpu(n->version),
+			le64_to_cpu(n->feature_incompat),
+			le64_to_cpu(n->feature_ro_compat), KVTIER_FORMAT_VERSION,
+			KVTIER_FEATURE_INCOMPAT_SUPP, KVTIER_FEATURE_RO_COMPAT_SUPP,
+			ro ? " read-write (read_only=1 attaches it read-only)" : "");
 		goto out;
 	}
 	ret = -EMEDIUMTYPE;

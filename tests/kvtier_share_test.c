@@ -277,4 +277,69 @@ TEST_F_TIMEOUT(tier, read_only_attach, 300)
 	ASSERT_EQ(0, unlink_name(self->fd, "share:open"));
 }
 
+/*
+ * Superblock feature bits: an unknown read-only-compatible feature (in an
+ * intact copy) refuses a read-write attach but not a read-only one; a bit
+ * flipped in a copy whose checksum then fails is damage, and the other
+ * copy is used (degraded), not "a newer format".
+ */
+TEST_F_TIMEOUT(tier, feature_bits, 300)
+{
+	const char *ns = kvt_ns("KVTIER_NS0");
+	unsigned char blk[2][KVTIER_BLOCK_SIZE], orig[2][KVTIER_BLOCK_SIZE];
+	struct kvtier_disk_super *s0 = (void *)blk[0], *s1 = (void *)blk[1];
+	struct kvtier_disk_super sb;
+	char state[32];
+	int newest;
+
+	ASSERT_EQ(0, make_region("share:feat", MiB, 34));
+	ASSERT_EQ(0, set_flags(self->fd, "share:feat", KVTIER_REGION_SEALED, 0));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dev_read(ns, orig, sizeof(orig), 0));
+
+	/* Unknown ro_compat bit 62 in both intact copies. */
+	memcpy(blk, orig, sizeof(blk));
+	s0->feature_ro_compat |= htole64(1ULL << 62);
+	s1->feature_ro_compat |= htole64(1ULL << 62);
+	kvt_super_seal(s0);
+	kvt_super_seal(s1);
+	ASSERT_EQ(0, kvt_dev_write(ns, blk, sizeof(blk), 0));
+	ASSERT_EQ(-EOPNOTSUPP, kvt_tier_write(0, "backing_dev", ns));
+	ASSERT_EQ(0, kvt_tier_write(0, "read_only", "1"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
+	ASSERT_EQ(0, check_region("share:feat", MiB, 34));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "read_only", "0"));
+	/* Nothing was written: the copies are as this test left them. */
+	{
+		unsigned char now[2][KVTIER_BLOCK_SIZE];
+
+		ASSERT_EQ(0, kvt_dev_read(ns, now, sizeof(now), 0));
+		ASSERT_EQ(0, memcmp(now, blk, sizeof(now)));
+	}
+
+	/*
+	 * An incompat bit flipped in the older copy, checksum not fixed:
+	 * damage (attached from the newer one, degraded), not a newer format.
+	 */
+	memcpy(blk, orig, sizeof(blk));
+	ASSERT_EQ(0, kvt_dev_write(ns, blk, sizeof(blk), 0));
+	ASSERT_EQ(0, kvt_super_read(ns, &sb, &newest));
+	(newest ? s0 : s1)->feature_incompat |= htole64(1ULL << 5);
+	ASSERT_EQ(0, kvt_dev_write(ns, blk, sizeof(blk), 0));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
+	ASSERT_EQ(0, kvt_tier_read(0, "state", state, sizeof(state)));
+	ASSERT_STREQ("degraded", state);
+	self->fd = tier_open();
+	ASSERT_EQ(0, check_region("share:feat", MiB, 34));
+	ASSERT_EQ(0, unlink_name(self->fd, "share:feat"));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
+	self->fd = tier_open();
+}
+
 TEST_HARNESS_MAIN
