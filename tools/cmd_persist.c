@@ -130,12 +130,13 @@ static void print_entry(const struct kvtier_region_entry *e, int width)
 {
 	char s[3][32], o[64], t[2][32], nm[KVTIER_NAME_MAX * 4 + 4];
 
-	printf("%-*s %8s %8s %8s %-8s %04o %-16s %-16s %5u %s\n", width,
+	printf("%-*s %8s %8s %8s %-8s %04o %-16s %-16s %5u %-6s %s\n", width,
 	       name_shown(e->name, nm, sizeof(nm)), fmt_size(s[0], 32, e->size),
 	       fmt_size(s[1], 32, e->namespace), fmt_size(s[2], 32, e->resident),
 	       owner_name(e->owner, o, sizeof(o)), e->mode & 07777,
 	       fmt_time(t[0], 32, e->created), fmt_time(t[1], 32, e->last_used),
-	       e->users, e->flags & KVTIER_REGION_PINNED ? "yes" : "no");
+	       e->users, e->flags & KVTIER_REGION_PINNED ? "yes" : "no",
+	       e->flags & KVTIER_REGION_SEALED ? "yes" : "no");
 }
 
 static void print_entry_json(const struct kvtier_region_entry *e, bool comma)
@@ -155,6 +156,7 @@ static void print_entry_json(const struct kvtier_region_entry *e, bool comma)
 	json_key_s64(stdout, &first, "last_used", e->last_used);
 	json_key_u64(stdout, &first, "users", e->users);
 	json_key_bool(stdout, &first, "pinned", e->flags & KVTIER_REGION_PINNED);
+	json_key_bool(stdout, &first, "sealed", e->flags & KVTIER_REGION_SEALED);
 	putchar('}');
 }
 
@@ -190,9 +192,9 @@ static int persist_ls(const struct cmd *cmd, unsigned int id)
 	if (opt_json)
 		putchar('[');
 	else
-		printf("%-*s %8s %8s %8s %-8s %4s %-16s %-16s %5s %s\n", width,
+		printf("%-*s %8s %8s %8s %-8s %4s %-16s %-16s %5s %-6s %s\n", width,
 		       "NAME", "SIZE", "NS", "RESIDENT", "OWNER", "MODE",
-		       "CREATED", "LAST_USED", "USERS", "PINNED");
+		       "CREATED", "LAST_USED", "USERS", "PINNED", "SEALED");
 	for (i = 0; i < keep; i++) {
 		if (opt_json)
 			print_entry_json(&v[i], i > 0);
@@ -266,18 +268,30 @@ static int persist_rm(unsigned int id, const char *name)
 	return ret;
 }
 
-static int persist_setflags(unsigned int id, const char *name, bool pin)
+static int persist_setflags(unsigned int id, const char *name,
+			    const char *verb)
 {
+	unsigned int set = 0, clear = 0;
 	struct kvtier_tier *tier;
 	int ret;
 
+	if (!strcmp(verb, "pin"))
+		set = KVTIER_REGION_PINNED;
+	else if (!strcmp(verb, "unpin"))
+		clear = KVTIER_REGION_PINNED;
+	else
+		set = KVTIER_REGION_SEALED;
 	ret = open_tier(id, &tier);
 	if (ret)
 		return ret;
-	ret = kvtier_region_setflags(tier, name, pin ? KVTIER_REGION_PINNED : 0,
-				     pin ? 0 : KVTIER_REGION_PINNED);
-	if (ret)
-		ret = region_error(tier, id, pin ? "pin" : "unpin", name, ret);
+	ret = kvtier_region_setflags(tier, name, set, clear);
+	if (ret == -EBUSY && set == KVTIER_REGION_SEALED)
+		ret = fail("cannot seal '%s' on kvtier%u: files still have it open (close them first)",
+			   name, id);
+	else if (ret == -EROFS)
+		ret = fail("kvtier%u is attached read-only: nothing on it can change", id);
+	else if (ret)
+		ret = region_error(tier, id, verb, name, ret);
 	kvtier_tier_close(tier);
 	return ret;
 }
@@ -296,7 +310,7 @@ int cmd_persist(const struct cmd *cmd, int argc, char **argv)
 	if (op < 0)
 		return EXIT_USAGE;
 	if (op >= argc)
-		return usage_error(cmd, "persist: need ls, rm, pin or unpin");
+		return usage_error(cmd, "persist: need ls, rm, pin, unpin or seal");
 	verb = argv[op++];
 	if (opt[OPT_TIER] && parse_tier(opt[OPT_TIER], &id))
 		return usage_error(cmd, "persist: bad TIER '%s' (0..%d)",
@@ -314,7 +328,8 @@ int cmd_persist(const struct cmd *cmd, int argc, char **argv)
 		}
 		return persist_ls(cmd, id);
 	}
-	if (strcmp(verb, "rm") && strcmp(verb, "pin") && strcmp(verb, "unpin"))
+	if (strcmp(verb, "rm") && strcmp(verb, "pin") && strcmp(verb, "unpin") &&
+	    strcmp(verb, "seal"))
 		return usage_error(cmd, "persist: unknown verb '%s'", verb);
 	if (opt_json)
 		return usage_error(cmd, "persist %s has no --json output", verb);
@@ -326,5 +341,5 @@ int cmd_persist(const struct cmd *cmd, int argc, char **argv)
 				   verb, name_shown(argv[op], shown, sizeof(shown)), why);
 	if (!strcmp(verb, "rm"))
 		return persist_rm(id, argv[op]);
-	return persist_setflags(id, argv[op], !strcmp(verb, "pin"));
+	return persist_setflags(id, argv[op], verb);
 }

@@ -62,15 +62,18 @@ static const struct cmd cmds[] = {
 	  "  max_inflight_kb      4..1048576, multiple of 4\n"
 	  "  discard              0 or 1\n"
 	  "  pin_budget_mb        0..RAM in MiB\n"
-	  "  user_quota_mb        0 (unlimited)..2147483647\n",
+	  "  user_quota_mb        0 (unlimited)..2147483647\n"
+	  "  read_only            0 or 1, only while detached (next attach read-only)\n",
 	  cmd_set },
-	{ "persist", "ls [TIER] | rm|pin|unpin [-t TIER] NAME",
-	  "persistent regions: list, remove, pin against reclaim, unpin",
+	{ "persist", "ls [TIER] | rm|pin|unpin|seal [-t TIER] NAME",
+	  "persistent regions: list, remove, pin against reclaim, unpin, seal",
 	  "verbs:\n"
 	  "  ls [TIER]            the tier's persistent regions (default tier 0)\n"
 	  "  rm NAME              remove one (its bytes go when its last user does)\n"
 	  "  pin NAME             never reclaim it when the namespace is full\n"
 	  "  unpin NAME           let it be reclaimed again, least recently used first\n"
+	  "  seal NAME            make it immutable for good (read-only binds only;\n"
+	  "                       no file may have it open)\n"
 	  "options:\n"
 	  "  -t, --tier N         the tier (default 0)\n"
 	  "  -j, --json           ls: a JSON array, one object per region\n",

@@ -253,11 +253,11 @@ if [[ -f $fake ]]; then
 	calls() { cat "$tmp/ioctl.log" 2>/dev/null; rm -f "$tmp/ioctl.log"; }
 	errno() { python3 -c "import errno; print(errno.$1)"; }
 
-	pexpect 0 '^NAME +SIZE +NS +RESIDENT +OWNER +MODE +CREATED +LAST_USED +USERS +PINNED$' \
+	pexpect 0 '^NAME +SIZE +NS +RESIDENT +OWNER +MODE +CREATED +LAST_USED +USERS +PINNED +SEALED$' \
 		"persist ls: header" -- persist ls
-	pexpect 0 '^aaa-first +4\.0K +4\.0K +0B +root +0600 +2026-09-21 14:13 +- +2 +no$' \
+	pexpect 0 '^aaa-first +4\.0K +4\.0K +0B +root +0600 +2026-09-21 14:13 +- +2 +no +no$' \
 		"persist ls: unpinned row, never used" -- persist ls
-	pexpect 0 '^prefix-llama +16\.0M +16\.0M +8\.0M +4242 +0640 +2026-09-21 14:13 +2026-09-21 15:13 +0 +yes$' \
+	pexpect 0 '^prefix-llama +16\.0M +16\.0M +8\.0M +4242 +0640 +2026-09-21 14:13 +2026-09-21 15:13 +0 +yes +yes$' \
 		"persist ls: pinned row" -- persist ls 0
 	out=$(LD_PRELOAD=$fake "$ctl" persist ls 2>&1)
 	if grep -q in-memory <<<"$out"; then
@@ -271,7 +271,7 @@ if [[ -f $fake ]]; then
 		notok "persist ls: sorted by name (${out//$'\n'/ | })"
 	fi
 	pycheck_fake "persist ls --json" \
-		'[r["name"] for r in d] == ["aaa-first", "prefix-llama"] and d[1] == {"name": "prefix-llama", "size_bytes": 16777216, "namespace_bytes": 16777216, "resident_bytes": 8388608, "owner": 4242, "mode": 0o640, "created": 1790000000, "last_used": 1790003600, "users": 0, "pinned": True} and d[0]["pinned"] is False and d[0]["last_used"] == 0' \
+		'[r["name"] for r in d] == ["aaa-first", "prefix-llama"] and d[1] == {"name": "prefix-llama", "size_bytes": 16777216, "namespace_bytes": 16777216, "resident_bytes": 8388608, "owner": 4242, "mode": 0o640, "created": 1790000000, "last_used": 1790003600, "users": 0, "pinned": True, "sealed": True} and d[0]["pinned"] is False and d[0]["sealed"] is False and d[0]["last_used"] == 0' \
 		-- persist ls --json
 	pycheck_fake "--json persist ls -t 0" 'len(d) == 2' -- --json persist ls -t 0
 
@@ -289,6 +289,13 @@ if [[ -f $fake ]]; then
 	[[ $(calls) == "setflags prefix-llama 0x100 0" ]] && ok "pin sets PINNED" || notok "pin sets PINNED"
 	pexpect 0 '' "persist unpin --tier 0" -- persist unpin --tier 0 prefix-llama
 	[[ $(calls) == "setflags prefix-llama 0 0x100" ]] && ok "unpin clears PINNED" || notok "unpin clears PINNED"
+	pexpect 0 '' "persist seal" -- persist seal prefix-llama
+	[[ $(calls) == "setflags prefix-llama 0x200 0" ]] && ok "seal sets SEALED" || notok "seal sets SEALED"
+	KVT_FAKE_ERRNO=$(errno EBUSY) pexpect 1 "cannot seal 'prefix-llama' on kvtier0: files still have it open" \
+		"seal: EBUSY" -- persist seal prefix-llama
+	KVT_FAKE_ERRNO=$(errno EROFS) pexpect 1 "kvtier0 is attached read-only" \
+		"seal: EROFS" -- persist seal prefix-llama
+	calls >/dev/null
 	pexpect 0 '' "persist rm" -- persist rm prefix-llama
 	[[ $(calls) == "unlink prefix-llama" ]] && ok "rm unlinks" || notok "rm unlinks"
 	pexpect 0 "'aaa-first' is still open \(2 files\)" "persist rm of a region in use: a note" \
