@@ -18,7 +18,7 @@ build=${1:?usage: build-modules.sh BUILD [KVER KDIR]}
 # "<short> <kver> <kdir>" per kernel to build for.
 kernels() {
 	if [[ $# -eq 2 ]]; then
-		echo "${1%%-*} $1 $2"
+		echo "$(grep -oE '^[0-9]+\.[0-9]+' <<<"$1") $1 $2"
 		return
 	fi
 	"$top/tests/vm/kernels.sh" list | while read -r short kver; do

@@ -181,9 +181,9 @@ status() {
 	fi
 	local n total
 	n=$(find "$obj" -name '*.o' 2>/dev/null | wc -l)
-	# (a full build of this configuration left 0 objects on the
-	# development machine; .objcount is this machine's own count)
-	total=3400
+	# (about 2500 in a full build on the development machine; after one
+	# build, .objcount holds this machine's own count)
+	total=2500
 	[[ -s $cache/.objcount ]] && total=$(<"$cache/.objcount")
 	echo "building: $n of about $total objects built$running"
 	[[ -s $cache/build.log ]] && echo "last log line: $(tail -n 1 "$cache/build.log")"
