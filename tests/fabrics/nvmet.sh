@@ -11,7 +11,7 @@
 # usage: tests/fabrics/nvmet.sh COMMAND [options]
 #   setup [--transport tcp|loop] [--backing DEV|FILE] [--file-mb N]
 #         [--port-id N] [--trsvcid PORT] [--nqn NQN] [--hostnqn NQN]
-#         [--ctrl-loss-tmo S] [--reconnect-delay S]
+#         [--ctrl-loss-tmo S] [--reconnect-delay S (tcp only)]
 #                     create the target (port, subsystem with
 #                     allow_any_host, namespace 1 backed by DEV or FILE;
 #                     a FILE that does not exist is created with
