@@ -6,6 +6,8 @@
 #   make                 module (against KDIR), libraries and tools
 #   make check           build for both supported kernels, boot each in QEMU,
 #                        run the test suite, print one summary line
+#   make check-full      everything: check with long fuzzing and 100 crash
+#                        cuts, check-fabrics, check-debug (hours)
 #   make check-debug     the suite and the persistence tests under a 6.12 debug
 #                        kernel (KASAN, lockdep, KFENCE, kmemleak, fault
 #                        injection) built once and cached outside the tree
@@ -40,7 +42,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics bench-fabrics
+	check-debug check-fabrics bench-fabrics check-full
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -124,6 +126,20 @@ check-fabrics: deps
 check-debug: deps
 	$(MAKE) lib tools
 	tests/debug-kernel/check.sh $(BUILD)
+
+# Everything, for a release or a change to the module's error paths (hours,
+# not for CI): make check with long fuzzing, 100 crash cuts and the
+# memory-pressure case, then the fabrics tests and the debug kernel run.
+# Each part runs even if an earlier one failed; the status is the worst.
+CHECK_FULL_GUEST_ENV := KVTIER_FUZZ_ITERS=200000 KVTIER_FUZZ_SYSFS_ITERS=20000 \
+	KVTIER_FUZZ_FLIPS=1000 KVTIER_STRESS_MEMORY=1
+check-full: deps
+	rc=0; \
+	KVTIER_GUEST_ENV="$(CHECK_FULL_GUEST_ENV)" KVTIER_CRASH_CUTS=100 \
+		KVTIER_SUITE_TIMEOUT=7200 $(MAKE) check || rc=1; \
+	$(MAKE) check-fabrics || rc=1; \
+	$(MAKE) check-debug || rc=1; \
+	exit $$rc
 
 demo: deps
 	$(MAKE) lib tools

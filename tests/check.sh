@@ -18,6 +18,9 @@
 #   KVTIER_PERSIST_TESTS  persistence tests per kernel (default "reboot
 #                         corrupt crash"; "none" skips them)
 #   KVTIER_CRASH_SEED, KVTIER_CRASH_CUTS  see tests/persist/run.sh
+#   KVTIER_GUEST_ENV      VAR=VALUE words exported to the suite in the
+#                         guest (make check-full: longer fuzzing, the
+#                         memory-pressure case)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,9 +83,10 @@ while read -r short kver; do
 	phase "boot image $short ($kver)" "$top/tests/vm/prepare.sh" "$kver" "$cache"
 	start=$SECONDS
 	echo "# phase: suite on $kver"
+	# shellcheck disable=SC2086 # VAR=VALUE words
 	"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
-		--nvme-count 2 --nvme-size 512M --timeout 900 -- \
-		"$top/tests/run-suite.sh" "$build" "$out" "$@"
+		--nvme-count 2 --nvme-size 512M --timeout "${KVTIER_SUITE_TIMEOUT:-1500}" -- \
+		env ${KVTIER_GUEST_ENV-} "$top/tests/run-suite.sh" "$build" "$out" "$@"
 	rc=$?
 	if [[ -f $out/tap.log ]]; then
 		count_tap "$out/tap.log"
