@@ -12,8 +12,9 @@
 #   2. test programs, built against a copy of kselftest_harness.h whose
 #      per-test time limits are multiplied by KVTIER_VM_TIMEOUT_SCALE (the
 #      suite runs several times slower here); kvtier.ko for the debug
-#      kernel at W=1. All of it in BUILD/debug/ (tests/, <kver>/, cache/,
-#      vm-<kver>/, persist-<kver>/), apart from what make check builds.
+#      kernel at W=1. All of it in BUILD/debug/ (<kver>/, cache/,
+#      vm-<kver>/, persist-<kver>/, tests/ -> BUILD/debug-tests/), apart
+#      from what make check builds.
 #   3. boots it (tests/vm/run.sh --debug) and runs tests/run-suite.sh; the
 #      kernel-log gate and the kmemleak check of run.sh judge the guest
 #   4. tests/persist/run.sh on the same kernel (KVTIER_PERSIST_TESTS)
@@ -113,13 +114,24 @@ slow_harness() {
 	# Only a changed header makes make rebuild the programs.
 	if ! cmp -s "$dst/kselftest_harness.h.new" "$dst/kselftest_harness.h"; then
 		mv "$dst/kselftest_harness.h.new" "$dst/kselftest_harness.h"
-		rm -rf "$build/tests"
+		rm -rf "$mainbuild/debug-tests"
 	else
 		rm -f "$dst/kselftest_harness.h.new"
 	fi
 }
 phase "kselftest headers, time limits x$KVTIER_VM_TIMEOUT_SCALE" slow_harness
-phase "test programs" make -s -C "$top/tests" BUILD="$build" KSRC="$build/ksrc-slow"
+# The programs find the tree's tools (kvtierctl, ...) three path components
+# above their own executable (kvt_repo_root() in tests/kvtier_util.h), so
+# they go to BUILD/debug-tests; BUILD/debug/tests links there.
+debug_tests() {
+	make -s -C "$top/tests" BUILD="$build" OUT="$mainbuild/debug-tests" \
+		KSRC="$build/ksrc-slow" || return 1
+	if [[ ! -L $build/tests ]]; then
+		rm -rf "$build/tests"
+		ln -s ../debug-tests "$build/tests"
+	fi
+}
+phase "test programs" debug_tests
 phase "module build, W=1, $kver" "$top/tests/build-modules.sh" "$build" "$kver" "$kdir"
 
 out=$build/vm-$kver
