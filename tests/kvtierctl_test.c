@@ -704,13 +704,14 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 	EXPECT_NE(NULL, strstr(self->out, " 1.0M "));
 	EXPECT_NE(NULL, strstr(self->out, " root "));
 	EXPECT_NE(NULL, strstr(self->out, " 0640 "));
-	EXPECT_NE(NULL, strstr(self->out, " 0 no\n"));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no     no\n"));
 	EXPECT_EQ(NULL, strstr(self->out, VNAME));
 	ASSERT_EQ(0, ctl_json("persist ls --json 0",
 			      "len(d) == 1 and d[0][\"name\"] == \"" PNAME "\" and "
 			      "d[0][\"size_bytes\"] == 1048576 and d[0][\"namespace_bytes\"] == 1048576 and "
 			      "d[0][\"users\"] == 0 and d[0][\"owner\"] == 0 and d[0][\"mode\"] == 0o640 and "
-			      "d[0][\"pinned\"] is False and d[0][\"created\"] > 0"));
+			      "d[0][\"pinned\"] is False and d[0][\"sealed\"] is False and "
+			      "d[0][\"created\"] > 0"));
 
 	/* Only persistent regions: a volatile one is refused by name. */
 	ASSERT_EQ(1, ctl(self->out, "persist rm " VNAME));
@@ -724,7 +725,7 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 	ASSERT_EQ(0, ctl(self->out, "persist pin " PNAME));
 	ASSERT_EQ(0, ctl(self->out, "persist ls"));
 	TH_LOG("\n%s", self->out);
-	EXPECT_NE(NULL, strstr(self->out, " 0 yes\n"));
+	EXPECT_NE(NULL, strstr(self->out, " 0 yes    no\n"));
 
 	/* The region and its pin outlive the module. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
@@ -736,7 +737,7 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 			      "[(\"" PNAME "\", 0, True)]"));
 	ASSERT_EQ(0, ctl(self->out, "persist unpin --tier 0 " PNAME));
 	ASSERT_EQ(0, ctl(self->out, "persist ls 0"));
-	EXPECT_NE(NULL, strstr(self->out, " 0 no\n"));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no     no\n"));
 
 	/* Another user may list it, not pin or remove it. */
 	ASSERT_EQ(0, chmod("/dev/kvtier0", 0666));
@@ -747,7 +748,19 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 	ASSERT_EQ(0, chmod("/dev/kvtier0", 0600));
 	ASSERT_EQ(0, ctl(self->out, "persist ls"));
 	EXPECT_NE(NULL, strstr(self->out, PNAME " "));
-	EXPECT_NE(NULL, strstr(self->out, " 0 no\n"));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no     no\n"));
+
+	/* Sealed: immutable, listed, not while open, never unsealed; rm works. */
+	fd = region_open(PNAME, KVTIER_OPEN_RDONLY, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, ctl(self->out, "persist seal " PNAME));
+	EXPECT_NE(NULL, strstr(self->out, "cannot seal '" PNAME "' on kvtier0: files still have it open"));
+	close(fd);
+	ASSERT_EQ(0, ctl(self->out, "persist seal " PNAME));
+	ASSERT_EQ(0, ctl(self->out, "persist ls"));
+	EXPECT_NE(NULL, strstr(self->out, " 0 no     yes\n"));
+	EXPECT_EQ(-1, region_open(PNAME, 0, 0));
+	EXPECT_EQ(EPERM, errno);
 
 	ASSERT_EQ(0, ctl(self->out, "persist rm " PNAME));
 	ASSERT_EQ(0, ctl_json("persist ls --json", "d == []"));
