@@ -139,7 +139,7 @@ rm -rf "$out"
 start=$SECONDS
 echo "# phase: suite on $kver"
 "$top/tests/vm/run.sh" --debug --kver "$kver" --cache "$cache" --out "$out" \
-	--mem "$KVTIER_VM_MEM" --nvme-count 2 --nvme-size 512M --timeout 900 -- \
+	--mem "$KVTIER_VM_MEM" --nvme-count 2 --nvme-size 512M --timeout 1800 -- \
 	"$top/tests/run-suite.sh" "$build" "$out" "$@"
 rc=$?
 if [[ -f $out/tap.log ]]; then
