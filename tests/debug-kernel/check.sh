@@ -45,38 +45,8 @@ export KVTIER_CRASH_CUTS=${KVTIER_CRASH_CUTS:-4}
 pass=0 fail=0 skip=0
 declare -a summary
 
-result() {
-	if [[ $1 == ok ]]; then
-		pass=$((pass + 1))
-		echo "ok - $2"
-	else
-		fail=$((fail + 1))
-		echo "not ok - $2"
-	fi
-}
-
-phase() {
-	local name=$1 start=$SECONDS
-	shift
-	echo "# phase: $name"
-	if "$@"; then
-		result ok "$name"
-	else
-		result not-ok "$name"
-	fi
-	summary+=("$(printf '%-40s %5d s' "$name" $((SECONDS - start)))")
-}
-
-count_tap() {
-	local p f s
-	p=$(grep -cE '^ok [0-9]+ ' "$1" || true)
-	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$1" || true)
-	f=$(grep -cE '^not ok ' "$1" || true)
-	pass=$((pass + p - s))
-	skip=$((skip + s))
-	fail=$((fail + f))
-	tally="$((p - s)) passed, $f failed, $s skipped"
-}
+# result, phase, count_tap
+. "$top/tests/tap-lib.sh"
 
 finish() {
 	echo "#"
