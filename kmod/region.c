@@ -175,6 +175,12 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 			struct kvtier_page *kp = entry;
 
 			slot = kp->slot;
+			/*
+			 * A WILLNEED prefetch lets go of the region when its
+			 * bios are submitted, not when they complete: wait
+			 * for the completion, which still writes to kp.
+			 */
+			folio_wait_locked(page_folio(kp->page));
 			if (kvt_pg_test(kp, KVT_PG_PINNED))
 				atomic_long_dec(&tier->nr_pinned);
 			kvtier_pool_del(tier, kp);
