@@ -387,6 +387,7 @@ static struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 	struct kvtier_page **ra;
 	struct kvtier_page *kp;
 	unsigned int nr_ra, ra_max;
+	bool single = false;
 	struct page *page;
 	void *entry;
 	int ret;
@@ -407,9 +408,13 @@ retry:
 			goto retry;
 		}
 		if (!kvt_pg_test(kp, KVT_PG_UPTODATE)) {
-			/* An earlier read failed: clean up and read again. */
+			/*
+			 * An earlier read failed: clean up and read again,
+			 * this page alone (its neighbours' bio failed too).
+			 */
 			kvtier_page_unread(kp);
 			put_page(page);
+			single = true;
 			goto retry;
 		}
 		kvt_pg_set(kp, KVT_PG_REFERENCED);
@@ -445,7 +450,7 @@ retry:
 	get_page(page);
 	kvtier_note_refault(region, entry);
 
-	ra_max = kvtier_readahead_window(region, index);
+	ra_max = single ? 1 : kvtier_readahead_window(region, index);
 	ra = kmalloc_array(ra_max, sizeof(*ra), GFP_KERNEL);
 	if (!ra) {
 		ra = &kp;
@@ -484,6 +489,15 @@ retry:
 	if (!kvt_pg_test(kp, KVT_PG_UPTODATE)) {
 		kvtier_page_unread(kp);
 		put_page(page);
+		/*
+		 * A bio with readahead fails as a whole, also for a bad
+		 * sector under one of the readahead pages: read this page
+		 * alone before failing the access.
+		 */
+		if (nr_ra > 1) {
+			single = true;
+			goto retry;
+		}
 		return ERR_PTR(-EIO);
 	}
 	*how = KVT_GET_MAJOR;
