@@ -200,6 +200,13 @@ static void kvtier_write_end_io(struct bio *bio)
 				   tier->id, err,
 				   (unsigned long long)slot_to_sector(tier, io->slot));
 	}
+	/*
+	 * What the block layer says (-ENODATA for a medium error, -ENOLINK,
+	 * ...) stays in the tier's error and the log; the pages, and so
+	 * fsync, get EIO as from a file system (ENOSPC stays ENOSPC).
+	 */
+	if (err && err != -ENOSPC)
+		err = -EIO;
 	for (i = 0; i < io->nr; i++)
 		io->errs[io->first + i] = err;
 	kvtier_inflight_put(tier, io->bytes);
@@ -266,6 +273,7 @@ int kvtier_io_flush(struct kvtier_tier *tier)
 	if (ret) {
 		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
 		kvtier_set_error(tier, ret);
+		ret = -EIO;	/* for fsync, as a failed write-back */
 	}
 	return ret;
 }
