@@ -128,11 +128,11 @@ check-debug: deps
 	tests/debug-kernel/check.sh $(BUILD)
 
 # Everything, for a release or a change to the module's error paths (hours,
-# not for CI): make check with long fuzzing, 100 crash cuts and the
-# memory-pressure case, then the fabrics tests and the debug kernel run.
+# not for CI): make check with long fuzzing and 100 crash cuts, then the
+# fabrics tests and the debug kernel run.
 # Each part runs even if an earlier one failed; the status is the worst.
 CHECK_FULL_GUEST_ENV := KVTIER_FUZZ_ITERS=200000 KVTIER_FUZZ_SYSFS_ITERS=20000 \
-	KVTIER_FUZZ_FLIPS=1000 KVTIER_STRESS_MEMORY=1
+	KVTIER_FUZZ_FLIPS=1000
 check-full: deps
 	rc=0; \
 	KVTIER_GUEST_ENV="$(CHECK_FULL_GUEST_ENV)" KVTIER_CRASH_CUTS=100 \

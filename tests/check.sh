@@ -19,8 +19,7 @@
 #                         corrupt crash"; "none" skips them)
 #   KVTIER_CRASH_SEED, KVTIER_CRASH_CUTS  see tests/persist/run.sh
 #   KVTIER_GUEST_ENV      VAR=VALUE words exported to the suite in the
-#                         guest (make check-full: longer fuzzing, the
-#                         memory-pressure case)
+#                         guest (make check-full: longer fuzzing)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
