@@ -66,6 +66,29 @@ while read -r short kver; do
 		result not-ok "$kver: suite or guest kernel log failed (rc $rc, see $out)"
 	fi
 	summary+=("$(printf '%-40s %4d s   %s' "suite on $short" $((SECONDS - start)) "$tally")")
+	# I/O errors at chosen sectors: QEMU blkdebug rules on the second
+	# NVMe drive (tests/vm/blkdebug-ioerr.conf), one short boot that runs
+	# kvtier_blkdebug_test alone (in the suite above it skips).
+	start=$SECONDS
+	bout=$build/vm-blkdebug-$kver
+	rm -rf "$bout"
+	echo "# phase: blkdebug errors on $kver"
+	"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$bout" \
+		--nvme-count 2 --nvme-size 512M --timeout 600 \
+		--blkdebug 1:"$top/tests/vm/blkdebug-ioerr.conf" -- \
+		"$top/tests/run-suite.sh" "$build" "$bout" "$build/tests/kvtier_blkdebug_test"
+	rc=$?
+	if [[ -f $bout/tap.log ]]; then
+		count_tap "$bout/tap.log"
+	else
+		tally="no TAP output"
+	fi
+	if ((rc == 0)); then
+		result ok "$kver: blkdebug error injection exited 0, guest kernel log clean"
+	else
+		result not-ok "$kver: blkdebug error injection failed (rc $rc, see $bout)"
+	fi
+	summary+=("$(printf '%-40s %4d s   %s' "blkdebug errors on $short" $((SECONDS - start)) "$tally")")
 
 	# Persistent regions across boots on kept NVMe images: reboot,
 	# host-side corruption, QEMU kills (tests/persist/run.sh). Every TAP

@@ -7,6 +7,7 @@
 #                   [--nvme-size 512M] [--nvme-count 1|2] [--mem 2G]
 #                   [--smp 2] [--timeout 600] [--keep-nvme]
 #                   [--kernel-root <dir>] [--append <kernel args>]
+#                   [--blkdebug <N>:<conf>]
 #                   -- <command> [args...]
 #   tests/vm/run.sh --debug --cache <cachedir> --out <outdir> [...] -- <command>
 #
@@ -35,6 +36,18 @@
 # --debug: the debug kernel of tests/debug-kernel/build.sh (its root and
 # release; --kver not needed), with kasan_multi_shot loglevel=5 on the
 # kernel command line.
+# --blkdebug N:CONF: NVMe drive N (serial kvtN) goes through QEMU's
+# blkdebug driver with the rules of the file CONF (blkdebug's config
+# format: [inject-error] sections with event, iotype, sector, errno,
+# once), e.g. tests/vm/blkdebug-ioerr.conf. CONF is copied to
+# <outdir>/blkdebugN.conf, and the guest command gets
+# KVTIER_BLKDEBUG_CONF (that copy) and KVTIER_BLKDEBUG_NVME=N exported
+# (tests/kvtier_blkdebug_test.c reads the sectors from it). blkdebug
+# activates an [inject-error] rule when its event fires; the raw format
+# driver over it fires read_aio on every read, so give every rule
+# event "read_aio" (active from the first read of the boot on, for
+# every request type its iotype names) rather than "write_aio", which
+# would deactivate the read rules at each write.
 # --append: more kernel command line ($KVTIER_VM_APPEND is added too).
 # $KVTIER_VM_TIMEOUT_SCALE (a whole number, default 1) multiplies --timeout,
 # and $KVTIER_VM_MEM is the default of --mem: `make check-debug` sets both
@@ -63,7 +76,7 @@ usage() {
 }
 
 kver='' cache='' out='' nvme_size=512M nvme_count=1 mem=${KVTIER_VM_MEM:-2G} smp=2 timeout_s=600
-keep_nvme=0 kroot='' debug=0 append=${KVTIER_VM_APPEND:-}
+keep_nvme=0 kroot='' debug=0 append=${KVTIER_VM_APPEND:-} blkdebug=''
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--kver) kver=$2; shift 2 ;;
@@ -78,6 +91,7 @@ while [[ $# -gt 0 ]]; do
 	--kernel-root) kroot=$2; shift 2 ;;
 	--debug) debug=1; shift ;;
 	--append) append+=" $2"; shift 2 ;;
+	--blkdebug) blkdebug=$2; shift 2 ;;
 	--) shift; break ;;
 	-h | --help) usage ;;
 	*) echo "run.sh: unknown option $1" >&2; usage ;;
@@ -111,6 +125,15 @@ if [[ -n $kroot ]]; then
 	}
 	if [[ $kroot =~ [[:space:],] ]]; then
 		echo "run.sh: --kernel-root path must not contain spaces or commas: $kroot" >&2
+		exit 2
+	fi
+fi
+
+bd_index='' bd_conf=''
+if [[ -n $blkdebug ]]; then
+	bd_index=${blkdebug%%:*} bd_conf=${blkdebug#*:}
+	if ! [[ $bd_index =~ ^[0-9]+$ ]] || ((bd_index >= nvme_count)) || [[ ! -f $bd_conf ]]; then
+		echo "run.sh: --blkdebug N:CONF needs N < --nvme-count and a config file" >&2
 		exit 2
 	fi
 fi
@@ -161,11 +184,16 @@ mods=$cache/$kver/root/lib/modules/$kver
 	# $PWD as the caller sees it; its physical path if that is a symlink
 	# the guest lacks (e.g. one under /tmp).
 	printf 'cd %q 2>/dev/null || cd %q || exit 1\n' "$PWD" "$(pwd -P)"
+	if [[ -n $bd_index ]]; then
+		printf 'export KVTIER_BLKDEBUG_CONF=%q KVTIER_BLKDEBUG_NVME=%q\n' \
+			"$out/blkdebug$bd_index.conf" "$bd_index"
+	fi
 	printf '%q ' "$@"
 	echo
 } >"$out/guest-cmd.sh"
 rm -f "$out/guest-rc" "$out/dmesg.log" "$out/console.log" "$out/guest-started" \
-	"$out"/console-bootfail-*.log "$out/qemu.pid" "$out/kmemleak.log"
+	"$out"/console-bootfail-*.log "$out/qemu.pid" "$out/kmemleak.log" "$out"/blkdebug*.conf
+[[ -n $bd_index ]] && cp "$bd_conf" "$out/blkdebug$bd_index.conf"
 
 # Fresh sparse NVMe backing files every run: tests must not see leftovers
 # (unless --keep-nvme asks for the previous run's disks).
@@ -187,8 +215,12 @@ make_nvme() {
 			rm -f "$img"
 			truncate -s "$nvme_size" "$img"
 		fi
-		nvme_args+=(-drive "file=$img,if=none,id=nv$i,format=raw,$drive_opts"
-			-device "nvme,serial=kvt$i,drive=nv$i")
+		if [[ $i == "$bd_index" ]]; then
+			nvme_args+=(-drive "if=none,id=nv$i,format=raw,$drive_opts,file.driver=blkdebug,file.config=$out/blkdebug$i.conf,file.image.driver=file,file.image.filename=$img")
+		else
+			nvme_args+=(-drive "file=$img,if=none,id=nv$i,format=raw,$drive_opts")
+		fi
+		nvme_args+=(-device "nvme,serial=kvt$i,drive=nv$i")
 	done
 }
 make_nvme
@@ -217,7 +249,7 @@ qemu_cmd=(qemu-system-x86_64
 boot_vm() {
 	local kept=''
 	((keep_nvme)) && kept=' kept'
-	echo "run.sh: booting $kver (timeout ${timeout_s}s, ${nvme_count}x${kept} nvme $nvme_size, $drive_opts)" >&2
+	echo "run.sh: booting $kver (timeout ${timeout_s}s, ${nvme_count}x${kept} nvme $nvme_size, $drive_opts${bd_index:+, blkdebug on nvme$bd_index})" >&2
 	local st
 	set +e
 	timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" "${nvme_args[@]}" </dev/null 2>&1 |
