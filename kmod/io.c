@@ -42,6 +42,29 @@ static inline sector_t slot_to_sector(struct kvtier_tier *tier,
 	return block_to_sector(tier->store.data_start + slot);
 }
 
+/* An I/O is submitted; @was_idle: no other was in flight. */
+void kvtier_io_started(struct kvtier_tier *tier, bool was_idle)
+{
+	if (was_idle)
+		WRITE_ONCE(tier->io_progress, jiffies);
+}
+
+/* An I/O completed (or failed): the path moves. */
+void kvtier_io_progress(struct kvtier_tier *tier)
+{
+	WRITE_ONCE(tier->io_progress, jiffies);
+}
+
+/* I/O outstanding and none completed for KVTIER_STALL_MS (a gauge). */
+bool kvtier_io_stalled(struct kvtier_tier *tier)
+{
+	if (!atomic_long_read(&tier->inflight_bytes) &&
+	    !atomic_read(&tier->meta_inflight))
+		return false;
+	return time_after(jiffies, READ_ONCE(tier->io_progress) +
+			  msecs_to_jiffies(KVTIER_STALL_MS));
+}
+
 /* Wait until @bytes more fit under max_inflight_kb (or nothing is in flight). */
 static void kvtier_inflight_get(struct kvtier_tier *tier, long bytes)
 {
@@ -50,11 +73,13 @@ static void kvtier_inflight_get(struct kvtier_tier *tier, long bytes)
 	wait_event(tier->inflight_wait,
 		   atomic_long_read(&tier->inflight_bytes) == 0 ||
 		   atomic_long_read(&tier->inflight_bytes) + bytes <= max);
-	atomic_long_add(bytes, &tier->inflight_bytes);
+	kvtier_io_started(tier, atomic_long_add_return(bytes, &tier->inflight_bytes) ==
+			  bytes && !atomic_read(&tier->meta_inflight));
 }
 
 static void kvtier_inflight_put(struct kvtier_tier *tier, long bytes)
 {
+	kvtier_io_progress(tier);
 	atomic_long_sub(bytes, &tier->inflight_bytes);
 	wake_up_all(&tier->inflight_wait);
 }
@@ -229,6 +254,12 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 	unsigned int i = 0, j, k, bios = 0;
 	int ret = 0;
 
+	/* Another read-write attach owns the namespace now (lease.c). */
+	if (kvtier_fenced(tier)) {
+		for (k = 0; k < nr; k++)
+			errs[k] = -EBUSY;
+		i = nr;
+	}
 	while (i < nr) {
 		struct kvtier_io *io;
 
@@ -284,7 +315,8 @@ void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 {
 	struct block_device *bdev = tier->backing.kb.bdev;
 
-	if (!READ_ONCE(tier->knobs.discard) || !bdev_max_discard_sectors(bdev))
+	if (!READ_ONCE(tier->knobs.discard) || !bdev_max_discard_sectors(bdev) ||
+	    kvtier_fenced(tier))
 		return;
 	/* Best effort: a failed discard loses nothing. */
 	if (!blkdev_issue_discard(bdev, slot_to_sector(tier, slot),
@@ -322,7 +354,11 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 			__bio_add_page(bio, vm ? vmalloc_to_page(buf) :
 				       virt_to_page(buf), PAGE_SIZE,
 				       offset_in_page(buf));
+		kvtier_io_started(tier, atomic_inc_return(&tier->meta_inflight) == 1 &&
+				  !atomic_long_read(&tier->inflight_bytes));
 		ret = submit_bio_wait(bio);
+		kvtier_io_progress(tier);
+		atomic_dec(&tier->meta_inflight);
 		bio_put(bio);
 		block += n;
 		nr -= n;

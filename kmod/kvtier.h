@@ -12,6 +12,7 @@
  *   slots.c    namespace space: the slot allocator, deferred frees
  *   store.c    the on-namespace store: superblock, checkpoint, commit,
  *              format, load at attach, capacity reclaim of regions
+ *   lease.c    the ownership lease: one read-write attach at a time
  *   tier.c     one tier: its character device and file operations
  *   names.c    named regions: bind by name, permissions, unlink, list
  *   gpu.c      GPU ranges the CUDA shim registers (accounting, debugfs)
@@ -122,6 +123,19 @@ struct kvtier_slots {
  *            whose checkpoint was: the metadata has no second good
  *            generation until a commit rewrites that copy; -1 when none
  *            (sysfs state "degraded")
+ * @has_sealed: the last snapshot had a sealed region (RO_COMPAT_SEALED)
+ * @lease_block: block of the ownership lease (lease.c); 0 when the
+ *               namespace has none (formatted without RO_COMPAT_LEASE)
+ * @lease_held: this tier holds the lease (read-write attach of a namespace
+ *              with one); set at attach, cleared at detach, under tier->lock
+ * @lease_lost: another attach took the lease over: nothing more is written
+ *              (set by @lease_work, read locklessly by the write paths)
+ * @lease_seq: seq of the record last written; @lease_nonce: this attach's;
+ *             @lease_acquired: when it was taken. Written at attach (under
+ *             tier->lock, before @lease_work exists) and then only by
+ *             @lease_work; detach cancels @lease_work before reading them.
+ * @lease_interval_ms: renewal interval of this attach (the knob at attach)
+ * @lease_work: renews the lease every @lease_interval_ms
  */
 struct kvtier_store {
 	struct mutex lock;		/* commits; see above */
@@ -143,6 +157,14 @@ struct kvtier_store {
 	bool dropping;
 	int bad_copy;
 	bool has_sealed;
+	u64 lease_block;
+	bool lease_held;
+	bool lease_lost;
+	u64 lease_seq;
+	u64 lease_nonce;
+	u64 lease_acquired;
+	unsigned int lease_interval_ms;
+	struct delayed_work lease_work;
 };
 
 #define KVTIER_NO_SLOT		ULONG_MAX
@@ -251,6 +273,7 @@ struct kvtier_knobs {
 	unsigned int checksum;		/* 0 or 1 */
 	unsigned int user_quota_mb;	/* per owner uid; 0: unlimited */
 	unsigned int read_only;		/* 0 or 1; changes only while detached */
+	unsigned int lease_interval_ms;	/* ms; changes only while detached */
 };
 
 /**
@@ -294,6 +317,11 @@ struct kvtier_pool {
  * @store: the on-namespace store; valid while attached
  * @inflight_bytes: tier I/O submitted and not completed
  * @inflight_wait: submitters waiting under max_inflight_kb
+ * @meta_inflight: metadata and lease I/O submitted and not completed
+ * @io_progress: jiffies of the last I/O completion, or of the submission
+ *               that found no I/O in flight; with I/O outstanding and no
+ *               progress for KVTIER_STALL_MS the path is stalled (sysfs
+ *               state "degraded"). Racy gauge, written with WRITE_ONCE.
  * @stats: counters
  * @lat: latency histograms, cleared at attach and by writing 0 to debugfs
  * @io_sizes: bio size histograms, [0] reads, [1] writes
@@ -320,6 +348,8 @@ struct kvtier_tier {
 	struct kvtier_store store;
 	atomic_long_t inflight_bytes;
 	wait_queue_head_t inflight_wait;
+	atomic_t meta_inflight;
+	unsigned long io_progress;
 	atomic64_t stats[KVT_STAT_NR];
 	struct kvtier_hist lat[KVT_HIST_NR];
 	atomic64_t io_sizes[2][KVT_IO_BUCKETS];
@@ -332,6 +362,17 @@ struct kvtier_tier {
 	struct list_head gpu_ranges;
 	u64 gpu_next_id;
 };
+
+/*
+ * I/O of the tier outstanding with nothing completed for this long: the
+ * path to the namespace is stalled (a fabrics controller reconnecting, a
+ * device timing out). Shown as state "degraded".
+ */
+#define KVTIER_STALL_MS		2000
+
+void kvtier_io_started(struct kvtier_tier *tier, bool was_idle);
+void kvtier_io_progress(struct kvtier_tier *tier);
+bool kvtier_io_stalled(struct kvtier_tier *tier);
 
 /* Record the tier's first I/O error; later ones only count. */
 static inline void kvtier_set_error(struct kvtier_tier *tier, int err)
@@ -604,6 +645,19 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
 void kvtier_store_kick(struct kvtier_tier *tier);
 bool kvtier_store_make_room(struct kvtier_tier *tier);
+
+/* lease.c: the ownership lease (single read-write attach) */
+void kvtier_lease_init(struct kvtier_store *st);
+int kvtier_lease_format(struct kvtier_tier *tier);
+int kvtier_lease_acquire(struct kvtier_tier *tier);
+void kvtier_lease_release(struct kvtier_tier *tier);
+ssize_t kvtier_lease_show(struct kvtier_tier *tier, char *buf);
+
+/* The namespace was taken over by another read-write attach: write nothing. */
+static inline bool kvtier_fenced(struct kvtier_tier *tier)
+{
+	return READ_ONCE(tier->store.lease_lost);
+}
 
 /* tier.c */
 struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt);

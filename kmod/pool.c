@@ -68,9 +68,15 @@ static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
 /*
  * Charge one page to the budget. With @may_wait, a full pool is reclaimed
  * synchronously (a budget stall): clean pages are dropped, dirty ones
- * written back. Errors: -ENOMEM (full, !@may_wait, or nothing evictable),
- * -ENOSPC (only dirty pages, and no namespace space to write them to),
- * -EINTR (fatal signal while waiting).
+ * written back. When nothing can be reclaimed because every page is locked
+ * for I/O, the charge waits for that I/O, as long as it takes: it ends in
+ * a completion or an error within the block layer's own timeouts (on NVMe
+ * over Fabrics, up to ctrl_loss_tmo while the path reconnects), and a
+ * fatal signal ends the wait. Only when no tier I/O is in flight (every
+ * page pinned, or locked by other tasks that are not doing I/O) does it
+ * give up, after about 2 s. Errors: -ENOMEM (full, !@may_wait, or nothing
+ * evictable), -ENOSPC (only dirty pages, and no namespace space to write
+ * them to), -EINTR (fatal signal while waiting).
  */
 int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 {
@@ -96,12 +102,20 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
 			return -ENOSPC;
 		}
-		/* Everything is locked for I/O or pinned: wait for a release. */
-		if (++idle > 100)
+		/*
+		 * Everything is locked or pinned. Tier I/O in flight will
+		 * unlock pages when it completes or fails: wait for it however
+		 * long it takes. Without any, count towards giving up.
+		 */
+		if (atomic_long_read(&tier->inflight_bytes))
+			idle = 0;
+		else if (++idle > 100)
 			return -ENOMEM;
-		wait_event_timeout(tier->pool.wait,
-				   tier->pool.nr_pages < kvtier_budget_pages(tier),
-				   HZ / 50);
+		if (wait_event_killable_timeout(tier->pool.wait,
+						tier->pool.nr_pages <
+						kvtier_budget_pages(tier),
+						HZ / 50) < 0)
+			return -EINTR;
 	}
 	return 0;
 }

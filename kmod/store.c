@@ -119,7 +119,11 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 	sb->ckpt_bytes = cpu_to_le64(ckpt_bytes);
 	sb->ckpt_crc = cpu_to_le32(ckpt_crc);
 	if (st->has_sealed)
-		sb->feature_ro_compat = cpu_to_le64(KVTIER_FEATURE_RO_COMPAT_SEALED);
+		sb->feature_ro_compat |= cpu_to_le64(KVTIER_FEATURE_RO_COMPAT_SEALED);
+	if (st->lease_block) {
+		sb->feature_ro_compat |= cpu_to_le64(KVTIER_FEATURE_RO_COMPAT_LEASE);
+		sb->lease_block = cpu_to_le64(st->lease_block);
+	}
 	sb->crc = cpu_to_le32(kvtier_sb_crc(sb));
 }
 
@@ -417,6 +421,8 @@ int kvtier_store_commit(struct kvtier_tier *tier)
 	/* Nothing a read-only tier allows changes what a commit records. */
 	if (tier->backing.read_only)
 		return 0;
+	if (kvtier_fenced(tier))
+		return -EBUSY;
 	mutex_lock(&tier->store.lock);
 	ret = kvtier_commit_locked(tier);
 	mutex_unlock(&tier->store.lock);
@@ -499,12 +505,15 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	void *zero;
 	int ret;
 
-	ret = kvtier_store_geometry(st, nr_blocks);
+	/* The last block is the ownership lease's. */
+	ret = kvtier_store_geometry(st, nr_blocks - 1);
 	if (ret) {
 		dev_err(&tier->dev, "%s: too small to format (%llu bytes)\n",
 			tier->backing.path, nr_blocks * KVTIER_BLOCK_SIZE);
 		return ret;
 	}
+	st->nr_blocks = nr_blocks;
+	st->lease_block = nr_blocks - 1;
 	ret = kvtier_store_alloc(tier);
 	if (ret)
 		return ret;
@@ -523,8 +532,15 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	vfree(zero);
 	if (ret)
 		goto err;
+	/* Whatever was in the lease block is not a record of this uuid. */
+	ret = kvtier_lease_format(tier);
+	if (ret)
+		goto err;
 	/* Generation 1 goes to copy 1; copy 0 stays zero until generation 2. */
 	ret = kvtier_store_commit(tier);
+	if (ret)
+		goto err;
+	ret = kvtier_lease_acquire(tier);
 	if (ret)
 		goto err;
 	dev_info(&tier->dev, "formatted %s: %llu data slots of %u bytes, uuid %pU\n",
@@ -722,6 +738,23 @@ static int kvtier_store_use(struct kvtier_tier *tier,
 			path, nr_blocks, st->nr_blocks);
 		return -EUCLEAN;
 	}
+	st->lease_block = 0;
+	if (le64_to_cpu(sb->feature_ro_compat) & KVTIER_FEATURE_RO_COMPAT_LEASE) {
+		st->lease_block = le64_to_cpu(sb->lease_block);
+		if (st->lease_block < st->data_start + st->nr_slots ||
+		    st->lease_block >= st->nr_blocks) {
+			dev_err(&tier->dev, "%s: ownership lease block %llu is outside the namespace's free tail\n",
+				path, st->lease_block);
+			return -EUCLEAN;
+		}
+	}
+	/* Before anything is loaded: a refused attach costs one read. */
+	if (!tier->backing.read_only && !st->lease_held) {
+		int ret = kvtier_lease_acquire(tier);
+
+		if (ret)
+			return ret;
+	}
 	return kvtier_store_load(tier, sb);
 }
 
@@ -751,6 +784,9 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
 	st->bad_copy = -1;
+	st->lease_block = 0;
+	st->lease_held = false;
+	st->lease_lost = false;
 	if (tier->backing.read_only && (format || nr_blocks < 17)) {
 		dev_err(&tier->dev, "%s: read-only attach cannot format\n", path);
 		return -EROFS;
@@ -850,6 +886,8 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	if (ret == -EUCLEAN)
 		dev_err(&tier->dev, "%s: kvtier metadata damaged; refusing to attach (write the path to 'format' to start over)\n",
 			path);
+	if (ret)
+		kvtier_lease_release(tier);
 out:
 	kvfree(buf);
 	return ret;
@@ -907,6 +945,7 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	if (ret)
 		dev_err(&tier->dev, "%s: detaching after error %d: persistent regions are as of generation %llu\n",
 			tier->backing.path, ret, tier->store.generation);
+	kvtier_lease_release(tier);
 	kvtier_store_drop_regions(tier);
 	kvtier_store_free(tier);
 	return ret;
@@ -917,4 +956,5 @@ void kvtier_store_init(struct kvtier_store *st)
 	mutex_init(&st->lock);
 	atomic64_set(&st->changes, 0);
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
+	kvtier_lease_init(st);
 }

@@ -87,8 +87,8 @@ static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 		return sysfs_emit(buf, "detached\n");
 	if (READ_ONCE(tier->first_error))
 		return sysfs_emit(buf, "error\n");
-	return sysfs_emit(buf, "%s\n", READ_ONCE(tier->store.bad_copy) >= 0 ?
-			  "degraded" : "attached");
+	return sysfs_emit(buf, "%s\n", READ_ONCE(tier->store.bad_copy) >= 0 ||
+			  kvtier_io_stalled(tier) ? "degraded" : "attached");
 }
 static DEVICE_ATTR_RO(state);
 
@@ -99,6 +99,23 @@ static ssize_t error_show(struct device *dev, struct device_attribute *attr,
 	return sysfs_emit(buf, "%d\n", READ_ONCE(dev_to_tier(dev)->first_error));
 }
 static DEVICE_ATTR_RO(error);
+
+/* The namespace's ownership lease record, read from the media (lease.c). */
+static ssize_t lease_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+	ssize_t ret;
+
+	mutex_lock(&tier->lock);
+	if (kvtier_backing_attached(tier))
+		ret = kvtier_lease_show(tier, buf);
+	else
+		ret = sysfs_emit(buf, "detached\n");
+	mutex_unlock(&tier->lock);
+	return ret;
+}
+static DEVICE_ATTR_RO(lease);
 
 /*
  * Knobs: one table row each (unit in the name), validated against
@@ -134,6 +151,7 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(checksum), KNOB_OFF(checksum), 0, 1, 1 },
 	{ KNOB_ATTR(user_quota_mb), KNOB_OFF(user_quota_mb), 0, INT_MAX, 1 },
 	{ KNOB_ATTR(read_only), KNOB_OFF(read_only), 0, 1, 1 },
+	{ KNOB_ATTR(lease_interval_ms), KNOB_OFF(lease_interval_ms), 100, 60000, 1 },
 };
 
 static unsigned int *knob_ptr(struct kvtier_tier *tier,
@@ -170,7 +188,8 @@ static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 	/* tier->lock orders the cross-checks of the two watermarks. */
 	mutex_lock(&tier->lock);
 	/* How the namespace is opened: fixed while one is attached. */
-	if (k->offset == offsetof(struct kvtier_knobs, read_only) &&
+	if ((k->offset == offsetof(struct kvtier_knobs, read_only) ||
+	     k->offset == offsetof(struct kvtier_knobs, lease_interval_ms)) &&
 	    kvtier_backing_attached(tier)) {
 		mutex_unlock(&tier->lock);
 		return -EBUSY;
@@ -268,6 +287,8 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&kvtier_knobs[8].attr.attr,
 	&kvtier_knobs[9].attr.attr,
 	&kvtier_knobs[10].attr.attr,
+	&kvtier_knobs[11].attr.attr,
+	&dev_attr_lease.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,
 	&dev_attr_resident.attr,
@@ -276,7 +297,7 @@ static struct attribute *kvtier_tier_attrs[] = {
 };
 
 /* Every knob of the table is listed above, once. */
-static_assert(ARRAY_SIZE(kvtier_tier_attrs) == ARRAY_SIZE(kvtier_knobs) + 9);
+static_assert(ARRAY_SIZE(kvtier_tier_attrs) == ARRAY_SIZE(kvtier_knobs) + 10);
 
 static const struct attribute_group kvtier_tier_group = {
 	.attrs = kvtier_tier_attrs,

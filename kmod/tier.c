@@ -209,6 +209,7 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 	.discard = true,
 	.checksum = true,
 	.user_quota_mb = 0,
+	.lease_interval_ms = 1000,
 };
 
 static void kvtier_tier_release(struct device *dev)
@@ -230,6 +231,8 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	tier->knobs = kvtier_knob_defaults;
 	atomic_long_set(&tier->inflight_bytes, 0);
 	init_waitqueue_head(&tier->inflight_wait);
+	atomic_set(&tier->meta_inflight, 0);
+	tier->io_progress = jiffies;
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
 	atomic_long_set(&tier->nr_pinned, 0);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <kvtier.h>
+#include <linux/kvtier_format.h>
 
 #include "ctl.h"
 
@@ -137,6 +138,7 @@ static int attach_error(unsigned int id, const char *path, bool format, int err)
 {
 	const char *op = format ? "format" : "attach";
 	const char *to = format ? "for" : "to";
+	struct kvt_format f;
 
 	switch (err) {
 	case -EMEDIUMTYPE:
@@ -150,6 +152,11 @@ static int attach_error(unsigned int id, const char *path, bool format, int err)
 	case -ENOSPC:
 		return fail("%s is too small for a kvtier namespace", path);
 	case -EBUSY:
+		if (!format && !kvt_format_probe(path, &f) &&
+		    f.lease_state == KVTIER_LEASE_HELD)
+			return fail("%s %s %s kvtier%u: the namespace is attached read-write elsewhere: its ownership lease is held by host %s (kvtier%u) and renewed every %u ms; detach it there, or attach it read-only (kvtierctl set %u read_only 1)",
+				    op, path, to, id, f.lease_host, f.lease_tier,
+				    f.lease_interval_ms, id);
 		return fail("%s %s %s kvtier%u: the device is claimed by someone else (a mount, md/dm, another tier) or the tier is busy",
 			    op, path, to, id);
 	case -EIO:

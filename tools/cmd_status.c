@@ -16,6 +16,7 @@ struct tier_status {
 	unsigned int id;
 	char state[32], backing[4096];
 	bool have_error, is_nvme;
+	char lease[256];		/* sysfs lease, "" if the module has none */
 	long error;			/* sticky first error, -errno or 0 */
 	struct kvt_nvme_id nvme;
 	bool have_topo;			/* NVMe and libnvme knows it */
@@ -78,6 +79,8 @@ static int read_status(unsigned int id, struct tier_status *t)
 		snprintf(t->state, sizeof(t->state), "%s",
 			 strcmp(t->backing, "none") ? "attached" : "detached");
 	read_error(t);
+	if (tier_attr_str(id, "lease", t->lease, sizeof(t->lease)))
+		t->lease[0] = '\0';
 	tier_attr_u64(id, "capacity", &t->capacity);
 	tier_attr_u64(id, "used", &t->used);
 	tier_attr_u64(id, "resident", &t->resident);
@@ -129,6 +132,8 @@ static void print_status(const struct tier_status *t)
 	       fmt_size(a, sizeof(a), t->budget_mb << 20),
 	       fmt_size(b, sizeof(b), t->resident), pct(t->resident, t->budget_mb << 20));
 	printf("  pinned    %s\n", fmt_size(a, sizeof(a), t->pinned));
+	if (t->lease[0] && strcmp(t->lease, "detached"))
+		printf("  lease     %s\n", t->lease);
 	if (t->have_error)
 		printf("  error     %ld%s%s\n", t->error, t->error ? " " : "",
 		       t->error ? strerror((int)-t->error) : "");
@@ -196,6 +201,10 @@ static void print_status_json(const struct tier_status *t)
 	json_key_u64(stdout, &first, "host_budget_mb", t->budget_mb);
 	json_key_u64(stdout, &first, "resident_bytes", t->resident);
 	json_key_u64(stdout, &first, "pinned_bytes", t->pinned);
+	if (t->lease[0] && strcmp(t->lease, "detached"))
+		json_key_str(stdout, &first, "lease", t->lease);
+	else
+		json_key_null(stdout, &first, "lease");
 	if (t->have_error)
 		printf(",\"error\":%ld", t->error);
 	else

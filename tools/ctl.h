@@ -296,6 +296,11 @@ struct kvt_format {
 	uint64_t generation;
 	int64_t format_time, commit_time;
 	int64_t nr_regions;		/* -1: the checkpoint did not say */
+	/* The ownership lease (RO_COMPAT_LEASE): -1 none, else KVTIER_LEASE_*, 2 damaged */
+	int lease_state;
+	char lease_host[65];
+	uint32_t lease_tier, lease_interval_ms;
+	int64_t lease_renewed;
 };
 
 struct kvt_devcheck {

@@ -189,6 +189,7 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 
 	memset(f, 0, sizeof(*f));
 	f->nr_regions = -1;
+	f->lease_state = -1;
 	/* O_DIRECT: the module writes with bios, around the page cache. */
 	fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (fd < 0 && errno == EINVAL)
@@ -233,6 +234,29 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 		    le64toh(ck->magic) == KVTIER_CKPT_MAGIC &&
 		    le64toh(ck->generation) == f->generation)
 			f->nr_regions = (int64_t)le64toh(ck->nr_regions);
+	}
+	if (f->state == KVT_FORMAT_OK &&
+	    (le64toh(best->feature_ro_compat) & KVTIER_FEATURE_RO_COMPAT_LEASE)) {
+		const struct kvtier_disk_lease *l = (const void *)(buf + 2 * KVTIER_BLOCK_SIZE);
+		struct kvtier_disk_lease tmp;
+		char uuid[16];
+
+		memcpy(uuid, best->uuid, sizeof(uuid));
+		f->lease_state = 2;
+		if (!read_block(fd, le64toh(best->lease_block), buf + 2 * KVTIER_BLOCK_SIZE)) {
+			tmp = *l;
+			tmp.crc = 0;
+			if (le64toh(l->magic) == KVTIER_LEASE_MAGIC &&
+			    le32toh(l->crc) == crc32c(~0U, &tmp, sizeof(tmp)) &&
+			    !memcmp(l->uuid, uuid, sizeof(uuid))) {
+				f->lease_state = le32toh(l->state) == KVTIER_LEASE_FREE ?
+						 KVTIER_LEASE_FREE : KVTIER_LEASE_HELD;
+				memcpy(f->lease_host, l->host, sizeof(l->host));
+				f->lease_tier = le32toh(l->tier);
+				f->lease_interval_ms = le32toh(l->interval_ms);
+				f->lease_renewed = (int64_t)le64toh(l->renewed);
+			}
+		}
 	}
 	free(buf);
 	close(fd);

@@ -63,7 +63,8 @@ static const struct cmd cmds[] = {
 	  "  discard              0 or 1\n"
 	  "  pin_budget_mb        0..RAM in MiB\n"
 	  "  user_quota_mb        0 (unlimited)..2147483647\n"
-	  "  read_only            0 or 1, only while detached (next attach read-only)\n",
+	  "  read_only            0 or 1, only while detached (next attach read-only)\n"
+	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n",
 	  cmd_set },
 	{ "persist", "ls [TIER] | rm|pin|unpin|seal [-t TIER] NAME",
 	  "persistent regions: list, remove, pin against reclaim, unpin, seal",

@@ -62,6 +62,12 @@ expect 0 'pinned +2.0M' "status: pinned summed from regions" -- status
 pycheck "status --json keys" \
 	'd[0]["tier"] == 0 and d[0]["used_bytes"] == 503316480 and d[0]["host_budget_mb"] == 16 and d[0]["error"] == 0 and d[0]["pinned_bytes"] == 2097152 and "serial" in d[0]' \
 	-- --json status
+echo "held-here host=gpu1 tier=0 seq=42 interval_ms=1000 acquired=1 renewed=2" >"$cls/lease"
+expect 0 'lease     held-here host=gpu1 tier=0 seq=42' "status: the ownership lease line" -- status 0
+pycheck "status --json: lease" \
+	'd[0]["lease"].startswith("held-here host=gpu1")' \
+	-- --json status
+rm -f "$cls/lease"
 expect 1 'no tier 5' "status of a missing tier: exit 1" -- status 5
 expect 2 'bad TIER' "status of a bad TIER: exit 2" -- status x
 
@@ -195,7 +201,8 @@ for bad in "host_budget_mb 0" "host_budget_mb -1" "host_budget_mb abc" \
 	"host_budget_mb 12x" "host_budget_mb 99999999999" "host_budget_mb ''" \
 	"watermark_low 80" "watermark_high 60" "watermark_high 101" \
 	"readahead_kb 6" "readahead_kb 2048" "writeback_batch_kb 0" \
-	"max_inflight_kb 2097152" "discard 2" "pin_budget_mb x" "bogus_knob 1"; do
+	"max_inflight_kb 2097152" "discard 2" "pin_budget_mb x" "bogus_knob 1" \
+	"lease_interval_ms 99" "lease_interval_ms 60001"; do
 	eval "set -- $bad"
 	expect 2 'set:' "set $bad: exit 2" -- set 0 "$@"
 done

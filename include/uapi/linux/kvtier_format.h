@@ -13,6 +13,8 @@
  *   meta_start        checkpoint area 0   (meta_blocks blocks)
  *   meta_start + mb   checkpoint area 1   (meta_blocks blocks)
  *   data_start        data slots 0 .. nr_slots - 1, one page each
+ *   lease_block       the ownership lease (RO_COMPAT_LEASE; the last block
+ *                     at format time, after the data slots)
  *
  * A commit of generation G writes a complete checkpoint (header, region
  * records, page records) into area G % 2, then, with a cache flush before
@@ -31,6 +33,7 @@
 #define KVTIER_BLOCK_SIZE		4096
 #define KVTIER_SB_MAGIC			0x3152454954564b00ULL	/* "\0KVTIER1" LE */
 #define KVTIER_CKPT_MAGIC		0x54504b4354564b00ULL	/* "\0KVTCKPT" LE */
+#define KVTIER_LEASE_MAGIC		0x5341454c54564b00ULL	/* "\0KVTLEAS" LE */
 #define KVTIER_FORMAT_VERSION		1
 
 /*
@@ -39,10 +42,17 @@
  * write (it would not keep them immutable).
  */
 #define KVTIER_FEATURE_RO_COMPAT_SEALED	(1ULL << 0)
+/*
+ * RO_COMPAT_LEASE: block @lease_block holds the ownership lease (struct
+ * kvtier_disk_lease) that allows one read-write attach at a time; a module
+ * that does not know it must not write (it would not honour the lease).
+ */
+#define KVTIER_FEATURE_RO_COMPAT_LEASE	(1ULL << 1)
 
 #define KVTIER_FEATURE_COMPAT_SUPP	0ULL	/* may be ignored */
 /* Unknown RO_COMPAT bits: no read-write attach (this module refuses any). */
-#define KVTIER_FEATURE_RO_COMPAT_SUPP	KVTIER_FEATURE_RO_COMPAT_SEALED
+#define KVTIER_FEATURE_RO_COMPAT_SUPP	(KVTIER_FEATURE_RO_COMPAT_SEALED | \
+					 KVTIER_FEATURE_RO_COMPAT_LEASE)
 #define KVTIER_FEATURE_INCOMPAT_SUPP	0ULL	/* refuse attach if unknown */
 
 /**
@@ -68,6 +78,7 @@
  * @commit_time: seconds since the epoch of this commit
  * @ckpt_bytes: bytes of the checkpoint in area @generation % 2
  * @ckpt_crc: CRC32C of those bytes (seeded like @crc)
+ * @lease_block: block of the ownership lease with RO_COMPAT_LEASE, else 0
  * @reserved: zero
  */
 struct kvtier_disk_super {
@@ -92,7 +103,8 @@ struct kvtier_disk_super {
 	__le64 ckpt_bytes;
 	__le32 ckpt_crc;
 	__le32 reserved1;
-	__le64 reserved[13];
+	__le64 lease_block;
+	__le64 reserved[12];
 };
 
 /**
@@ -155,6 +167,45 @@ struct kvtier_disk_page {
 	__le64 slot;
 	__le32 index;
 	__le32 crc;
+};
+
+/* struct kvtier_disk_lease.state */
+#define KVTIER_LEASE_FREE		0	/* no read-write attach */
+#define KVTIER_LEASE_HELD		1	/* attached read-write by @host */
+
+/**
+ * struct kvtier_disk_lease - who has the namespace attached read-write
+ * @magic: KVTIER_LEASE_MAGIC
+ * @crc: CRC32C (seeded like the superblock's) of the 256 bytes with this
+ *       field zero
+ * @state: KVTIER_LEASE_FREE or KVTIER_LEASE_HELD
+ * @uuid: the namespace's (the superblock's @uuid)
+ * @seq: bumped by every write of the record; a holder that is alive
+ *       rewrites it every @interval_ms
+ * @nonce: random, chosen by each read-write attach: tells one attach from
+ *         another of the same host
+ * @interval_ms: the holder's renewal interval, milliseconds
+ * @tier: N of the holder's /dev/kvtierN
+ * @acquired: seconds since the epoch when the holder attached
+ * @renewed: seconds since the epoch of this write (the holder's clock)
+ * @host: the holder's host name (utsname nodename), zero-padded
+ * @reserved: zero
+ *
+ * At the start of block @lease_block; the rest of the block is zero.
+ */
+struct kvtier_disk_lease {
+	__le64 magic;
+	__le32 crc;
+	__le32 state;
+	__u8 uuid[16];
+	__le64 seq;
+	__le64 nonce;
+	__le32 interval_ms;
+	__le32 tier;
+	__le64 acquired;
+	__le64 renewed;
+	char host[64];
+	__le64 reserved[15];
 };
 
 #endif /* _UAPI_LINUX_KVTIER_FORMAT_H */
