@@ -131,7 +131,8 @@ struct kvtier_slots {
  * @lease_lost: another attach took the lease over: nothing more is written
  *              (set by @lease_work, read locklessly by the write paths)
  * @lease_seq: seq of the record last written; @lease_nonce: this attach's;
- *             @lease_acquired: when it was taken. Written at attach (under
+ *             @lease_acquired: when it was taken; @lease_renewed: when the
+ *             record was last written (wall seconds). Written at attach (under
  *             tier->lock, before @lease_work exists) and then only by
  *             @lease_work; detach cancels @lease_work before reading them.
  * @lease_interval_ms: renewal interval of this attach (the knob at attach)
@@ -163,6 +164,7 @@ struct kvtier_store {
 	u64 lease_seq;
 	u64 lease_nonce;
 	u64 lease_acquired;
+	u64 lease_renewed;
 	unsigned int lease_interval_ms;
 	struct delayed_work lease_work;
 };

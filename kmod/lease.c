@@ -109,8 +109,10 @@ static int kvtier_lease_write(struct kvtier_tier *tier, void *buf, u32 state)
 	strscpy_pad(l->host, utsname()->nodename, sizeof(l->host));
 	l->crc = cpu_to_le32(kvtier_lease_crc(l));
 	ret = kvtier_lease_io(tier, REQ_OP_WRITE | REQ_FUA, buf);
-	if (!ret)
-		st->lease_seq++;
+	if (!ret) {
+		WRITE_ONCE(st->lease_seq, st->lease_seq + 1);
+		WRITE_ONCE(st->lease_renewed, le64_to_cpu(l->renewed));
+	}
 	return ret;
 }
 
@@ -229,6 +231,13 @@ int kvtier_lease_acquire(struct kvtier_tier *tier)
 			ret = kvtier_lease_read(tier, buf);
 			if (ret)
 				goto out;
+			if (memcmp(&old, l, sizeof(old)) &&
+			    kvtier_lease_valid(tier, l) &&
+			    le32_to_cpu(l->state) == KVTIER_LEASE_FREE) {
+				/* The holder detached meanwhile. */
+				old = *l;
+				break;
+			}
 			if (memcmp(&old, l, sizeof(old))) {
 				ret = -EBUSY;
 				dev_err(&tier->dev, "%s: attached read-write elsewhere: ownership lease held by %.64s (kvtier%u, attached at %llu s since the epoch) and renewed within %u ms; refusing a second read-write attach (read_only=1 attaches it read-only)\n",
@@ -238,9 +247,10 @@ int kvtier_lease_acquire(struct kvtier_tier *tier)
 				goto out;
 			}
 		}
-		dev_warn(&tier->dev, "%s: ownership lease of %.64s (kvtier%u) not renewed for %u ms: taking it over\n",
-			 path, valid ? old.host : "-", le32_to_cpu(old.tier),
-			 wait);
+		if (le32_to_cpu(old.state) != KVTIER_LEASE_FREE)
+			dev_warn(&tier->dev, "%s: ownership lease of %.64s (kvtier%u) not renewed for %u ms: taking it over\n",
+				 path, valid ? old.host : "-",
+				 le32_to_cpu(old.tier), wait);
 	}
 
 	st->lease_seq = le64_to_cpu(old.seq);
@@ -306,8 +316,10 @@ void kvtier_lease_release(struct kvtier_tier *tier)
 }
 
 /*
- * sysfs "lease": what the namespace's lease record says, read from the
- * media now. Caller holds tier->lock with a namespace attached.
+ * sysfs "lease": what the namespace's lease record says. The holder shows
+ * its own record from memory (no I/O: a stalled path must not block the
+ * reader, who holds tier->lock); anyone else reads it from the media now.
+ * Caller holds tier->lock with a namespace attached.
  */
 ssize_t kvtier_lease_show(struct kvtier_tier *tier, char *out)
 {
@@ -320,6 +332,15 @@ ssize_t kvtier_lease_show(struct kvtier_tier *tier, char *out)
 
 	if (!st->lease_block)
 		return sysfs_emit(out, "none\n");
+	if (st->lease_held && !READ_ONCE(st->lease_lost)) {
+		n = sysfs_emit(out, "held-here host=%.64s tier=%u seq=%llu ",
+			       utsname()->nodename, tier->id,
+			       READ_ONCE(st->lease_seq));
+		n += sysfs_emit_at(out, n, "interval_ms=%u acquired=%llu renewed=%llu\n",
+				   st->lease_interval_ms, st->lease_acquired,
+				   READ_ONCE(st->lease_renewed));
+		return n;
+	}
 	buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
@@ -332,12 +353,7 @@ ssize_t kvtier_lease_show(struct kvtier_tier *tier, char *out)
 	if (!kvtier_lease_valid(tier, l)) {
 		n = sysfs_emit(out, "damaged\n");
 	} else {
-		if (le32_to_cpu(l->state) == KVTIER_LEASE_FREE)
-			who = "free";
-		else if (st->lease_held && le64_to_cpu(l->nonce) == st->lease_nonce)
-			who = "held-here";
-		else
-			who = "held";
+		who = le32_to_cpu(l->state) == KVTIER_LEASE_FREE ? "free" : "held";
 		n = sysfs_emit(out, "%s host=%.64s tier=%u seq=%llu ", who,
 			       l->host, le32_to_cpu(l->tier), le64_to_cpu(l->seq));
 		n += sysfs_emit_at(out, n, "interval_ms=%u acquired=%llu renewed=%llu\n",
