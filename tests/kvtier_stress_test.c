@@ -11,6 +11,8 @@
  *   gate), the hog must get there and exit normally, the tier user must
  *   live, never see SIGBUS or a wrong byte, and every byte must be right
  *   afterwards.
+ * - willneed_then_close: 100 regions written, dropped, prefetched with
+ *   WILLNEED and closed at once: destroy waits for the prefetch reads.
  * - kill9: KVTIER_STRESS_ROUNDS (default 50) rounds of a child doing
  *   faults, fsync, pread/pwrite and FADV_DONTNEED on two named regions
  *   (a read-only reference and a scratch one) with a 4 MiB budget, killed
@@ -189,15 +191,18 @@ static long long vmstat(const char *key)
 }
 
 /*
- * The hog: anonymous memory, touched, 4 MiB at a time, until the tier's
+ * The hog: anonymous memory, touched, 1 MiB at a time, until the tier's
  * shrinker has freed @need_pages since @frees0, or it holds @max bytes, or
- * @secs pass. Reports what it holds through @wfd, then holds it until the
+ * @secs pass. Small steps, so it stops soon after the shrinker starts:
+ * past that point the tier user's faults and the hog trade pages through
+ * reclaim (one run that took 4 MiB steps went on for 80 s while the
+ * shrinker freed 779 MiB). Reports what it holds through @wfd, then holds it until the
  * parent closes the other end of @rfd.
  */
 static int hog(long long frees0, long long need_pages, long long max,
 	       double secs, int wfd, int rfd)
 {
-	size_t chunk = 4 * MiB;
+	size_t chunk = 1 * MiB;
 	double end = now_s() + secs;
 	long long got = 0;
 	unsigned char *m;
@@ -309,6 +314,38 @@ TEST_F_TIMEOUT(st, memory_pressure, 600)
 	munmap(p, MP_REGION);
 	close(fd);
 	ASSERT_EQ(0, settle("resident_pages", 0, 10));
+}
+
+/*
+ * WILLNEED starts reads and returns; the file is closed at once, so the
+ * region is destroyed while its prefetch bios may still be in flight.
+ * Destroy must wait for them (their completion writes to the pages): on
+ * the debug kernel KASAN would report the use after free.
+ */
+TEST_F_TIMEOUT(st, willneed_then_close, 300)
+{
+	unsigned char *buf;
+	int fd, r;
+
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
+	buf = malloc(2 * MiB);
+	ASSERT_NE(NULL, buf);
+	for (r = 0; r < 100; r++) {
+		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_CREATE,
+				   &(struct kvtier_region_create){ .size = 2 * MiB }));
+		kvt_fill(buf, 2 * MiB, 0, r);
+		ASSERT_EQ((ssize_t)(2 * MiB), pwrite(fd, buf, 2 * MiB, 0));
+		ASSERT_EQ(0, fsync(fd));
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED));
+		close(fd);
+	}
+	free(buf);
+	ASSERT_EQ(0, settle("resident_pages", 0, 10));
+	ASSERT_EQ(0, settle("slots_used", 0, 10));
+	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
 }
 
 #define K_REF		"kvt-stress-ref"
