@@ -23,6 +23,8 @@
 #                        (tests/bench/run.sh; Documentation/performance.rst)
 #   make bench-reuse     restore a persistent region after a module reload,
 #                        against fio on the same namespace (run.sh --reuse)
+#   make bench-ab        restore and write-back of two module builds (main
+#                        and the working tree) in one boot (run.sh --ab)
 #   make bench-fabrics   restore bandwidth and fault latency over nvme-tcp
 #                        (and nvme-loop) against the local namespace, one
 #                        boot (tests/fabrics/bench.sh)
@@ -42,7 +44,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics bench-fabrics check-full
+	check-debug check-fabrics bench-fabrics check-full bench-ab
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -154,6 +156,9 @@ bench-fabrics: deps
 
 bench-reuse: deps
 	tests/bench/run.sh --reuse $(BUILD)
+
+bench-ab: deps
+	tests/bench/run.sh --ab $(BUILD)
 
 checkpatch:
 	tests/checkpatch.sh $(BUILD)

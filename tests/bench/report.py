@@ -5,6 +5,10 @@
 #
 # usage: tests/bench/report.py RESULTS.csv OUTDIR
 #        tests/bench/report.py --reuse RESULTS.csv
+#        tests/bench/report.py --ab RESULTS.csv
+#   --ab: the A/B table (tests/bench/ab-guest.sh's CSV): each kvtier row of
+#   module A and B with its ratio to fio's best sequential 1 MiB read
+#   (restore) or write (writeback) in the same boot, and B's mean over A's
 #   the second: the reuse table (tests/bench/reuse-guest.sh's CSV): each
 #   step's time, GB/s and its ratio to fio's 1 MiB sequential read at
 #   iodepth 16 of the same bytes (the median of its runs; above 1: faster
@@ -73,6 +77,45 @@ def reuse_table(rows):
         print("%-36s %6d %9.3f %9.4g %4.3g-%-5.3g %9.3fx" % (
             what, len(rs), t, g, min(gs), max(gs), g / bg))
 
+
+def ab_table(rows):
+    """Module A against module B in one boot, each against fio."""
+    def num(r, k):
+        try:
+            return float(r[k])
+        except (KeyError, TypeError, ValueError):
+            return None
+    fio = {r["workload"]: num(r, "gbps") for r in rows if r["system"] == "raw"}
+    for name, g in sorted(fio.items()):
+        print("%-22s %9.4g GB/s" % (name, g))
+    best = {"restore": max([g for n, g in fio.items() if "-read-" in n] or [0]),
+            "writeback": max([g for n, g in fio.items() if "-write-" in n] or [0])}
+    print("%-10s %-10s %9s %9s %9s %9s %9s %9s" % (
+        "module", "workload", "GB/s", "vs fio", "p50 us", "p99 us",
+        "majflt", "read MiB"))
+    mean = {}
+    for r in rows:
+        if not r["system"].startswith("kvtier-"):
+            continue
+        m, w, g = r["system"][7:], r["workload"], num(r, "gbps")
+        mean.setdefault((m, w), []).append(g)
+        ref = best.get(w)
+        print("%-10s %-10s %9.4g %8.3fx %9s %9s %9s %9s" % (
+            m, w, g, g / ref if ref else 0, r["p50_us"], r["p99_us"],
+            r["majflt"], r["mod_read_mib"]))
+    for w in ("restore", "writeback"):
+        a, b = mean.get(("A", w)), mean.get(("B", w))
+        if a and b:
+            ma, mb = sum(a) / len(a), sum(b) / len(b)
+            ref = best[w]
+            print("%-10s mean A %.4g GB/s (%.3fx fio), B %.4g GB/s (%.3fx fio): B/A %.2fx" % (
+                w, ma, ma / ref if ref else 0, mb, mb / ref if ref else 0,
+                mb / ma if ma else 0))
+
+
+if sys.argv[1] == "--ab":
+    ab_table(list(csv.DictReader(open(sys.argv[2]))))
+    sys.exit(0)
 
 if sys.argv[1] == "--reuse":
     reuse_table(list(csv.DictReader(open(sys.argv[2]))))

@@ -8,6 +8,8 @@
 #        tests/bench/run.sh --tiny BUILD     one tiny kvtier row (make check)
 #        tests/bench/run.sh --reuse BUILD    KV reuse across a module reload
 #                                            (make bench-reuse)
+#        tests/bench/run.sh --ab BUILD       two module builds in one boot
+#                                            (make bench-ab)
 #
 # Full run: builds kvbench (tools/bench) and kvtier.ko for 6.12 in a private
 # copy (BUILD/bench/mod/), boots the VM with 2 GiB of RAM and one 1 GiB NVMe
@@ -25,12 +27,20 @@
 # mmap+WILLNEED, pread and the fault path, with fio on the same namespace.
 # Results: BUILD/bench-reuse/{results.csv,table.txt,vm/}. A restore that
 # reads back wrong bytes fails the run.
+# A/B run: module A from the commit KVTIER_AB_BASE (default: main), B from
+# the working tree (or HEAD with KVTIER_BENCH_SRC=head); boots the VM with
+# 2 GiB and one 1 GiB namespace and runs tests/bench/ab-guest.sh: fio
+# sequential 1 MiB read/write, then restore and write-back rows of A and B
+# alternating. Results: BUILD/bench-ab/{results.csv,table.txt,vm/}.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tiny=0 reuse=0
+tiny=0 reuse=0 ab=0
 if [[ ${1:-} == --tiny ]]; then
 	tiny=1
+	shift
+elif [[ ${1:-} == --ab ]]; then
+	ab=1
 	shift
 elif [[ ${1:-} == --reuse ]]; then
 	reuse=1
@@ -44,17 +54,18 @@ make -s -C "$top/tools/bench" BUILD="$build"
 read -r short kver < <("$top/tests/vm/kernels.sh" list | awk '$1 == "6.12"')
 [[ -n ${kver:-} ]] || { echo "bench: no 6.12 kernel headers installed" >&2; exit 1; }
 
-# build_module DIR: kvtier.ko for $kver in a private copy of the sources
-# (others may be editing or building the tree's own build/<kver>/). The
-# copy is of the working tree, or of the committed HEAD with
-# KVTIER_BENCH_SRC=head (a tree whose kmod/ is mid-edit).
+# build_module DIR [REV]: kvtier.ko for $kver in a private copy of the
+# sources (others may be editing or building the tree's own build/<kver>/).
+# The copy is of the working tree, or of the committed HEAD with
+# KVTIER_BENCH_SRC=head (a tree whose kmod/ is mid-edit), or of REV.
 build_module() {
-	local src=$1/src kdir
+	local src=$1/src kdir rev=${2:-}
 	kdir=$("$top/tests/vm/kernels.sh" kdir "$short")
-	if [[ ${KVTIER_BENCH_SRC:-tree} == head ]]; then
+	[[ -z $rev && ${KVTIER_BENCH_SRC:-tree} == head ]] && rev=HEAD
+	if [[ -n $rev ]]; then
 		rm -rf "$src"
 		mkdir -p "$src"
-		git -C "$top" archive HEAD Kbuild Makefile dkms.conf include kmod |
+		git -C "$top" archive "$rev" Kbuild Makefile dkms.conf include kmod |
 			tar -C "$src" -xf -
 	else
 		mkdir -p "$src"
@@ -70,7 +81,7 @@ build_module() {
 	make -C "$src" module KDIR="$kdir" >"$1/build.log" 2>&1 ||
 		{ cat "$1/build.log"; echo "bench: module build failed" >&2; return 1; }
 	cp "$src/kmod/kvtier.ko" "$1/kvtier.ko"
-	echo "bench: kvtier.ko from ${KVTIER_BENCH_SRC:-tree}" \
+	echo "bench: kvtier.ko from ${rev:-${KVTIER_BENCH_SRC:-tree}}" \
 		"(HEAD $(git -C "$top" rev-parse --short HEAD))"
 }
 
@@ -82,6 +93,12 @@ if ((tiny)); then
 	fi
 	out=$build/bench/vm-tiny
 	size=256M timeout=240 mode=tiny mem=2G
+elif ((ab)); then
+	build_module "$build/bench-ab/mod-a/$kver" "${KVTIER_AB_BASE:-main}"
+	build_module "$build/bench-ab/mod-b/$kver"
+	ko=$build/bench-ab/mod-b/$kver/kvtier.ko
+	out=$build/bench-ab/vm
+	size=1G timeout=900 mode=ab mem=2G
 elif ((reuse)); then
 	build_module "$build/bench-reuse/mod/$kver"
 	ko=$build/bench-reuse/mod/$kver/kvtier.ko
@@ -108,6 +125,12 @@ guest=("$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko")
 	KVTIER_REUSE_ROUNDS="${KVTIER_REUSE_ROUNDS:-2}"
 	KVTIER_REUSE_CHECKSUM="${KVTIER_REUSE_CHECKSUM:-}"
 	"$top/tests/bench/reuse-guest.sh" "$build" "$out" "$ko")
+((ab)) && guest=(env KVTIER_AB_ROUNDS="${KVTIER_AB_ROUNDS:-2}"
+	KVTIER_AB_WORKLOADS="${KVTIER_AB_WORKLOADS:-restore writeback}"
+	KVTIER_AB_CHECKSUM="${KVTIER_AB_CHECKSUM:-}"
+	KVTIER_AB_RESTORE_MB="${KVTIER_AB_RESTORE_MB:-32}"
+	"$top/tests/bench/ab-guest.sh" "$build" "$out"
+	"$build/bench-ab/mod-a/$kver/kvtier.ko" "$ko")
 "$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
 	--mem $mem --nvme-count 1 --nvme-size $size --timeout $timeout -- \
 	"${guest[@]}" >"$out/run.log" 2>&1 || rc=$?
@@ -120,6 +143,16 @@ rows=0
 [[ -f $out/bench.csv ]] && rows=$(($(wc -l <"$out/bench.csv") - 1))
 if ((tiny)); then
 	echo "bench: tiny run: $rows row(s), status $rc, $((SECONDS - t0)) s"
+	((rc == 0 && rows > 0))
+	exit
+fi
+if ((ab)); then
+	if ((rows > 0)); then
+		cp "$out/bench.csv" "$build/bench-ab/results.csv"
+		/usr/bin/python3 "$top/tests/bench/report.py" --ab \
+			"$build/bench-ab/results.csv" | tee "$build/bench-ab/table.txt"
+	fi
+	echo "bench: ab: $rows rows in $build/bench-ab/results.csv, status $rc, $((SECONDS - t0)) s"
 	((rc == 0 && rows > 0))
 	exit
 fi

@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Inside the A/B benchmark VM (tests/bench/run.sh --ab boots it): two
+# builds of kvtier.ko, A (the baseline) and B (the change), measured in the
+# same boot on the same namespace (serial kvt0), alternating A B A B ...,
+# with raw fio sequential 1 MiB read and write at iodepth 1 and 32 first,
+# so every kvtier row has its ceiling from the same boot.
+#
+# Per module and round: insmod, attach, host_budget_mb = 64, then
+#   restore    kvbench restore (B/2 = 32 MiB written, DONTNEED, read back)
+#   writeback  kvbench --ratio 2 writeback (128 MiB through a 64 MiB pool)
+# then detach and rmmod. The module's stats, latency and io files after
+# each run go to OUT/<label>-<round>-*.txt.
+#
+# Knobs: KVTIER_AB_ROUNDS (2), KVTIER_AB_WORKLOADS ("restore writeback"),
+# KVTIER_AB_CHECKSUM (0 or 1; unset: the module's default),
+# KVTIER_AB_RESTORE_MB (32).
+#
+# usage: tests/bench/ab-guest.sh BUILD OUT KO_A KO_B
+#   writes OUT/bench.csv (header + rows); progress on stderr
+set -uo pipefail
+
+build=${1:?usage: ab-guest.sh BUILD OUT KO_A KO_B}
+out=${2:?}
+ko_a=${3:?}
+ko_b=${4:?}
+kvb=$build/bench/kvbench
+csv=$out/bench.csv
+budget=64
+rounds=${KVTIER_AB_ROUNDS:-2}
+workloads=${KVTIER_AB_WORKLOADS:-restore writeback}
+checksum=${KVTIER_AB_CHECKSUM:-}
+restore_mb=${KVTIER_AB_RESTORE_MB:-32}
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+py=/usr/bin/python3
+sys=/sys/class/kvtier/kvtier0
+dbg=/sys/kernel/debug/kvtier/kvtier0
+fail=0
+
+log() { echo "bench: $*" >&2; }
+
+ns=
+for ctrl in /sys/class/nvme/nvme*; do
+	[[ -e $ctrl/serial ]] || continue
+	[[ $(tr -d ' ' <"$ctrl/serial") == kvt0 ]] || continue
+	for n in "$ctrl"/nvme*n1; do
+		[[ -e $n ]] && ns=/dev/${n##*/}
+	done
+done
+[[ -n $ns ]] || { log "no NVMe namespace with serial kvt0"; exit 1; }
+log "ab: namespace $ns; budget $budget MiB; rounds $rounds; $workloads"
+
+"$kvb" --header >"$csv"
+
+# Raw ceiling first (writes before reads: sparse blocks read for free).
+jobs=()
+for rw in write read; do
+	for qd in 1 32; do
+		jobs+=(--name="fio-$rw-1M-qd$qd" --rw=$rw --bs=1M --iodepth=$qd
+			--stonewall)
+	done
+done
+if fio --filename="$ns" --direct=1 --ioengine=libaio --size=512M \
+	--runtime=2 --time_based --output-format=json "${jobs[@]}" \
+	>"$out/fio.json" 2>"$out/fio.err"; then
+	$py - "$out/fio.json" >>"$csv" <<'EOF'
+import json, sys
+for job in json.load(open(sys.argv[1]))["jobs"]:
+    name = job["jobname"]
+    j = job["write" if "write" in name else "read"]
+    secs = j["runtime"] / 1000
+    print(",".join(["raw", name, "", "", "1", "", "%.1f" % (j["io_bytes"] / 2**20),
+          "%.3f" % secs, "%.4f" % (j["io_bytes"] / secs / 1e9 if secs else 0), "",
+          str(j["total_ios"]), "", "", "", "%.2f" % (j["clat_ns"]["mean"] / 1000)]
+          + [""] * 11 + ["fio --direct=1 libaio"]))
+EOF
+	grep '^raw,' "$csv" | cut -d, -f2,9 | sed 's/^/  /' >&2
+else
+	log "FAILED: fio"
+	fail=1
+fi
+
+# run LABEL ROUND KO: one module's workloads.
+run() {
+	local label=$1 round=$2 ko=$3 w rows
+	if ! insmod "$ko" num_tiers=1; then
+		log "FAILED: insmod $ko"
+		fail=1
+		return
+	fi
+	# fio's data is not a kvtier namespace: format it at every attach.
+	echo "$ns" >$sys/format && echo $budget >$sys/host_budget_mb || fail=1
+	[[ -n $checksum ]] && { echo "$checksum" >$sys/checksum || fail=1; }
+	for w in $workloads; do
+		case $w in
+		restore) set -- --restore-mb "$restore_mb" restore ;;
+		writeback) set -- --ratio 2 writeback ;;
+		*) set -- "$w" ;;
+		esac
+		echo 0 >$dbg/latency 2>/dev/null
+		rows=$("$kvb" --target kvtier:/dev/kvtier0 --system "kvtier-$label" \
+			--budget-mb $budget "$@")
+		if [[ -z $rows ]]; then
+			log "FAILED: kvbench $label $*"
+			fail=1
+			continue
+		fi
+		printf '%s\n' "$rows" >>"$csv"
+		printf '%s\n' "$rows" | cut -d, -f1,2,9,12-13,19-21 |
+			sed "s/^/  r$round /" >&2
+		cat $dbg/stats >"$out/$label-$round-$w-stats.txt" 2>/dev/null
+		cat $dbg/latency >"$out/$label-$round-$w-latency.txt" 2>/dev/null
+		cat $dbg/io >"$out/$label-$round-$w-io.txt" 2>/dev/null
+	done
+	echo none >$sys/backing_dev || fail=1
+	rmmod kvtier || fail=1
+}
+
+for ((r = 1; r <= rounds; r++)); do
+	run A $r "$ko_a"
+	run B $r "$ko_b"
+done
+exit $fail
