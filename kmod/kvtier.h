@@ -651,8 +651,8 @@ bool kvtier_store_make_room(struct kvtier_tier *tier);
 /* lease.c: the ownership lease (single read-write attach) */
 void kvtier_lease_init(struct kvtier_store *st);
 int kvtier_lease_format(struct kvtier_tier *tier);
-int kvtier_lease_acquire(struct kvtier_tier *tier);
-void kvtier_lease_release(struct kvtier_tier *tier);
+int kvtier_lease_acquire(struct kvtier_tier *tier, void *found);
+void kvtier_lease_release(struct kvtier_tier *tier, const void *found);
 ssize_t kvtier_lease_show(struct kvtier_tier *tier, char *buf);
 
 /* The namespace was taken over by another read-write attach: write nothing. */

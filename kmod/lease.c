@@ -17,7 +17,10 @@
  * record first; finding another holder's nonce means two writers were
  * attached (a path that stalled longer than the takeover wait): the tier is
  * fenced (kvtier_fenced(): no more writes, sticky error -EBUSY). Detach
- * writes the record free. Read-only attaches only read it.
+ * writes the record free. An attach refused after it took the lease (its
+ * metadata turned out damaged) puts the block back as it found it, so a
+ * refused attach leaves the namespace bit for bit as it was. Read-only
+ * attaches only read it.
  *
  * NVMe and SCSI persistent reservations (block_device_operations->pr_ops)
  * would enforce this in the device; see Documentation/admin-guide for why
@@ -181,11 +184,14 @@ again:
 /*
  * Take the lease for a read-write attach. Caller holds tier->lock; the
  * store's geometry and uuid are known. A namespace without a lease block
- * is attached with a warning. Errors: -EBUSY (a live holder renews it, or
- * another attach took it meanwhile), -EINTR (fatal signal while waiting),
- * -EIO, -ENOMEM. Nothing is written before the holder is known to be gone.
+ * is attached with a warning. @found (a PAGE_SIZE buffer, or NULL) gets
+ * the lease block as it was before this attach wrote it, for
+ * kvtier_lease_release() if the attach is then refused. Errors: -EBUSY (a
+ * live holder renews it, or another attach took it meanwhile), -EINTR
+ * (fatal signal while waiting), -EIO, -ENOMEM. Nothing is written before
+ * the holder is known to be gone.
  */
-int kvtier_lease_acquire(struct kvtier_tier *tier)
+int kvtier_lease_acquire(struct kvtier_tier *tier, void *found)
 {
 	struct kvtier_store *st = &tier->store;
 	const char *path = tier->backing.path;
@@ -208,6 +214,8 @@ int kvtier_lease_acquire(struct kvtier_tier *tier)
 	if (ret)
 		goto out;
 	old = *l;
+	if (found)
+		memcpy(found, buf, PAGE_SIZE);
 	if (!kvtier_lease_valid(tier, l) ||
 	    le32_to_cpu(l->state) != KVTIER_LEASE_FREE) {
 		bool valid = kvtier_lease_valid(tier, l);
@@ -236,6 +244,8 @@ int kvtier_lease_acquire(struct kvtier_tier *tier)
 			    le32_to_cpu(l->state) == KVTIER_LEASE_FREE) {
 				/* The holder detached meanwhile. */
 				old = *l;
+				if (found)
+					memcpy(found, buf, PAGE_SIZE);
 				break;
 			}
 			if (memcmp(&old, l, sizeof(old))) {
@@ -284,12 +294,13 @@ out:
 }
 
 /*
- * Detach (or a failed attach after acquire): stop renewing and write the
- * record free, unless another attach took it over. Caller holds tier->lock.
- * A failed write is logged; the next attach then waits for the lease to
- * expire instead.
+ * Detach (@found NULL): stop renewing and write the record free, unless
+ * another attach took it over. A refused attach passes what
+ * kvtier_lease_acquire() found and that block is written back as it was.
+ * Caller holds tier->lock. A failed write is logged; the next attach then
+ * waits for the lease to expire instead.
  */
-void kvtier_lease_release(struct kvtier_tier *tier)
+void kvtier_lease_release(struct kvtier_tier *tier, const void *found)
 {
 	struct kvtier_store *st = &tier->store;
 	void *buf;
@@ -306,8 +317,12 @@ void kvtier_lease_release(struct kvtier_tier *tier)
 		ret = kvtier_lease_read(tier, buf);
 		if (!ret && kvtier_lease_foreign(tier, buf))
 			ret = -EBUSY;
-		if (!ret)
+		if (!ret && found) {
+			memcpy(buf, found, PAGE_SIZE);
+			ret = kvtier_lease_io(tier, REQ_OP_WRITE | REQ_FUA, buf);
+		} else if (!ret) {
 			ret = kvtier_lease_write(tier, buf, KVTIER_LEASE_FREE);
+		}
 	}
 	kfree(buf);
 	if (ret)

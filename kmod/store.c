@@ -540,7 +540,7 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	ret = kvtier_store_commit(tier);
 	if (ret)
 		goto err;
-	ret = kvtier_lease_acquire(tier);
+	ret = kvtier_lease_acquire(tier, NULL);
 	if (ret)
 		goto err;
 	dev_info(&tier->dev, "formatted %s: %llu data slots of %u bytes, uuid %pU\n",
@@ -721,9 +721,14 @@ err:
 	return ret;
 }
 
-/* Check @sb's geometry against the device and load what it names. */
+/*
+ * Check @sb's geometry against the device and load what it names. A
+ * read-write attach takes the lease first; @lease_found (PAGE_SIZE) gets
+ * the lease block as it was (kvtier_lease_acquire()).
+ */
 static int kvtier_store_use(struct kvtier_tier *tier,
-			    const struct kvtier_disk_super *sb, u64 nr_blocks)
+			    const struct kvtier_disk_super *sb, u64 nr_blocks,
+			    void *lease_found)
 {
 	struct kvtier_store *st = &tier->store;
 	const char *path = tier->backing.path;
@@ -750,7 +755,7 @@ static int kvtier_store_use(struct kvtier_tier *tier,
 	}
 	/* Before anything is loaded: a refused attach costs one read. */
 	if (!tier->backing.read_only && !st->lease_held) {
-		int ret = kvtier_lease_acquire(tier);
+		int ret = kvtier_lease_acquire(tier, lease_found);
 
 		if (ret)
 			return ret;
@@ -796,7 +801,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	if (nr_blocks < 17)
 		return kvtier_store_format(tier, nr_blocks);	/* -ENOSPC */
 
-	buf = kvmalloc(3 * KVTIER_BLOCK_SIZE, GFP_KERNEL);
+	buf = kvmalloc(4 * KVTIER_BLOCK_SIZE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
 	ret = kvtier_io_meta(tier, REQ_OP_READ, 0, buf, 2);
@@ -869,7 +874,8 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 			 path, !best, best, le64_to_cpu(sb[best]->generation));
 		st->bad_copy = !best;
 	}
-	ret = kvtier_store_use(tier, sb[best], nr_blocks);
+	ret = kvtier_store_use(tier, sb[best], nr_blocks,
+			       buf + 3 * KVTIER_BLOCK_SIZE);
 	/*
 	 * The newest checkpoint is damaged but the other copy is valid: a
 	 * commit retried after an error may have been cut while rewriting the
@@ -880,14 +886,15 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	if (ret == -EUCLEAN && state[!best] == KVT_SB_VALID) {
 		dev_warn(&tier->dev, "%s: falling back to superblock copy %d (generation %llu)\n",
 			 path, !best, le64_to_cpu(sb[!best]->generation));
-		ret = kvtier_store_use(tier, sb[!best], nr_blocks);
+		ret = kvtier_store_use(tier, sb[!best], nr_blocks,
+				       buf + 3 * KVTIER_BLOCK_SIZE);
 		st->bad_copy = best;
 	}
 	if (ret == -EUCLEAN)
 		dev_err(&tier->dev, "%s: kvtier metadata damaged; refusing to attach (write the path to 'format' to start over)\n",
 			path);
-	if (ret)
-		kvtier_lease_release(tier);
+	if (ret)	/* refused: the lease block as it was */
+		kvtier_lease_release(tier, buf + 3 * KVTIER_BLOCK_SIZE);
 out:
 	kvfree(buf);
 	return ret;
@@ -945,7 +952,7 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	if (ret)
 		dev_err(&tier->dev, "%s: detaching after error %d: persistent regions are as of generation %llu\n",
 			tier->backing.path, ret, tier->store.generation);
-	kvtier_lease_release(tier);
+	kvtier_lease_release(tier, NULL);
 	kvtier_store_drop_regions(tier);
 	kvtier_store_free(tier);
 	return ret;
