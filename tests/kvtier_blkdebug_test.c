@@ -95,69 +95,6 @@ static const char *bd_ns(void)
 	return kvt_ns(var);
 }
 
-static int state_is(const char *want)
-{
-	char buf[64];
-
-	return !kvt_tier_read(0, "state", buf, sizeof(buf)) && !strcmp(buf, want);
-}
-
-static int kmsg_count(const char *needle)
-{
-	char rec[4096];
-	int fd, count = 0;
-	ssize_t n;
-
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		if (strstr(rec, needle))
-			count++;
-	}
-	close(fd);
-	return count;
-}
-
-static int info(int fd, struct kvtier_region_info *ri)
-{
-	return ioctl(fd, KVTIER_IOC_REGION_INFO, ri) ? -errno : 0;
-}
-
-/* A fresh file of tier 0 with a mapped region of @len, filled with @seed. */
-static unsigned char *region(int *fd, size_t len, unsigned long long seed)
-{
-	unsigned char *p;
-
-	*fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	if (*fd < 0)
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	kvt_fill(p, len, 0, seed);
-	return p;
-}
-
-/* pread page @off: 0 and the right bytes, -errno, or 1 (wrong bytes). */
-static int pread_page(int fd, unsigned long long off, unsigned long long seed)
-{
-	unsigned char buf[PAGE];
-	ssize_t n = pread(fd, buf, PAGE, off);
-
-	if (n < 0)
-		return -errno;
-	if (n != (ssize_t)PAGE)
-		return 2;
-	return kvt_check(buf, PAGE, off, seed) == -1 ? 0 : 1;
-}
-
 /* A small region written, synced, dropped and read back: the tier works. */
 static int small_roundtrip(unsigned long long seed)
 {
@@ -183,7 +120,7 @@ static int small_roundtrip(unsigned long long seed)
 	if (!ret)
 		ret = -posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 	for (off = 0; off < SMALL_LEN && !ret; off += PAGE)
-		ret = pread_page(fd, off, seed);
+		ret = kvt_pread_page(fd, off, seed);
 out:
 	close(fd);
 	return ret;
@@ -217,7 +154,7 @@ FIXTURE_TEARDOWN_PARENT(bd)
 	if (!kvt_loaded())
 		return;
 	kvt_tier_write(0, "backing_dev", "none");
-	EXPECT_TRUE(state_is("detached"));
+	EXPECT_TRUE(kvt_state_is(0, "detached"));
 	EXPECT_EQ(0, kvt_stat(0, "resident_pages"));
 	EXPECT_EQ(0, kvt_unload());
 }
@@ -229,17 +166,17 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 	unsigned char *a;
 	char buf[32];
 
-	a = region(&fa, REG_LEN, 1);
+	a = kvt_map_filled(&fa, REG_LEN, 1);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
 	errs0 = kvt_stat(0, "io_errors");
-	msgs0 = kmsg_count("kvtier0: read error");
+	msgs0 = kvt_kmsg_count("kvtier0: read error");
 
 	/* Every page through pread: one EIO, the rest right. */
 	for (off = 0; off < (long long)REG_LEN; off += PAGE) {
-		r = pread_page(fa, off, 1);
+		r = kvt_pread_page(fa, off, 1);
 		ASSERT_NE(1, r);	/* never zero or stale bytes */
 		ASSERT_NE(2, r);
 		if (r) {
@@ -252,7 +189,7 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 	}
 	ASSERT_EQ(1, eio);
 	/* Logged, rate-limited: not one line per failed bio. */
-	lines = kmsg_count("kvtier0: read error") - msgs0;
+	lines = kvt_kmsg_count("kvtier0: read error") - msgs0;
 	TH_LOG("pread pass: %lld failed bios, %d 'read error' lines",
 	       kvt_stat(0, "io_errors") - errs0, lines);
 	ASSERT_GE(lines, 1);
@@ -267,28 +204,28 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 	if (bad + PAGE < REG_LEN)
 		ASSERT_EQ(-1, kvt_check(a + bad + PAGE, PAGE, bad + PAGE, 1));
 	ASSERT_EQ(1, kvt_touch_or_sigbus(a + bad));
-	ASSERT_EQ(-EIO, pread_page(fa, bad, 1));
+	ASSERT_EQ(-EIO, kvt_pread_page(fa, bad, 1));
 	/* A whole pass of the mapping, skipping only that page. */
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(-1, kvt_check(a, bad, 0, 1));
 	ASSERT_EQ(-1, kvt_check(a + bad + PAGE, REG_LEN - bad - PAGE, bad + PAGE, 1));
 
 	ASSERT_GT(kvt_stat(0, "io_errors"), errs0);
-	ASSERT_TRUE(state_is("error"));
+	ASSERT_TRUE(kvt_state_is(0, "error"));
 	/* The block layer's status: EIO, or ENODATA for NVMe's medium error. */
 	ASSERT_EQ(0, kvt_tier_read(0, "error", buf, sizeof(buf)));
 	TH_LOG("tier error %s", buf);
 	ASSERT_TRUE(!strcmp(buf, "-5") || !strcmp(buf, "-61"));
 	TH_LOG("in all: %lld failed bios, %d 'read error' lines",
 	       kvt_stat(0, "io_errors") - errs0,
-	       kmsg_count("kvtier0: read error") - (int)msgs0);
+	       kvt_kmsg_count("kvtier0: read error") - (int)msgs0);
 
 	/* Other regions keep working. */
 	ASSERT_EQ(0, small_roundtrip(2));
 	munmap(a, REG_LEN);
 	close(fa);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_TRUE(state_is("detached"));
+	ASSERT_TRUE(kvt_state_is(0, "detached"));
 }
 
 TEST_F_TIMEOUT(bd, write_error_sector, 300)
@@ -298,15 +235,15 @@ TEST_F_TIMEOUT(bd, write_error_sector, 300)
 	unsigned char *a, *b;
 	int fa, fb, lines;
 
-	a = region(&fa, REG_LEN, 10);
+	a = kvt_map_filled(&fa, REG_LEN, 10);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
-	msgs0 = kmsg_count("kvtier0: write error");
-	b = region(&fb, REG_LEN, 11);
+	msgs0 = kvt_kmsg_count("kvtier0: write error");
+	b = kvt_map_filled(&fb, REG_LEN, 11);
 	ASSERT_NE(NULL, b);
 	ASSERT_EQ(-1, fsync(fb));
 	ASSERT_EQ(EIO, errno);
-	ASSERT_EQ(0, info(fb, &ri));
+	ASSERT_EQ(0, kvt_region_info(fb, &ri));
 	ASSERT_EQ(-EIO, ri.error);
 	TH_LOG("after the failed fsync: %llu bytes dirty, %llu resident",
 	       (unsigned long long)ri.dirty, (unsigned long long)ri.resident);
@@ -317,21 +254,21 @@ TEST_F_TIMEOUT(bd, write_error_sector, 300)
 	 */
 	ASSERT_EQ(-1, fsync(fb));
 	ASSERT_EQ(EIO, errno);
-	ASSERT_TRUE(state_is("error"));
+	ASSERT_TRUE(kvt_state_is(0, "error"));
 	/* Dropped from memory (or kept, if still unwritten): the bytes stay. */
 	posix_fadvise(fb, 0, 0, POSIX_FADV_DONTNEED);
-	ASSERT_EQ(0, info(fb, &ri));
+	ASSERT_EQ(0, kvt_region_info(fb, &ri));
 	TH_LOG("after a second fsync and DONTNEED: %llu bytes dirty, %llu resident",
 	       (unsigned long long)ri.dirty, (unsigned long long)ri.resident);
 	ASSERT_EQ(-1, kvt_check(b, REG_LEN, 0, 11));
-	ASSERT_EQ(0, pread_page(fb, REG_LEN - PAGE, 11));
-	lines = kmsg_count("kvtier0: write error") - msgs0;
+	ASSERT_EQ(0, kvt_pread_page(fb, REG_LEN - PAGE, 11));
+	lines = kvt_kmsg_count("kvtier0: write error") - msgs0;
 	TH_LOG("%d 'write error' lines, io_errors %lld", lines, kvt_stat(0, "io_errors"));
 	ASSERT_GE(lines, 1);
 	ASSERT_LE(lines, 10 + 1);
 
 	/* The first region is not marked and still syncs; a new one works. */
-	ASSERT_EQ(0, info(fa, &ri));
+	ASSERT_EQ(0, kvt_region_info(fa, &ri));
 	ASSERT_EQ(0, ri.error);
 	kvt_fill(a, SMALL_LEN, 0, 12);
 	ASSERT_EQ(0, fsync(fa));
@@ -343,7 +280,7 @@ TEST_F_TIMEOUT(bd, write_error_sector, 300)
 	close(fa);
 	close(fb);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_TRUE(state_is("detached"));
+	ASSERT_TRUE(kvt_state_is(0, "detached"));
 }
 
 TEST_HARNESS_MAIN

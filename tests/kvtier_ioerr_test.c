@@ -107,69 +107,6 @@ static int has_target(const char *name)
 		    name, name);
 }
 
-static int state_is(const char *want)
-{
-	char buf[64];
-
-	return !kvt_tier_read(0, "state", buf, sizeof(buf)) && !strcmp(buf, want);
-}
-
-static int kmsg_count(const char *needle)
-{
-	char rec[4096];
-	int fd, count = 0;
-	ssize_t n;
-
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		if (strstr(rec, needle))
-			count++;
-	}
-	close(fd);
-	return count;
-}
-
-static int info(int fd, struct kvtier_region_info *ri)
-{
-	return ioctl(fd, KVTIER_IOC_REGION_INFO, ri) ? -errno : 0;
-}
-
-/* A fresh file of tier 0 with a mapped region of @len, filled with @seed. */
-static unsigned char *region(int *fd, size_t len, unsigned long long seed)
-{
-	unsigned char *p;
-
-	*fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	if (*fd < 0)
-		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	kvt_fill(p, len, 0, seed);
-	return p;
-}
-
-/* pread page @off: 0 and the right bytes, -EIO, or 1 (wrong bytes: fail). */
-static int pread_page(int fd, unsigned long long off, unsigned long long seed)
-{
-	unsigned char buf[PAGE];
-	ssize_t n = pread(fd, buf, PAGE, off);
-
-	if (n < 0)
-		return -errno;
-	if (n != (ssize_t)PAGE)
-		return 2;
-	return kvt_check(buf, PAGE, off, seed) == -1 ? 0 : 1;
-}
-
 FIXTURE(ioerr) {
 	int dummy;
 };
@@ -203,7 +140,7 @@ FIXTURE_TEARDOWN_PARENT(ioerr)
 		EXPECT_EQ(0, linear());
 	if (kvt_loaded()) {
 		kvt_tier_write(0, "backing_dev", "none");
-		EXPECT_TRUE(state_is("detached"));
+		EXPECT_TRUE(kvt_state_is(0, "detached"));
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
@@ -234,17 +171,17 @@ TEST_F_TIMEOUT(ioerr, reads_fail, 300)
 
 	if (!strcmp(variant->how, "flakey") && !has_target("flakey"))
 		SKIP(return, "no dm-flakey target");
-	a = region(&fa, A_LEN, 1);
+	a = kvt_map_filled(&fa, A_LEN, 1);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
-	b = region(&fb, B_LEN, 2);
+	b = kvt_map_filled(&fb, B_LEN, 2);
 	ASSERT_NE(NULL, b);
 	ASSERT_EQ(0, fsync(fb));
 	ASSERT_EQ(0, ioctl(fb, KVTIER_IOC_PIN, &pin));
 	errs0 = kvt_stat(0, "io_errors");
 	ASSERT_EQ(0, errs0);
-	msgs0 = kmsg_count("kvtier0: read error");
+	msgs0 = kvt_kmsg_count("kvtier0: read error");
 
 	if (!strcmp(variant->how, "error")) {
 		ASSERT_EQ(0, table("error"));
@@ -257,7 +194,7 @@ TEST_F_TIMEOUT(ioerr, reads_fail, 300)
 	/* Every page of A: SIGBUS through the mapping, EIO from pread. */
 	for (off = 0; off < (long long)A_LEN; off += 37 * PAGE) {
 		sigbus += kvt_touch_or_sigbus(a + off);
-		i = pread_page(fa, off + PAGE, 1);
+		i = kvt_pread_page(fa, off + PAGE, 1);
 		ASSERT_NE(1, i);	/* never wrong, zero or stale bytes */
 		ASSERT_NE(2, i);
 		eio += i == -EIO;
@@ -269,14 +206,14 @@ TEST_F_TIMEOUT(ioerr, reads_fail, 300)
 	/* The pinned region goes on: read and write it. */
 	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 2));
 	kvt_fill(b, B_LEN, 0, 3);
-	ASSERT_EQ(0, pread_page(fb, B_LEN - PAGE, 3));
+	ASSERT_EQ(0, kvt_pread_page(fb, B_LEN - PAGE, 3));
 
 	ASSERT_GT(kvt_stat(0, "io_errors"), errs0);
-	ASSERT_TRUE(state_is("error"));
+	ASSERT_TRUE(kvt_state_is(0, "error"));
 	ASSERT_EQ(0, kvt_tier_read(0, "error", buf, sizeof(buf)));
 	ASSERT_STREQ("-5", buf);
 	/* Logged, rate-limited: not one line per failed bio. */
-	i = kmsg_count("kvtier0: read error") - msgs0;
+	i = kvt_kmsg_count("kvtier0: read error") - msgs0;
 	TH_LOG("%d 'read error' lines for %lld failed bios", i,
 	       kvt_stat(0, "io_errors") - errs0);
 	ASSERT_GE(i, 1);
@@ -286,14 +223,14 @@ TEST_F_TIMEOUT(ioerr, reads_fail, 300)
 	ASSERT_EQ(0, linear());
 	ASSERT_EQ(-1, kvt_check(a, A_LEN, 0, 1));
 	for (off = 0; off < (long long)A_LEN; off += 37 * PAGE)
-		ASSERT_EQ(0, pread_page(fa, off + PAGE, 1));
+		ASSERT_EQ(0, kvt_pread_page(fa, off + PAGE, 1));
 	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 3));
 	munmap(a, A_LEN);
 	munmap(b, B_LEN);
 	close(fa);
 	close(fb);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_TRUE(state_is("detached"));
+	ASSERT_TRUE(kvt_state_is(0, "detached"));
 }
 
 /* The same, and the device still failing when the tier is detached. */
@@ -304,7 +241,7 @@ TEST_F_TIMEOUT(ioerr, detach_while_failing, 300)
 
 	if (!strcmp(variant->how, "flakey") && !has_target("flakey"))
 		SKIP(return, "no dm-flakey target");
-	a = region(&fa, A_LEN, 4);
+	a = kvt_map_filled(&fa, A_LEN, 4);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
@@ -314,14 +251,14 @@ TEST_F_TIMEOUT(ioerr, detach_while_failing, 300)
 		ASSERT_EQ(0, flakey(""));
 	}
 	ASSERT_EQ(1, kvt_touch_or_sigbus(a + 3 * PAGE));
-	ASSERT_EQ(-EIO, pread_page(fa, 5 * PAGE, 4));
+	ASSERT_EQ(-EIO, kvt_pread_page(fa, 5 * PAGE, 4));
 	munmap(a, A_LEN);
 	close(fa);
 	/* Detach writes the store's commit: it fails, the tier detaches anyway. */
 	ret = kvt_tier_write(0, "backing_dev", "none");
 	TH_LOG("detach on a failing device: %d", ret);
 	ASSERT_TRUE(ret == 0 || ret == -EIO);
-	ASSERT_TRUE(state_is("detached"));
+	ASSERT_TRUE(kvt_state_is(0, "detached"));
 	ASSERT_EQ(0, linear());
 }
 
@@ -357,7 +294,7 @@ FIXTURE_TEARDOWN_PARENT(wr)
 		EXPECT_EQ(0, linear());
 	if (kvt_loaded()) {
 		kvt_tier_write(0, "backing_dev", "none");
-		EXPECT_TRUE(state_is("detached"));
+		EXPECT_TRUE(kvt_state_is(0, "detached"));
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
@@ -375,16 +312,16 @@ TEST_F_TIMEOUT(wr, write_errors_are_sticky, 300)
 	unsigned char *a, *b;
 	int fa, fb, ret;
 
-	b = region(&fb, B_LEN, 11);
+	b = kvt_map_filled(&fb, B_LEN, 11);
 	ASSERT_NE(NULL, b);
 	ASSERT_EQ(0, fsync(fb));
-	a = region(&fa, alen, 10);
+	a = kvt_map_filled(&fa, alen, 10);
 	ASSERT_NE(NULL, a);
 
 	ASSERT_EQ(0, flakey("1 error_writes"));
 	ASSERT_EQ(-1, fsync(fa));
 	ASSERT_EQ(EIO, errno);
-	ASSERT_EQ(0, info(fa, &ri));
+	ASSERT_EQ(0, kvt_region_info(fa, &ri));
 	ASSERT_EQ(-EIO, ri.error);
 	ASSERT_GT(ri.dirty, 0);
 	TH_LOG("after the failed fsync: %llu of %zu bytes dirty, resident %llu",
@@ -392,12 +329,12 @@ TEST_F_TIMEOUT(wr, write_errors_are_sticky, 300)
 	ASSERT_EQ(-1, fsync(fa));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_GT(kvt_stat(0, "io_errors"), 0);
-	ASSERT_TRUE(state_is("error"));
+	ASSERT_TRUE(kvt_state_is(0, "error"));
 	/* What the process wrote is what it reads, through both paths. */
 	ASSERT_EQ(-1, kvt_check(a, alen, 0, 10));
-	ASSERT_EQ(0, pread_page(fa, alen - PAGE, 10));
+	ASSERT_EQ(0, kvt_pread_page(fa, alen - PAGE, 10));
 	/* The other region is not marked and its bytes are intact. */
-	ASSERT_EQ(0, info(fb, &ri));
+	ASSERT_EQ(0, kvt_region_info(fb, &ri));
 	ASSERT_EQ(0, ri.error);
 	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 11));
 	ret = fsync(fb);
@@ -408,13 +345,13 @@ TEST_F_TIMEOUT(wr, write_errors_are_sticky, 300)
 	ASSERT_EQ(0, linear());
 	ASSERT_EQ(-1, fsync(fa));
 	ASSERT_EQ(EIO, errno);
-	ASSERT_EQ(0, info(fb, &ri));
+	ASSERT_EQ(0, kvt_region_info(fb, &ri));
 	if (!ri.error) {
 		ASSERT_EQ(0, fsync(fb));
 	}
 	/* A's bytes did reach the device: drop them and read them back. */
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
-	ASSERT_EQ(0, info(fa, &ri));
+	ASSERT_EQ(0, kvt_region_info(fa, &ri));
 	ASSERT_EQ(0, ri.dirty);
 	ASSERT_EQ(-1, kvt_check(a, alen, 0, 10));
 	ASSERT_EQ(-1, kvt_check(b, B_LEN, 0, 11));
@@ -436,7 +373,7 @@ TEST_F_TIMEOUT(wr, dropped_writes_caught_by_checksum, 300)
 	unsigned char *a;
 	int fa, r, eio = 0, good = 0;
 
-	a = region(&fa, len, 20);
+	a = kvt_map_filled(&fa, len, 20);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	kvt_fill(a, len, 0, 21);
@@ -446,7 +383,7 @@ TEST_F_TIMEOUT(wr, dropped_writes_caught_by_checksum, 300)
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, linear());
 	for (off = 0; off < len; off += PAGE) {
-		r = pread_page(fa, off, 21);
+		r = kvt_pread_page(fa, off, 21);
 		ASSERT_NE(1, r);	/* never seed 20's (or zero) bytes */
 		ASSERT_NE(2, r);
 		eio += r == -EIO;
@@ -471,7 +408,7 @@ TEST_F_TIMEOUT(wr, corrupted_reads_caught_by_checksum, 300)
 	unsigned char *a;
 	int fa, r, eio = 0, good = 0;
 
-	a = region(&fa, len, 30);
+	a = kvt_map_filled(&fa, len, 30);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
@@ -479,7 +416,7 @@ TEST_F_TIMEOUT(wr, corrupted_reads_caught_by_checksum, 300)
 	/* Byte 1 of every read bio becomes 0x5a (a pattern byte that is 0x5a stays). */
 	ASSERT_EQ(0, flakey("5 corrupt_bio_byte 1 r 90 0"));
 	for (off = 0; off < len; off += PAGE) {
-		r = pread_page(fa, off, 30);
+		r = kvt_pread_page(fa, off, 30);
 		ASSERT_NE(1, r);
 		ASSERT_NE(2, r);
 		if (r == -EIO && first < 0)
@@ -551,7 +488,7 @@ TEST_F_TIMEOUT(wr, slow_device_bounded_inflight, 300)
 	ASSERT_EQ(0, pthread_create(&th, NULL, sample_inflight, &s));
 
 	/* Twice the budget through the mapping: write-back under the delay. */
-	a = region(&fa, len, 40);
+	a = kvt_map_filled(&fa, len, 40);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	/* Faults of pages that were evicted wait for the slow reads. */
@@ -577,7 +514,7 @@ TEST_F_TIMEOUT(wr, slow_device_bounded_inflight, 300)
 	ASSERT_EQ(0, fsync(fa));
 	munmap(a, len);
 	close(fa);
-	ASSERT_TRUE(state_is("attached"));
+	ASSERT_TRUE(kvt_state_is(0, "attached"));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 }
 

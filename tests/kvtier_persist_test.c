@@ -260,30 +260,6 @@ static void loop_detach(int lfd, const char *file)
 	unlink(file);
 }
 
-/* Kernel log records containing @needle so far, or -1. */
-static int kmsg_count(const char *needle)
-{
-	char rec[4096];
-	int fd, count = 0;
-	ssize_t n;
-
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;	/* overwritten while reading: go on */
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		if (strstr(rec, needle))
-			count++;
-	}
-	close(fd);
-	return count;
-}
-
 /*
  * The committed checkpoint of the namespace on @dev, read raw: the newest
  * valid superblock, its checkpoint (crc checked) and the region records.
@@ -1008,7 +984,7 @@ TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
 	       (unsigned long long)le64toh(sb.nr_slots), nfit);
 	ASSERT_GE(nfit, 8);
 	ASSERT_LE(nfit, 60);
-	kmsg0 = kmsg_count("reclaimed persistent region");
+	kmsg0 = kvt_kmsg_count("reclaimed persistent region");
 	ASSERT_EQ(0, kvt_stat(1, "regions_reclaimed"));
 
 	keep = open_name(1, "in-use", RSZ, NEW_PERSIST, 0600);
@@ -1064,7 +1040,7 @@ TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
 	ASSERT_GE(gone, 4);
 	ASSERT_LT(gone, n_order);	/* r00, used last, stayed */
 	ASSERT_EQ(0, find_name(f1, "r00", &e));
-	ASSERT_GT(kmsg_count("reclaimed persistent region"), kmsg0);
+	ASSERT_GT(kvt_kmsg_count("reclaimed persistent region"), kmsg0);
 
 	/* Every survivor reads back whole; the region in use never went. */
 	ASSERT_EQ(-1, pcheck(pk, RSZ, 0, 200));

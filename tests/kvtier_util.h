@@ -14,6 +14,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kvtier.h>
 #include <linux/kvtier_format.h>
 #include <limits.h>
 #include <linux/loop.h>
@@ -293,6 +294,73 @@ static inline KVT_FAST long long kvt_check(const void *p, size_t len,
 		if (w[i] != kvt_pattern(base + i * 8, seed))
 			return (long long)(base + i * 8);
 	return -1;
+}
+
+/* Kernel log records containing @needle so far, or -1. */
+static inline int kvt_kmsg_count(const char *needle)
+{
+	char rec[4096];
+	int fd, count = 0;
+	ssize_t n;
+
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten while reading: go on */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		if (strstr(rec, needle))
+			count++;
+	}
+	close(fd);
+	return count;
+}
+
+/* Is tier @id's sysfs state @want? */
+static inline int kvt_state_is(int id, const char *want)
+{
+	char buf[64];
+
+	return !kvt_tier_read(id, "state", buf, sizeof(buf)) && !strcmp(buf, want);
+}
+
+static inline int kvt_region_info(int fd, struct kvtier_region_info *ri)
+{
+	return ioctl(fd, KVTIER_IOC_REGION_INFO, ri) ? -errno : 0;
+}
+
+/* A fresh file of tier 0 with a mapped region of @len, filled with @seed. */
+static inline unsigned char *kvt_map_filled(int *fd, size_t len,
+					    unsigned long long seed)
+{
+	unsigned char *p;
+
+	*fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	if (*fd < 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	kvt_fill(p, len, 0, seed);
+	return p;
+}
+
+/* pread page @off of @fd: 0 (right bytes), -errno, 1 (wrong bytes), 2 (short). */
+static inline int kvt_pread_page(int fd, unsigned long long off,
+				 unsigned long long seed)
+{
+	unsigned char buf[4096];
+	ssize_t n = pread(fd, buf, sizeof(buf), off);
+
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(buf))
+		return 2;
+	return kvt_check(buf, sizeof(buf), off, seed) == -1 ? 0 : 1;
 }
 
 /*
