@@ -47,16 +47,6 @@
 #define DM_DEV		"/dev/mapper/" DM_NAME
 #define BUDGET_MB	4
 
-static __attribute__((format(printf, 1, 2))) int run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static unsigned long long ns1_sectors(void)
 {
@@ -81,7 +71,7 @@ static int table(const char *target_fmt, ...)
 	vsnprintf(tgt, sizeof(tgt), target_fmt, ap);
 	va_end(ap);
 	snprintf(t, sizeof(t), "0 %llu %s", ns1_sectors(), tgt);
-	return run("dmsetup suspend " DM_NAME " && dmsetup load " DM_NAME
+	return kvt_run("dmsetup suspend " DM_NAME " && dmsetup load " DM_NAME
 		   " --table '%s' 2>/dev/null && dmsetup resume " DM_NAME
 		   " || { dmsetup resume " DM_NAME "; false; }", t);
 }
@@ -103,7 +93,7 @@ static int flakey(const char *features)
 
 static int has_target(const char *name)
 {
-	return !run("modprobe -q dm-%s 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw %s",
+	return !kvt_run("modprobe -q dm-%s 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw %s",
 		    name, name);
 }
 
@@ -125,7 +115,7 @@ FIXTURE_SETUP(ioerr)
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_FALSE(kvt_exists(DM_DEV));
 	ASSERT_GT(ns1_sectors(), 0);
-	ASSERT_EQ(0, run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
+	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
 			 ns1_sectors(), ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=1"));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
@@ -144,7 +134,7 @@ FIXTURE_TEARDOWN_PARENT(ioerr)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
-		EXPECT_EQ(0, run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
 }
 
 FIXTURE_VARIANT(ioerr) {
@@ -280,7 +270,7 @@ FIXTURE_SETUP(wr)
 		SKIP(return, "no dm-flakey target");
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_FALSE(kvt_exists(DM_DEV));
-	ASSERT_EQ(0, run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
+	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
 			 ns1_sectors(), ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=1"));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
@@ -298,7 +288,7 @@ FIXTURE_TEARDOWN_PARENT(wr)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
-		EXPECT_EQ(0, run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
 }
 
 /*

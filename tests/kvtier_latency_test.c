@@ -51,16 +51,6 @@
 #define PHASE_SECS	120	/* a phase that takes longer has hung */
 #define LAT_BUCKETS	26
 
-static int run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static double now_s(void)
 {
@@ -156,7 +146,7 @@ FIXTURE_SETUP(lat)
 		SKIP(return, "tools/kvtierctl not built (make tools)");
 	if (system("command -v dmsetup >/dev/null"))
 		SKIP(return, "dmsetup not installed");
-	if (run("modprobe -q dm-delay 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw delay"))
+	if (kvt_run("modprobe -q dm-delay 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw delay"))
 		SKIP(return, "no dm-delay target (modprobe dm-delay failed)");
 	if (!kvt_exists("/sys/kernel/debug"))
 		SKIP(return, "debugfs not available");
@@ -183,7 +173,7 @@ FIXTURE_TEARDOWN(lat)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (self->dm_created)
-		EXPECT_EQ(0, run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
 }
 
 /* Read delay @ms on every read of the dm device (writes: none). */
@@ -200,7 +190,7 @@ static int set_delay(const char *ns, unsigned long long sectors, int ms)
 
 	delay_table(ns, sectors, ms, t, sizeof(t));
 	/* Resuming a device with a loaded table suspends it, swaps, resumes. */
-	return run("dmsetup load " DM_NAME " --table '%s' && dmsetup resume " DM_NAME, t);
+	return kvt_run("dmsetup load " DM_NAME " --table '%s' && dmsetup resume " DM_NAME, t);
 }
 
 /*
@@ -327,7 +317,7 @@ TEST_F_TIMEOUT(lat, delay_moves_p99, 600)
 	slow = base + 1;
 
 	/* A delay target with no delay yet, formatted and attached as tier 0. */
-	ASSERT_EQ(0, run("dmsetup create " DM_NAME " --table '%s'",
+	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '%s'",
 			 delay_table(self->ns1, self->sectors, 0, t, sizeof(t))));
 	self->dm_created = true;
 	ASSERT_EQ(0, kvt_load("num_tiers=1"));

@@ -31,16 +31,6 @@
 /* How long an attach watches a held record: 2 x interval + 1 s. */
 #define WAIT_MS		(2 * IV_MS + 1000)
 
-static __attribute__((format(printf, 1, 2))) int run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static unsigned long long sectors(const char *dev)
 {
@@ -227,13 +217,13 @@ FIXTURE_SETUP(lease)
 		SKIP(return, "no second namespace in KVTIER_NS1");
 	if (system("command -v dmsetup >/dev/null"))
 		SKIP(return, "dmsetup not installed");
-	if (run("modprobe -q dm-linear 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw linear"))
+	if (kvt_run("modprobe -q dm-linear 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw linear"))
 		SKIP(return, "no dm-linear target");
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_GT(sectors(ns1), 0);
-	ASSERT_EQ(0, run("dmsetup create kvt-lease-a --table '0 %llu linear %s 0'",
+	ASSERT_EQ(0, kvt_run("dmsetup create kvt-lease-a --table '0 %llu linear %s 0'",
 			 sectors(ns1), ns1));
-	ASSERT_EQ(0, run("dmsetup create kvt-lease-b --table '0 %llu linear %s 0'",
+	ASSERT_EQ(0, kvt_run("dmsetup create kvt-lease-b --table '0 %llu linear %s 0'",
 			 sectors(ns1), ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=2"));
 	for (i = 0; i < 2; i++) {
@@ -252,9 +242,9 @@ FIXTURE_TEARDOWN_PARENT(lease)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(PATH_A))
-		EXPECT_EQ(0, run("dmsetup remove kvt-lease-a"));
+		EXPECT_EQ(0, kvt_run("dmsetup remove kvt-lease-a"));
 	if (kvt_exists(PATH_B))
-		EXPECT_EQ(0, run("dmsetup remove kvt-lease-b"));
+		EXPECT_EQ(0, kvt_run("dmsetup remove kvt-lease-b"));
 }
 
 /*
@@ -324,7 +314,7 @@ TEST_F_TIMEOUT(lease, record, 120)
 		ASSERT_EQ(0, attach(0, PATH_A, NULL));
 		ASSERT_TRUE(attr_starts(0, "lease", "none"));
 		ASSERT_EQ(0, attach(0, "none", NULL));
-		ASSERT_EQ(0, run("dmesg | grep -q 'kvtier0: %s: no ownership lease on this namespace'",
+		ASSERT_EQ(0, kvt_run("dmesg | grep -q 'kvtier0: %s: no ownership lease on this namespace'",
 				 PATH_A));
 		ASSERT_EQ(0, kvt_dev_write(PATH_A, orig, sizeof(orig), 0));
 	}
@@ -346,7 +336,7 @@ TEST_F_TIMEOUT(lease, second_writer, 120)
 	ASSERT_EQ(-EBUSY, attach(1, PATH_B, &ms));
 	TH_LOG("second read-write attach refused after %lld ms", ms);
 	ASSERT_TRUE(attr_starts(1, "state", "detached"));
-	ASSERT_EQ(0, run("dmesg | grep -q 'kvtier1: %s: attached read-write elsewhere: ownership lease held by'",
+	ASSERT_EQ(0, kvt_run("dmesg | grep -q 'kvtier1: %s: attached read-write elsewhere: ownership lease held by'",
 			 PATH_B));
 
 	ASSERT_EQ(0, kvt_knob(1, "read_only", 1));
@@ -393,7 +383,7 @@ TEST_F_TIMEOUT(lease, takeover, 120)
 	ASSERT_EQ(1U, le32toh(l.tier));
 	ASSERT_NE(0x1234ULL, le64toh(l.nonce));
 	ASSERT_GT(le64toh(l.seq), 41ULL);
-	ASSERT_EQ(0, run("dmesg | grep -q 'kvtier1: %s: ownership lease of crashed-host (kvtier7) not renewed for %d ms: taking it over'",
+	ASSERT_EQ(0, kvt_run("dmesg | grep -q 'kvtier1: %s: ownership lease of crashed-host (kvtier7) not renewed for %d ms: taking it over'",
 			 PATH_B, WAIT_MS));
 	ASSERT_EQ(0, attach(1, "none", NULL));
 
@@ -475,7 +465,7 @@ TEST_F_TIMEOUT(lease, fenced, 120)
 	ASSERT_EQ(0, kvt_tier_read(0, "error", err, sizeof(err)));
 	ASSERT_STREQ("-16", err);
 	ASSERT_TRUE(attr_starts(0, "lease", "held host=thief-host"));
-	ASSERT_EQ(0, run("dmesg | grep -q 'kvtier0: %s: ownership lease taken over (thief-host, kvtier7'",
+	ASSERT_EQ(0, kvt_run("dmesg | grep -q 'kvtier0: %s: ownership lease taken over (thief-host, kvtier7'",
 			 PATH_A));
 
 	/* New data is not written back, nothing is committed. */

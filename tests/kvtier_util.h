@@ -20,6 +20,7 @@
 #include <linux/loop.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
@@ -294,6 +295,18 @@ static inline KVT_FAST long long kvt_check(const void *p, size_t len,
 		if (w[i] != kvt_pattern(base + i * 8, seed))
 			return (long long)(base + i * 8);
 	return -1;
+}
+
+/* Run a shell command built from @fmt; system()'s status. */
+static inline __attribute__((format(printf, 1, 2))) int kvt_run(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
 }
 
 /* Kernel log records containing @needle so far, or -1. */

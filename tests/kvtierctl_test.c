@@ -109,16 +109,6 @@ static int ctl_tty(char *out, const char *answer, const char *args)
 	return capture(cmd, out);
 }
 
-static int run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 FIXTURE(ctl) {
 	const char *ns0, *ns1;
@@ -192,7 +182,7 @@ TEST_F_TIMEOUT(ctl, attach_refuses_filesystem, 300)
 
 	if (!self->ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	ASSERT_EQ(0, run("mkfs.ext4 -q -F %s >/dev/null 2>&1", self->ns1));
+	ASSERT_EQ(0, kvt_run("mkfs.ext4 -q -F %s >/dev/null 2>&1", self->ns1));
 	mkdir(MNT, 0700);
 	ASSERT_EQ(0, mount(self->ns1, MNT, "ext4", 0, NULL));
 
