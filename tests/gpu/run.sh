@@ -52,8 +52,15 @@ run 30 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv
 if [[ -r /proc/driver/nvidia/version ]]; then
 	head -1 /proc/driver/nvidia/version
 fi
+# modinfo is missing in some GPU containers; the driver's version line
+# names the open modules too.
 lic=$(modinfo -F license nvidia 2>/dev/null || true)
-echo "nvidia kernel module license: ${lic:-unknown} ($([[ $lic == *GPL* ]] && echo open || echo proprietary or unknown) modules)"
+kind="proprietary or unknown"
+if [[ $lic == *GPL* ]] || grep -qs "Open Kernel Module" /proc/driver/nvidia/version; then
+	kind=open
+fi
+echo "nvidia kernel modules: $kind (license: ${lic:-not readable})"
+run 30 nvidia-smi -q | grep -i "addressing mode"
 for p in /sys/module/nvidia_uvm/parameters/uvm_disable_hmm; do
 	[[ -r $p ]] && echo "nvidia_uvm uvm_disable_hmm: $(cat "$p")"
 done
