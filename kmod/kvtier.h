@@ -423,6 +423,18 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @created: creation time, seconds since the epoch
  * @ra_next: index after the last read from the namespace; a miss there
  *           continues a sequential run and gets the full readahead window
+ * @ra_pos: index of the last access of a sequential run (the reader's
+ *          position, for @ra_work)
+ * @ra_seq: the last miss continued a sequential run: @ra_work may read
+ *          ahead of the reader
+ * @ra_work: asynchronous readahead (region.c): keeps reads submitted up
+ *           to a few windows past @ra_pos, so a sequential reader does not
+ *           wait for one window at a time. Queued holding a region
+ *           reference, which it drops when done; the workqueue runs it at
+ *           most once at a time. @ra_next, @ra_pos and @ra_seq are hints,
+ *           read and written with READ_ONCE/WRITE_ONCE and no lock: a
+ *           stale value costs a smaller or a wasted read, never data (the
+ *           pages themselves change only under the xa_lock and page lock)
  * @persistent: named and kept on the namespace (fixed at creation); its
  *              pages are written copy-on-write (see slots.c)
  * @pinned: never reclaimed for space (KVTIER_REGION_PINNED)
@@ -455,6 +467,9 @@ struct kvtier_region {
 	kgid_t gid;
 	time64_t created;
 	pgoff_t ra_next;
+	pgoff_t ra_pos;
+	bool ra_seq;
+	struct work_struct ra_work;
 	bool persistent;
 	bool pinned;
 	bool sealed;

@@ -35,6 +35,8 @@
 
 static atomic64_t kvtier_region_ids = ATOMIC64_INIT(0);
 
+static void kvtier_ra_work(struct work_struct *work);
+
 bool kvtier_region_tryget(struct kvtier_region *region)
 {
 	return refcount_inc_not_zero(&region->ref);
@@ -69,6 +71,7 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 	ihold(inode);
 	region->nr_pages = size >> PAGE_SHIFT;
 	xa_init(&region->pages);
+	INIT_WORK(&region->ra_work, kvtier_ra_work);
 	refcount_set(&region->ref, 1);
 	refcount_set(&region->users, 1);
 	region->id = atomic64_inc_return(&kvtier_region_ids);
@@ -356,16 +359,137 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
  * readahead_kb window when the miss continues where the region's last read
  * ended (a sequential pass: a sequence's blocks, a layer's pages), a few
  * pages otherwise, so random access does not read what it will not use.
+ * Records which it was for the asynchronous readahead.
  */
 static unsigned int kvtier_readahead_window(struct kvtier_region *region,
 					    pgoff_t index)
 {
 	unsigned int pages = 1 + (READ_ONCE(region->tier->knobs.readahead_kb) >>
 				  (PAGE_SHIFT - 10));
+	bool seq = index == READ_ONCE(region->ra_next);
 
-	if (index != READ_ONCE(region->ra_next))
+	WRITE_ONCE(region->ra_seq, seq);
+	WRITE_ONCE(region->ra_pos, index);
+	if (!seq)
 		pages = min_t(unsigned int, pages, KVTIER_RA_RANDOM_PAGES);
 	return min_t(unsigned int, pages, BIO_MAX_VECS);
+}
+
+/*
+ * Start reading the page at @index and, in the same bio, up to @max - 1
+ * following pages that lie in the following slots, charging only free
+ * budget (never waits for it, never evicts). The pages are published
+ * locked; the read completion unlocks them. Returns the pages submitted;
+ * 0 when @index is not only on the namespace (resident, never written, or
+ * taken by a racing read); -ENOMEM when the budget is full; another -errno
+ * when the bio could not be started (the pages are left failed, so the
+ * next access reads them again).
+ */
+static int kvtier_read_run(struct kvtier_region *region, pgoff_t index,
+			   unsigned int max, struct kvtier_page **kps)
+{
+	void *entry = xa_load(&region->pages, index);
+	struct kvtier_page *kp;
+	unsigned int n, i;
+	int ret;
+
+	if (!max || !xa_is_value(entry))
+		return 0;
+	kp = kvtier_page_new(region, index, false);
+	if (IS_ERR(kp))
+		return PTR_ERR(kp);
+	kp->slot = kvt_shadow_slot(entry);
+	if (kvtier_page_publish(kp, entry))
+		return 0;
+	kvtier_note_refault(region, entry);
+	kps[0] = kp;
+	n = 1 + kvtier_readahead(region, index, kp->slot, kps + 1, max - 1);
+	ret = kvtier_io_read(region->tier, kps, n);
+	if (ret) {
+		for (i = 0; i < n; i++) {
+			kvt_pg_set(kps[i], KVT_PG_ERROR);
+			unlock_page(kps[i]->page);
+		}
+		return ret;
+	}
+	return n;
+}
+
+/* Windows of readahead_kb the asynchronous readahead keeps submitted. */
+#define KVTIER_RA_ASYNC_WINDOWS	4
+
+/*
+ * How far past a sequential reader reads are kept submitted, in pages:
+ * KVTIER_RA_ASYNC_WINDOWS windows of readahead_kb, at most half of
+ * max_inflight_kb (room for write-back) and a quarter of the budget (pages
+ * read ahead must not push out those the reader is about to use).
+ */
+static unsigned long kvtier_ra_ahead(struct kvtier_tier *tier)
+{
+	unsigned long kb = (unsigned long)READ_ONCE(tier->knobs.readahead_kb) *
+		KVTIER_RA_ASYNC_WINDOWS;
+
+	kb = min(kb, (unsigned long)READ_ONCE(tier->knobs.max_inflight_kb) / 2);
+	return min(kb >> (PAGE_SHIFT - 10), kvtier_budget_pages(tier) / 4);
+}
+
+/*
+ * Asynchronous readahead of a sequential run: read from where the region's
+ * last read ended up to kvtier_ra_ahead() pages past the reader, in bios of
+ * one readahead window each. Stops at a page that is not only on the
+ * namespace, when the budget is full, and when the run turns random.
+ */
+static void kvtier_ra_work(struct work_struct *work)
+{
+	struct kvtier_region *region = container_of(work, struct kvtier_region,
+						    ra_work);
+	struct kvtier_tier *tier = region->tier;
+	unsigned int win = clamp_t(unsigned int,
+				   READ_ONCE(tier->knobs.readahead_kb) >>
+				   (PAGE_SHIFT - 10), 1, BIO_MAX_VECS);
+	struct kvtier_page **kps;
+
+	kps = kmalloc_array(win, sizeof(*kps), GFP_KERNEL);
+	while (kps && READ_ONCE(region->ra_seq)) {
+		pgoff_t next = READ_ONCE(region->ra_next);
+		pgoff_t end = min_t(pgoff_t, region->nr_pages,
+				    READ_ONCE(region->ra_pos) + 1 +
+				    kvtier_ra_ahead(tier));
+		int n;
+
+		/* Whole windows only (large bios), but up to the end. */
+		if (next >= end || (end - next < win && end < region->nr_pages))
+			break;
+		n = kvtier_read_run(region, next,
+				    min_t(pgoff_t, win, end - next), kps);
+		if (n <= 0)
+			break;
+		/* A miss may have moved it meanwhile: then it wins. */
+		cmpxchg(&region->ra_next, next, next + n);
+		kvtier_count(tier, KVT_STAT_READAHEAD, n);
+	}
+	kfree(kps);
+	kvtier_region_put(region);
+}
+
+/*
+ * After an access at @index: when it is part of a sequential run and the
+ * reads submitted past it have shrunk to half the readahead distance or
+ * less, queue the asynchronous readahead. Never waits.
+ */
+static void kvtier_ra_async(struct kvtier_region *region, pgoff_t index)
+{
+	pgoff_t next = READ_ONCE(region->ra_next);
+
+	if (!READ_ONCE(region->ra_seq) || index >= next ||
+	    next >= region->nr_pages ||
+	    next - index > kvtier_ra_ahead(region->tier) / 2)
+		return;
+	WRITE_ONCE(region->ra_pos, index);
+	if (work_pending(&region->ra_work) || !kvtier_region_tryget(region))
+		return;
+	if (!queue_work(kvtier_wq, &region->ra_work))
+		kvtier_region_put(region);
 }
 
 /* How a page was found; the values are the kvtier_fault tracepoint's kind. */
@@ -578,6 +702,7 @@ static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
 	if (IS_ERR(kp))
 		return VM_FAULT_SIGBUS;
 	kvtier_fault_around(vmf, region);
+	kvtier_ra_async(region, vmf->pgoff);
 
 	ns = ktime_get_ns() - start;
 	kvtier_count(tier, kvtier_fault_stat[how], 1);
@@ -757,6 +882,7 @@ ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 					done = PTR_ERR(kp);
 				break;
 			}
+			kvtier_ra_async(region, index);
 			/* Copy unlocked: the destination may be this very page. */
 			unlock_page(kp->page);
 			copied = copy_page_to_iter(kp->page, off, n, to);
@@ -1041,34 +1167,15 @@ static void kvtier_prefetch_work(struct work_struct *work)
 
 	kps = kmalloc_array(BIO_MAX_VECS, sizeof(*kps), GFP_KERNEL);
 	while (kps && i <= pf->last) {
-		void *entry = xa_load(&region->pages, i);
-		struct kvtier_page *kp;
-		unsigned int n;
+		int n = kvtier_read_run(region, i,
+					min_t(pgoff_t, BIO_MAX_VECS,
+					      pf->last - i + 1), kps);
 
-		if (!xa_is_value(entry)) {
+		if (n < 0)
+			break;
+		if (!n) {
 			i++;
 			continue;
-		}
-		kp = kvtier_page_new(region, i, false);
-		if (IS_ERR(kp))
-			break;
-		kp->slot = kvt_shadow_slot(entry);
-		if (kvtier_page_publish(kp, entry)) {
-			i++;
-			continue;
-		}
-		kps[0] = kp;
-		n = 1 + kvtier_readahead(region, i, kp->slot, kps + 1,
-					 min_t(pgoff_t, BIO_MAX_VECS - 1,
-					       pf->last - i));
-		if (kvtier_io_read(tier, kps, n)) {
-			unsigned int j;
-
-			for (j = 0; j < n; j++) {
-				kvt_pg_set(kps[j], KVT_PG_ERROR);
-				unlock_page(kps[j]->page);
-			}
-			break;
 		}
 		kvtier_count(tier, KVT_STAT_PREFETCH, n);
 		i += n;
