@@ -130,15 +130,18 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 /*
  * With checksum on, a page read back must match the CRC32C recorded when
  * it was written; a mismatch is an error like a failed read: the data is
- * never handed out.
+ * never handed out. The read completion only marks the page KVT_PG_VERIFY;
+ * its first user checks it here, with the page lock held, before anything
+ * maps or copies it (region.c, kvtier_page_ready()). So the CRC is
+ * computed in process context by the task that needs the page, in
+ * parallel with the reads still in flight, not in the completion of a
+ * whole bio.
  */
-static bool kvtier_read_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
+bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
 {
 	u32 crc, want = kp->region->crcs[kp->index];
 	void *data;
 
-	if (!READ_ONCE(tier->knobs.checksum))
-		return true;
 	data = kmap_local_page(kp->page);
 	crc = kvtier_crc32c(data, PAGE_SIZE);
 	kunmap_local(data);
@@ -153,8 +156,9 @@ static bool kvtier_read_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
 }
 
 /*
- * Read completion: mark each page up to date or failed and unlock it; the
- * faulting task waits on its own page's lock, not on the whole bio.
+ * Read completion: mark each page up to date (or, with checksum on, to be
+ * verified by its first user) or failed, and unlock it; the faulting task
+ * waits on its own page's lock, not on the whole bio.
  */
 static void kvtier_read_end_io(struct bio *bio)
 {
@@ -164,6 +168,8 @@ static void kvtier_read_end_io(struct bio *bio)
 	int err = blk_status_to_errno(bio->bi_status);
 	sector_t sector = slot_to_sector(tier, io->slot);
 	bool ok = !err;
+	enum kvtier_page_flag in = READ_ONCE(tier->knobs.checksum) ?
+		KVT_PG_VERIFY : KVT_PG_UPTODATE;
 	unsigned int i;
 
 	kvtier_hist_add(&tier->lat[KVT_HIST_READ], ns);
@@ -179,9 +185,8 @@ static void kvtier_read_end_io(struct bio *bio)
 	}
 	for (i = 0; i < io->nr; i++) {
 		struct kvtier_page *kp = io->kps[i];
-		bool good = ok && kvtier_read_verify(tier, kp);
 
-		kvt_pg_set(kp, good ? KVT_PG_UPTODATE : KVT_PG_ERROR);
+		kvt_pg_set(kp, ok ? in : KVT_PG_ERROR);
 		unlock_page(kp->page);
 	}
 	kvtier_inflight_put(tier, io->bytes);

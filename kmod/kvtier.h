@@ -484,6 +484,10 @@ enum kvtier_page_flag {
 	KVT_PG_REFERENCED,	/* used since the clock hand last passed */
 	KVT_PG_LRU,		/* on pool->lru (changes under pool->lock) */
 	KVT_PG_PINNED,		/* never evicted (KVTIER_IOC_PIN) */
+	KVT_PG_VERIFY,		/* read in, checksum not yet checked: not
+				 * UPTODATE until its first user, holding
+				 * the page lock, checks it (io.c)
+				 */
 };
 
 /**
@@ -633,6 +637,7 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 /* io.c */
 int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 		   unsigned int nr);
+bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp);
 int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		    unsigned int nr, int *errs);
 int kvtier_io_flush(struct kvtier_tier *tier);

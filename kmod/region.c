@@ -305,6 +305,26 @@ static void kvtier_page_unread(struct kvtier_page *kp)
 }
 
 /*
+ * Whether @kp may be mapped or copied. The caller holds its page lock. A
+ * page read in but not yet verified (KVT_PG_VERIFY) gets its checksum
+ * checked now: up to date if it matches, failed (KVT_PG_ERROR, never
+ * handed out) if not.
+ */
+static bool kvtier_page_ready(struct kvtier_page *kp)
+{
+	if (kvt_pg_test(kp, KVT_PG_UPTODATE))
+		return true;
+	if (!kvt_pg_test_and_clear(kp, KVT_PG_VERIFY))
+		return false;
+	if (kvtier_io_verify(kp->region->tier, kp)) {
+		kvt_pg_set(kp, KVT_PG_UPTODATE);
+		return true;
+	}
+	kvt_pg_set(kp, KVT_PG_ERROR);
+	return false;
+}
+
+/*
  * A page evicted less than a budget's worth of evictions ago is back: it
  * would have stayed resident in a slightly larger pool.
  */
@@ -531,10 +551,11 @@ retry:
 			put_page(page);
 			goto retry;
 		}
-		if (!kvt_pg_test(kp, KVT_PG_UPTODATE)) {
+		if (!kvtier_page_ready(kp)) {
 			/*
-			 * An earlier read failed: clean up and read again,
-			 * this page alone (its neighbours' bio failed too).
+			 * An earlier read failed (or its checksum did): clean
+			 * up and read again, this page alone (its neighbours'
+			 * bio failed too).
 			 */
 			kvtier_page_unread(kp);
 			put_page(page);
@@ -610,7 +631,7 @@ retry:
 	 * reference keeps evictors away, so kp is still the entry.
 	 */
 	lock_page(page);
-	if (!kvt_pg_test(kp, KVT_PG_UPTODATE)) {
+	if (!kvtier_page_ready(kp)) {
 		kvtier_page_unread(kp);
 		put_page(page);
 		/*
@@ -663,7 +684,7 @@ static void kvtier_fault_around(struct vm_fault *vmf,
 		xa_unlock(&region->pages);
 		if (trylock_page(page)) {
 			if (xa_load(&region->pages, i) == kp && kp->page == page &&
-			    kvt_pg_test(kp, KVT_PG_UPTODATE) &&
+			    kvtier_page_ready(kp) &&
 			    !vm_insert_page(vma, addr, page))
 				mapped++;
 			unlock_page(page);
