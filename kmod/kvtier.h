@@ -630,7 +630,7 @@ void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp);
 void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp);
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback);
 void kvtier_pool_kick(struct kvtier_tier *tier);
-int kvtier_evict_page(struct kvtier_page *kp);
+int kvtier_evict_page(struct kvtier_page *kp, bool unmapped);
 int kvtier_writeback_locked(struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr);
 

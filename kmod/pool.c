@@ -182,9 +182,11 @@ static void kvtier_unmap_page(struct kvtier_page *kp)
  * reference, and a region reference; the lock and the extra reference are
  * consumed. Returns 0 if the page was freed, -EAGAIN if it is dirty, -EBUSY
  * if it is pinned (KVTIER_IOC_PIN) or someone else holds a reference (a GUP
- * pin, a lookup).
+ * pin, a lookup). With @unmapped the caller has unmapped the page since it
+ * took the lock (a write-back did): nothing can have mapped it again, since
+ * every mapping of a page is made with its lock held.
  */
-int kvtier_evict_page(struct kvtier_page *kp)
+int kvtier_evict_page(struct kvtier_page *kp, bool unmapped)
 {
 	struct kvtier_region *region = kp->region;
 	struct kvtier_tier *tier = region->tier;
@@ -195,7 +197,8 @@ int kvtier_evict_page(struct kvtier_page *kp)
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	kvtier_unmap_page(kp);
+	if (!unmapped)
+		kvtier_unmap_page(kp);
 	if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
 		ret = -EAGAIN;
 		goto out_unlock;
@@ -345,7 +348,7 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr)
 {
 	struct kvtier_page **wr;
-	unsigned int i, n = 0;
+	unsigned int i, j, n = 0;
 	int *errs, *wr_errs;
 	int ret;
 
@@ -358,9 +361,16 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 	}
 	wr_errs = errs + nr;
 
-	for (i = 0; i < nr; i++)
-		kvtier_unmap_page(kps[i]);
 	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
+	/* One unmap per run of consecutive indexes of a region, not per page. */
+	for (i = 0; i < nr; i = j) {
+		for (j = i + 1; j < nr && kps[j]->region == kps[i]->region &&
+		     kps[j]->index == kps[j - 1]->index + 1; j++)
+			;
+		unmap_mapping_range(kps[i]->region->inode->i_mapping,
+				    (loff_t)kps[i]->index << PAGE_SHIFT,
+				    (loff_t)(j - i) << PAGE_SHIFT, 1);
+	}
 	ret = kvtier_assign_slots(tier, kps, nr, errs);
 	for (i = 0; i < nr; i++) {
 		if (!errs[i]) {
@@ -466,7 +476,8 @@ static long kvtier_reclaim_batch(struct kvtier_tier *tier,
 			kvtier_lru_putback(kp);
 			continue;
 		}
-		if (!kvtier_evict_page(kp)) {
+		/* Written back with the lock held: unmapped still. */
+		if (!kvtier_evict_page(kp, true)) {
 			kvtier_count(tier, KVT_STAT_EVICT_DIRTY, 1);
 			freed++;
 		}
@@ -513,7 +524,7 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 			}
 			continue;
 		}
-		if (!kvtier_evict_page(kp)) {
+		if (!kvtier_evict_page(kp, false)) {
 			kvtier_count(tier, KVT_STAT_EVICT_CLEAN, 1);
 			freed++;
 		}

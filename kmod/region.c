@@ -652,39 +652,51 @@ retry:
 /*
  * Map the already-resident neighbours of a fault read-only, so a
  * sequential pass takes one fault per window, not one per page. Only pages
- * that can be locked without waiting are mapped.
+ * that can be locked without waiting are mapped. One walk of the xarray
+ * under one xa_lock finds them (a fresh region's neighbours are absent,
+ * and a zero-fill fault then costs one short walk, not one lookup each).
  */
 static void kvtier_fault_around(struct vm_fault *vmf,
 				struct kvtier_region *region)
 {
+	struct kvtier_page *kps[KVTIER_FAULT_AROUND_PAGES];
+	struct page *pages[KVTIER_FAULT_AROUND_PAGES];
+	pgoff_t idx[KVTIER_FAULT_AROUND_PAGES];
 	struct vm_area_struct *vma = vmf->vma;
 	pgoff_t first = round_down(vmf->pgoff, KVTIER_FAULT_AROUND_PAGES);
-	unsigned int mapped = 0;
-	pgoff_t i;
+	pgoff_t last = first + KVTIER_FAULT_AROUND_PAGES - 1;
+	XA_STATE(xas, &region->pages, first);
+	unsigned int mapped = 0, n = 0, i;
+	void *entry;
 
-	for (i = first; i < first + KVTIER_FAULT_AROUND_PAGES; i++) {
+	/* Only indexes this VMA maps and the region has. */
+	first = max(first, vma->vm_pgoff);
+	last = min3(last, vma->vm_pgoff + vma_pages(vma) - 1,
+		    region->nr_pages - 1);
+	xas_set(&xas, first);
+	xa_lock(&region->pages);
+	xas_for_each(&xas, entry, last) {
+		if (xa_is_value(entry) || xas.xa_index == vmf->pgoff)
+			continue;
+		kps[n] = entry;
+		pages[n] = kps[n]->page;
+		idx[n] = xas.xa_index;
+		get_page(pages[n]);
+		n++;
+	}
+	xa_unlock(&region->pages);
+
+	for (i = 0; i < n; i++) {
+		struct kvtier_page *kp = kps[i];
+		struct page *page = pages[i];
+		pgoff_t index = idx[i];
 		unsigned long addr = vma->vm_start +
-			((i - vma->vm_pgoff) << PAGE_SHIFT);
-		struct kvtier_page *kp;
-		struct page *page;
-		void *entry;
+			((index - vma->vm_pgoff) << PAGE_SHIFT);
 
-		if (i == vmf->pgoff || i < vma->vm_pgoff ||
-		    addr >= vma->vm_end || i >= region->nr_pages)
-			continue;
-		xa_lock(&region->pages);
-		entry = xa_load(&region->pages, i);
-		if (!entry || xa_is_value(entry)) {
-			xa_unlock(&region->pages);
-			continue;
-		}
-		kp = entry;
-		page = kp->page;
-		get_page(page);
-		xa_unlock(&region->pages);
+		/* kp may be freed once unlocked: compare before using it. */
 		if (trylock_page(page)) {
-			if (xa_load(&region->pages, i) == kp && kp->page == page &&
-			    kvtier_page_ready(kp) &&
+			if (xa_load(&region->pages, index) == kp &&
+			    kp->page == page && kvtier_page_ready(kp) &&
 			    !vm_insert_page(vma, addr, page))
 				mapped++;
 			unlock_page(page);
@@ -983,10 +995,11 @@ ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
  * reference (an LRU scan, a lookup) kept in place. Pinned pages stay.
  */
 static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
-			     enum kvtier_stat stat, unsigned int *busy)
+			     enum kvtier_stat stat, unsigned int *busy,
+			     bool unmapped)
 {
 	bool pinned = kvt_pg_test(kp, KVT_PG_PINNED);
-	int err = kvtier_evict_page(kp);
+	int err = kvtier_evict_page(kp, unmapped);
 
 	if (!err)
 		kvtier_count(tier, stat, 1);
@@ -1011,7 +1024,9 @@ static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 		struct kvtier_page *kp = batch[i];
 
 		if (evict && !kvt_pg_test(kp, KVT_PG_DIRTY)) {
-			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, busy);
+			/* Written back with the lock held: unmapped still. */
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, busy,
+					 true);
 			continue;
 		}
 		unlock_page(kp->page);
@@ -1081,7 +1096,8 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 				nb = 0;
 			}
 		} else if (evict) {
-			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, busy);
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, busy,
+					 false);
 		} else {
 			unlock_page(page);
 			put_page(page);
