@@ -115,6 +115,31 @@ static int reap(pid_t pid, double secs, int *status)
 	return -1;
 }
 
+/*
+ * A killed child that is not reaped: print its kernel stack and put every
+ * blocked task's stack in the kernel log (sysrq w), then see whether it
+ * is merely slow (reaped within another minute) or stuck.
+ */
+static void show_stuck(pid_t pid, int *status)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stack", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		fprintf(stderr, "#   stack: %s", line);
+	if (f)
+		fclose(f);
+	f = fopen("/proc/sysrq-trigger", "w");
+	if (f) {
+		fputs("w", f);
+		fclose(f);
+	}
+	fprintf(stderr, "#   %s 60 s later\n",
+		reap(pid, 60, status) ? "still not reaped" : "reaped");
+}
+
 /* Poll until the gauge @name of tier 0 is @want, up to @secs. */
 static long long settle(const char *name, long long want, double secs)
 {
@@ -443,6 +468,7 @@ TEST_F_TIMEOUT(st, kill9, 600)
 		ASSERT_EQ(0, kill(pid, SIGKILL));
 		if (reap(pid, 10, &status)) {
 			TH_LOG("round %u: child not reaped 10 s after SIGKILL", r);
+			show_stuck(pid, &status);
 			ASSERT_TRUE(0);
 		}
 		t = now_s() - t;
