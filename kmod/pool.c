@@ -57,12 +57,18 @@ static bool kvtier_pool_try_charge(struct kvtier_tier *tier)
 /*
  * Pages a budget stall frees per round: a whole write-back batch, so the
  * stall writes one large bio instead of many small ones and makes room for
- * the next faults too.
+ * the next faults too; but at most an eighth of the budget. In a pool not
+ * much larger than a batch, a stall freeing a batch emptied the pool,
+ * readahead the reader had not reached yet included, which it then read
+ * again (kvtier_inspect_test refaults_stop_when_budget_fits: 1 MiB pool,
+ * 1 MiB batch).
  */
 static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
 {
-	return max(32U, READ_ONCE(tier->knobs.writeback_batch_kb) >>
-		   (PAGE_SHIFT - 10));
+	unsigned long batch = max(32U, READ_ONCE(tier->knobs.writeback_batch_kb) >>
+				  (PAGE_SHIFT - 10));
+
+	return clamp(batch, 1UL, kvtier_budget_pages(tier) / 8);
 }
 
 /*
