@@ -188,7 +188,9 @@ t0=$(secs)
 log "kvtier: $ko"
 if insmod "$ko" num_tiers=1; then
 	sys=/sys/class/kvtier/kvtier0
-	echo "$ns" >$sys/backing_dev && echo $budget >$sys/host_budget_mb || fail=1
+	# The page-cache phase left ext4 there, which a plain attach refuses
+	# to overwrite: format it (formatting attaches).
+	echo "$ns" >$sys/format && echo $budget >$sys/host_budget_mb || fail=1
 	grep -H . $sys/host_budget_mb $sys/readahead_kb $sys/writeback_batch_kb \
 		$sys/max_inflight_kb $sys/watermark_high $sys/watermark_low 2>/dev/null |
 		sed 's|.*/||; s/^/  /' >&2
