@@ -427,11 +427,13 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  *          position, for @ra_work)
  * @ra_seq: the last miss continued a sequential run: @ra_work may read
  *          ahead of the reader
+ * @ra_start: index of the first miss of the current sequential run
  * @ra_work: asynchronous readahead (region.c): keeps reads submitted up
  *           to a few windows past @ra_pos, so a sequential reader does not
  *           wait for one window at a time. Queued holding a region
  *           reference, which it drops when done; the workqueue runs it at
- *           most once at a time. @ra_next, @ra_pos and @ra_seq are hints,
+ *           most once at a time. @ra_next, @ra_pos, @ra_seq and @ra_start
+ *           are hints,
  *           read and written with READ_ONCE/WRITE_ONCE and no lock: a
  *           stale value costs a smaller or a wasted read, never data (the
  *           pages themselves change only under the xa_lock and page lock)
@@ -468,6 +470,7 @@ struct kvtier_region {
 	time64_t created;
 	pgoff_t ra_next;
 	pgoff_t ra_pos;
+	pgoff_t ra_start;
 	bool ra_seq;
 	struct work_struct ra_work;
 	bool persistent;

@@ -390,8 +390,10 @@ static unsigned int kvtier_readahead_window(struct kvtier_region *region,
 
 	WRITE_ONCE(region->ra_seq, seq);
 	WRITE_ONCE(region->ra_pos, index);
-	if (!seq)
+	if (!seq) {
+		WRITE_ONCE(region->ra_start, index);
 		pages = min_t(unsigned int, pages, KVTIER_RA_RANDOM_PAGES);
+	}
 	return min_t(unsigned int, pages, BIO_MAX_VECS);
 }
 
@@ -493,17 +495,22 @@ static void kvtier_ra_work(struct work_struct *work)
 }
 
 /*
- * After an access at @index: when it is part of a sequential run and the
- * reads submitted past it have shrunk to half the readahead distance or
- * less, queue the asynchronous readahead. Never waits.
+ * After an access at @index: when it is part of a sequential run at least
+ * twice the readahead distance long so far, and the reads submitted past
+ * it have shrunk to half that distance or less, queue the asynchronous
+ * readahead. Never waits. Short runs (a decode step's blocks of one layer,
+ * churn's shared prefixes) stay with the synchronous window: reading a
+ * whole distance past their end cost churn three times its throughput and
+ * five times its reads (make bench-ab, performance.rst).
  */
 static void kvtier_ra_async(struct kvtier_region *region, pgoff_t index)
 {
+	unsigned long ahead = kvtier_ra_ahead(region->tier);
 	pgoff_t next = READ_ONCE(region->ra_next);
 
 	if (!READ_ONCE(region->ra_seq) || index >= next ||
-	    next >= region->nr_pages ||
-	    next - index > kvtier_ra_ahead(region->tier) / 2)
+	    next >= region->nr_pages || next - index > ahead / 2 ||
+	    index - READ_ONCE(region->ra_start) < 2 * ahead)
 		return;
 	WRITE_ONCE(region->ra_pos, index);
 	if (work_pending(&region->ra_work) || !kvtier_region_tryget(region))

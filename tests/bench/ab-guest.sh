@@ -10,6 +10,8 @@
 # Per module and round: insmod, attach, host_budget_mb = 64, then
 #   restore    kvbench restore (B/2 = 32 MiB written, DONTNEED, read back)
 #   writeback  kvbench --ratio 2 writeback (128 MiB through a 64 MiB pool)
+#   decode     kvbench --ratio 2 --nseq 4 --steps 2 decode (make bench's row)
+#   churn      kvbench --ratio 2 --nseq 8 --tokens 128 churn (likewise)
 # then detach and rmmod. The module's stats, latency and io files after
 # each run go to OUT/<label>-<round>-*.txt.
 #
@@ -96,6 +98,8 @@ run() {
 		case $w in
 		restore) set -- --restore-mb "$restore_mb" restore ;;
 		writeback) set -- --ratio 2 writeback ;;
+		decode) set -- --ratio 2 --nseq 4 --steps 2 decode ;;
+		churn) set -- --ratio 2 --nseq 8 --tokens 128 churn ;;
 		*) set -- "$w" ;;
 		esac
 		echo 0 >$dbg/latency 2>/dev/null
