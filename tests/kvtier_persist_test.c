@@ -16,7 +16,6 @@
 #include <linux/kvtier_format.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -1077,17 +1076,6 @@ TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
 #define DUR_IMG		"/tmp/kvt-durable.img"
 #define DUR_DM		"kvt-durable"
 
-static __attribute__((format(printf, 1, 2))) int run_cmd(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /*
  * fsync and msync(MS_SYNC) are the durability points. A 16 MiB namespace
  * behind a device-mapper linear target is frozen (dmsetup suspend) at a
@@ -1112,7 +1100,7 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 	ASSERT_EQ(0, system("modprobe -q loop"));
 	lfd = kvt_loop_attach(DUR_IMG, size, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, run_cmd("dmsetup create " DUR_DM " --table '0 %llu linear %s 0'",
+	ASSERT_EQ(0, kvt_run("dmsetup create " DUR_DM " --table '0 %llu linear %s 0'",
 			     sectors, dev));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 4));
@@ -1132,9 +1120,9 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 	/* The crash: no I/O reaches the loop device while it is copied. */
 	img = malloc(size);
 	ASSERT_NE(NULL, img);
-	ASSERT_EQ(0, run_cmd("dmsetup suspend " DUR_DM));
+	ASSERT_EQ(0, kvt_run("dmsetup suspend " DUR_DM));
 	i = kvt_dev_read(dev, img, size, 0);
-	ASSERT_EQ(0, run_cmd("dmsetup resume " DUR_DM));
+	ASSERT_EQ(0, kvt_run("dmsetup resume " DUR_DM));
 	ASSERT_EQ(0, i);
 
 	/* Everything written back and committed; then back to the crash. */
@@ -1169,7 +1157,7 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 	ASSERT_EQ(-1, check_name(1, "durable", len, 4));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, run_cmd("dmsetup remove " DUR_DM));
+	ASSERT_EQ(0, kvt_run("dmsetup remove " DUR_DM));
 	loop_detach(lfd, DUR_IMG);
 }
 
@@ -1178,7 +1166,7 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 
 static int ce_table(unsigned long long sectors, const char *target, const char *dev)
 {
-	return run_cmd("dmsetup suspend " CE_DM " && dmsetup load " CE_DM
+	return kvt_run("dmsetup suspend " CE_DM " && dmsetup load " CE_DM
 		       " --table '0 %llu %s%s%s' && dmsetup resume " CE_DM,
 		       sectors, target, *dev ? " " : "", dev);
 }
@@ -1205,7 +1193,7 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 	lfd = kvt_loop_attach(CE_IMG, size, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
 	snprintf(lin, sizeof(lin), "%s 0", dev);
-	ASSERT_EQ(0, run_cmd("dmsetup create " CE_DM " --table '0 %llu linear %s'",
+	ASSERT_EQ(0, kvt_run("dmsetup create " CE_DM " --table '0 %llu linear %s'",
 			     sectors, lin));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 
@@ -1235,7 +1223,7 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 	ASSERT_EQ(gen, kvt_stat(1, "generation"));
 	ASSERT_EQ(-1, check_name(1, "committed", len, SEED(1)));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, run_cmd("dmsetup remove " CE_DM));
+	ASSERT_EQ(0, kvt_run("dmsetup remove " CE_DM));
 	loop_detach(lfd, CE_IMG);
 }
 
