@@ -732,6 +732,7 @@ static int kvtier_store_use(struct kvtier_tier *tier,
 {
 	struct kvtier_store *st = &tier->store;
 	const char *path = tier->backing.path;
+	int ret;
 
 	if (kvtier_geometry_check(st, sb)) {
 		dev_err(&tier->dev, "%s: kvtier superblock geometry of generation %llu is inconsistent\n",
@@ -754,13 +755,20 @@ static int kvtier_store_use(struct kvtier_tier *tier,
 		}
 	}
 	/* Before anything is loaded: a refused attach costs one read. */
-	if (!tier->backing.read_only && !st->lease_held) {
-		int ret = kvtier_lease_acquire(tier, lease_found);
-
+	if (!tier->backing.read_only) {
+		ret = kvtier_lease_acquire(tier, lease_found);
 		if (ret)
 			return ret;
 	}
-	return kvtier_store_load(tier, sb);
+	ret = kvtier_store_load(tier, sb);
+	/*
+	 * Refused: put the lease block back now, while the store still names
+	 * the block and uuid this copy gave. A fallback to the other copy may
+	 * name another block (a damaged field): the one written is restored.
+	 */
+	if (ret)
+		kvtier_lease_release(tier, lease_found);
+	return ret;
 }
 
 /*
@@ -893,8 +901,6 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	if (ret == -EUCLEAN)
 		dev_err(&tier->dev, "%s: kvtier metadata damaged; refusing to attach (write the path to 'format' to start over)\n",
 			path);
-	if (ret)	/* refused: the lease block as it was */
-		kvtier_lease_release(tier, buf + 3 * KVTIER_BLOCK_SIZE);
 out:
 	kvfree(buf);
 	return ret;
