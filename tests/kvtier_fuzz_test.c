@@ -82,6 +82,22 @@ static unsigned long long env_num(const char *name, unsigned long long def)
 	return v && *v ? strtoull(v, NULL, 0) : def;
 }
 
+/*
+ * The seeds a fuzz test runs. make check is deterministic: each test runs
+ * every seed that tests/fuzz-seeds.txt keeps for it (its default, and each
+ * seed that ever found a bug, with the bug), for the iterations kept beside
+ * it. KVTIER_FUZZ_SEED replays one seed; KVTIER_FUZZ_RANDOM=1 (make fuzz)
+ * draws a fresh one. @iter_env, when set, overrides the iterations.
+ * KVTIER_FUZZ_SEEDS names the list (tests/run-suite.sh sets it; else it is
+ * found from the executable). A test with no kept seed, or a line that does
+ * not parse, fails the test: never a run of nothing.
+ */
+#define MAX_RUNS	64
+
+struct fuzz_run {
+	unsigned long long seed, iters;
+};
+
 static unsigned long long fuzz_seed(void)
 {
 	unsigned long long s = env_num("KVTIER_FUZZ_SEED", 0);
@@ -89,6 +105,58 @@ static unsigned long long fuzz_seed(void)
 	if (!s)
 		s = (unsigned long long)time(NULL) ^ ((unsigned long long)getpid() << 32);
 	return s ? s : 1;
+}
+
+static int fuzz_runs(struct __test_metadata *_metadata, const char *test,
+		     const char *iter_env, unsigned long long def,
+		     struct fuzz_run *runs)
+{
+	const char *path = getenv("KVTIER_FUZZ_SEEDS");
+	char buf[PATH_MAX], line[512], name[64];
+	unsigned long long seed, iters;
+	unsigned int lineno = 0;
+	int n = 0, len;
+	FILE *f;
+
+	if (env_num("KVTIER_FUZZ_SEED", 0) || getenv("KVTIER_FUZZ_RANDOM")) {
+		runs[0].seed = fuzz_seed();
+		runs[0].iters = env_num(iter_env, def);
+		return 1;
+	}
+	if (!path || !*path) {
+		snprintf(buf, sizeof(buf), "%s/tests/fuzz-seeds.txt", kvt_repo_root());
+		path = buf;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		TH_LOG("%s: %s (the kept fuzz seeds)", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		len = 0;
+		sscanf(line, " %n", &len);
+		if (!line[len] || line[len] == '#')
+			continue;
+		if (sscanf(line, "%63s %llu %llu", name, &seed, &iters) != 3 || !seed) {
+			TH_LOG("%s:%u: not 'TEST SEED ITERATIONS WHY'", path, lineno);
+			n = -1;
+			break;
+		}
+		if (strcmp(name, test))
+			continue;
+		if (n == MAX_RUNS) {
+			TH_LOG("%s: more than %d seeds for %s", path, MAX_RUNS, test);
+			n = -1;
+			break;
+		}
+		runs[n].seed = seed;
+		runs[n++].iters = env_num(iter_env, iters);
+	}
+	fclose(f);
+	if (!n)
+		TH_LOG("%s keeps no seed for %s", path, test);
+	return n ? n : -1;
 }
 
 /* A boundary-heavy 64-bit value around @ref (a size, an offset...). */
@@ -675,10 +743,10 @@ static void dump_calls(struct __test_metadata *_metadata, const struct call *r,
 	}
 }
 
-TEST_F_TIMEOUT(fz, ioctls, 600)
+/* One seed's @iters random ioctls; the region list etc. checked every 500. */
+static void fuzz_ioctls(struct __test_metadata *_metadata, struct fz *z,
+			unsigned long long seed, unsigned long long iters)
 {
-	unsigned long long seed = fuzz_seed(), iters = env_num("KVTIER_FUZZ_ITERS", 20000);
-	struct fz *z = &self->z;
 	struct snapshot now;
 	static struct call ring[RING];
 	unsigned long long it;
@@ -820,6 +888,18 @@ TEST_F_TIMEOUT(fz, ioctls, 600)
 			}
 		}
 	}
+}
+
+TEST_F_TIMEOUT(fz, ioctls, 1200)
+{
+	struct fuzz_run runs[MAX_RUNS];
+	struct fz *z = &self->z;
+	int n, k;
+
+	n = fuzz_runs(_metadata, "ioctls", "KVTIER_FUZZ_ITERS", 20000, runs);
+	ASSERT_LT(0, n);
+	for (k = 0; k < n; k++)
+		fuzz_ioctls(_metadata, z, runs[k].seed, runs[k].iters);
 	TH_LOG("%llu calls, %llu succeeded (undone); EFAULT %llu EINVAL %llu ENOTTY %llu ENOENT %llu ENXIO %llu EBADF %llu EEXIST %llu EBUSY %llu EACCES %llu",
 	       z->calls, z->ok, z->by_errno[EFAULT], z->by_errno[EINVAL],
 	       z->by_errno[ENOTTY], z->by_errno[ENOENT], z->by_errno[ENXIO],
@@ -971,25 +1051,21 @@ static long long knob_value(const char *name)
 	return kvt_tier_num(0, name);
 }
 
-TEST_F_TIMEOUT(fz, sysfs_knobs, 300)
+/* One seed's @iters knob writes, then 300 random backing_dev/format paths. */
+static void fuzz_sysfs(struct __test_metadata *_metadata,
+		       unsigned long long seed, unsigned int iters)
 {
-	unsigned long long seed = fuzz_seed(), mem = ram_mb(), v, max;
-	unsigned int iters = env_num("KVTIER_FUZZ_SYSFS_ITERS", 3000), i, refused = 0;
+	unsigned long long mem = ram_mb(), v, max;
+	unsigned int i, refused = 0;
 	static unsigned char b[8192];
 	char path[128], was_s[64], now_s[64];
-	struct fz *z = &self->z;
 	long long was, now, hi, lo;
 	ssize_t r;
 	int fd, n, j, expect_ok, err;
 
 	rng_state = seed ^ 0x5157f5;
-	TH_LOG("seed %llu, %u writes; total RAM %llu MiB", seed, iters, mem);
-	/* No region may be evicted by a budget change: nothing resident. */
-	munmap(z->map, VU_LEN);
-	for (n = 0; n < FD_KINDS; n++)
-		if (n != FD_CLOSED)
-			close(z->fd[n]);
-	ASSERT_EQ(0, unlink_name(z->admin, VN_NAME));
+	TH_LOG("seed %llu, %u writes; total RAM %llu MiB (replay: KVTIER_FUZZ_SEED=%llu KVTIER_FUZZ_SYSFS_ITERS=%u)",
+	       seed, iters, mem, seed, iters);
 	for (i = 0; i < iters; i++) {
 		const struct knob *k = &knobs[below(NR_KNOBS)];
 
@@ -1086,6 +1162,24 @@ TEST_F_TIMEOUT(fz, sysfs_knobs, 300)
 		ASSERT_EQ(0, kvt_tier_read(0, "state", now_s, sizeof(now_s)));
 		ASSERT_STREQ("attached", now_s);
 	}
+}
+
+TEST_F_TIMEOUT(fz, sysfs_knobs, 600)
+{
+	struct fuzz_run runs[MAX_RUNS];
+	struct fz *z = &self->z;
+	int n, k;
+
+	n = fuzz_runs(_metadata, "sysfs_knobs", "KVTIER_FUZZ_SYSFS_ITERS", 3000, runs);
+	ASSERT_LT(0, n);
+	/* No region may be evicted by a budget change: nothing resident. */
+	munmap(z->map, VU_LEN);
+	for (k = 0; k < FD_KINDS; k++)
+		if (k != FD_CLOSED)
+			close(z->fd[k]);
+	ASSERT_EQ(0, unlink_name(z->admin, VN_NAME));
+	for (k = 0; k < n; k++)
+		fuzz_sysfs(_metadata, runs[k].seed, runs[k].iters);
 	close(z->admin);
 }
 
@@ -1185,72 +1279,40 @@ static int img_read(unsigned char *img)
 	return n == (ssize_t)IMG_SIZE ? 0 : -1;
 }
 
-TEST_F_TIMEOUT(fz, metadata_flips, 600)
-{
-	unsigned long long seed = fuzz_seed(), iters = env_num("KVTIER_FUZZ_FLIPS", 120);
-	unsigned char *golden, *img, *after, page[PAGE];
-	struct kvtier_disk_super sb;
-	unsigned long long it, meta_end, off, data_start;
-	unsigned int i, refused = 0, attached = 0, eio_pages = 0, fallbacks = 0, r;
-	int older;
-	int lfd, fd, ret, nflip, mode, j;
+/* The golden image of the metadata fuzz, and buffers for each flip. */
+struct flips {
 	char dev[32];
-	struct fz *z = &self->z;
+	unsigned char *golden, *img, *after;
+	struct kvtier_disk_super sb;
+	unsigned long long meta_end;
+};
+
+/* One seed's @iters flips of the golden image, each attached. */
+static void fuzz_flips(struct __test_metadata *_metadata, struct flips *fl,
+		       unsigned long long seed, unsigned long long iters)
+{
+	unsigned char *img = fl->img, page[PAGE];
+	unsigned long long it, off;
+	unsigned int i, refused = 0, attached = 0, eio_pages = 0, fallbacks = 0, r;
+	int older, fd, ret, nflip, mode, j;
 
 	rng_state = seed ^ 0xf11b5;
 	TH_LOG("seed %llu, %llu flips (replay: KVTIER_FUZZ_SEED=%llu KVTIER_FUZZ_FLIPS=%llu)",
 	       seed, iters, seed, iters);
-	/* The fixture's tier on NS0 is not used here. */
-	munmap(z->map, VU_LEN);
-	for (j = 0; j < FD_KINDS; j++)
-		if (j != FD_CLOSED)
-			close(z->fd[j]);
-	ASSERT_EQ(0, unlink_name(z->admin, VN_NAME));
-	close(z->admin);
-	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = kvt_loop_attach(IMG, IMG_SIZE, dev, sizeof(dev));
-	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_EQ(0, kvt_tier_write(0, "format", dev));
-	for (i = 0; i < NR_PREG; i++) {
-		unsigned char *buf = malloc(pregions[i].len);
-
-		fd = open_tier(O_RDWR);
-		ASSERT_EQ(0, bind_name(fd, pregions[i].name, pregions[i].len,
-				       KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0644));
-		kvt_fill(buf, pregions[i].len, 0, pregions[i].seed);
-		ASSERT_EQ((ssize_t)pregions[i].len, pwrite(fd, buf, pregions[i].len, 0));
-		ASSERT_EQ(0, fsync(fd));
-		close(fd);
-		free(buf);
-	}
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	golden = malloc(IMG_SIZE);
-	img = malloc(IMG_SIZE);
-	after = malloc(IMG_SIZE);
-	ASSERT_NE(NULL, golden);
-	ASSERT_NE(NULL, img);
-	ASSERT_NE(NULL, after);
-	ASSERT_EQ(0, img_read(golden));
-	ASSERT_EQ(0, kvt_super_read(IMG, &sb, NULL));
-	data_start = le64toh(sb.data_start);
-	meta_end = data_start * KVTIER_BLOCK_SIZE;
-	TH_LOG("image: data_start block %llu, generation %llu",
-	       data_start, (unsigned long long)le64toh(sb.generation));
-
 	for (it = 0; it < iters; it++) {
-		memcpy(img, golden, IMG_SIZE);
+		memcpy(img, fl->golden, IMG_SIZE);
 		mode = below(10);
 		nflip = 1 + below(4);
 		for (j = 0; j < nflip; j++) {
 			if (mode < 3)		/* superblock copies */
 				off = below(2 * KVTIER_BLOCK_SIZE);
 			else if (mode < 5)	/* superblock header fields */
-				off = below(2) * KVTIER_BLOCK_SIZE + below(sizeof(sb));
+				off = below(2) * KVTIER_BLOCK_SIZE + below(sizeof(fl->sb));
 			else if (mode < 8)	/* checkpoint areas */
-				off = 2 * KVTIER_BLOCK_SIZE + below(meta_end - 2 * KVTIER_BLOCK_SIZE);
+				off = 2 * KVTIER_BLOCK_SIZE +
+				      below(fl->meta_end - 2 * KVTIER_BLOCK_SIZE);
 			else			/* the data slots */
-				off = meta_end + below(2 * MiB);
+				off = fl->meta_end + below(2 * MiB);
 			img[off] ^= 1 << below(8);
 		}
 		if (mode == 3 || mode == 4) {
@@ -1259,14 +1321,14 @@ TEST_F_TIMEOUT(fz, metadata_flips, 600)
 			kvt_super_seal(img + KVTIER_BLOCK_SIZE);
 		}
 		ASSERT_EQ(0, img_write(img));
-		ret = kvt_tier_write(0, "backing_dev", dev);
+		ret = kvt_tier_write(0, "backing_dev", fl->dev);
 		if (ret) {
 			if (ret != -EUCLEAN && ret != -EMEDIUMTYPE && ret != -EOPNOTSUPP) {
 				TH_LOG("flip %llu (mode %d): attach gave %s", it, mode, strerror(-ret));
 				ASSERT_TRUE(0);
 			}
-			ASSERT_EQ(0, img_read(after));
-			if (memcmp(img, after, IMG_SIZE)) {
+			ASSERT_EQ(0, img_read(fl->after));
+			if (memcmp(img, fl->after, IMG_SIZE)) {
 				TH_LOG("flip %llu (mode %d): a refused attach wrote to the device", it, mode);
 				ASSERT_TRUE(0);
 			}
@@ -1279,7 +1341,7 @@ TEST_F_TIMEOUT(fz, metadata_flips, 600)
 		 * generation: regions or pages synced since may be missing
 		 * there (zeros), never other bytes.
 		 */
-		older = kvt_stat(0, "generation") != (long long)le64toh(sb.generation);
+		older = kvt_stat(0, "generation") != (long long)le64toh(fl->sb.generation);
 		if (older)
 			fallbacks++;
 		for (i = 0; i < NR_PREG; i++) {
@@ -1316,12 +1378,63 @@ TEST_F_TIMEOUT(fz, metadata_flips, 600)
 	}
 	TH_LOG("%llu flips: %u refused (device untouched), %u attached (%u at the previous generation; %u pages EIO, none wrong)",
 	       iters, refused, attached, fallbacks, eio_pages);
+}
+
+TEST_F_TIMEOUT(fz, metadata_flips, 1200)
+{
+	struct fuzz_run runs[MAX_RUNS];
+	struct fz *z = &self->z;
+	struct flips fl;
+	unsigned int i;
+	int lfd, fd, j, n;
+
+	n = fuzz_runs(_metadata, "metadata_flips", "KVTIER_FUZZ_FLIPS", 120, runs);
+	ASSERT_LT(0, n);
+	/* The fixture's tier on NS0 is not used here. */
+	munmap(z->map, VU_LEN);
+	for (j = 0; j < FD_KINDS; j++)
+		if (j != FD_CLOSED)
+			close(z->fd[j]);
+	ASSERT_EQ(0, unlink_name(z->admin, VN_NAME));
+	close(z->admin);
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(IMG, IMG_SIZE, fl.dev, sizeof(fl.dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", fl.dev));
+	for (i = 0; i < NR_PREG; i++) {
+		unsigned char *buf = malloc(pregions[i].len);
+
+		fd = open_tier(O_RDWR);
+		ASSERT_EQ(0, bind_name(fd, pregions[i].name, pregions[i].len,
+				       KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0644));
+		kvt_fill(buf, pregions[i].len, 0, pregions[i].seed);
+		ASSERT_EQ((ssize_t)pregions[i].len, pwrite(fd, buf, pregions[i].len, 0));
+		ASSERT_EQ(0, fsync(fd));
+		close(fd);
+		free(buf);
+	}
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	fl.golden = malloc(IMG_SIZE);
+	fl.img = malloc(IMG_SIZE);
+	fl.after = malloc(IMG_SIZE);
+	ASSERT_NE(NULL, fl.golden);
+	ASSERT_NE(NULL, fl.img);
+	ASSERT_NE(NULL, fl.after);
+	ASSERT_EQ(0, img_read(fl.golden));
+	ASSERT_EQ(0, kvt_super_read(IMG, &fl.sb, NULL));
+	fl.meta_end = le64toh(fl.sb.data_start) * KVTIER_BLOCK_SIZE;
+	TH_LOG("image: data_start block %llu, generation %llu",
+	       (unsigned long long)le64toh(fl.sb.data_start),
+	       (unsigned long long)le64toh(fl.sb.generation));
+	for (j = 0; j < n; j++)
+		fuzz_flips(_metadata, &fl, runs[j].seed, runs[j].iters);
 	ioctl(lfd, LOOP_CLR_FD, 0);
 	close(lfd);
 	unlink(IMG);
-	free(golden);
-	free(img);
-	free(after);
+	free(fl.golden);
+	free(fl.img);
+	free(fl.after);
 	/* The teardown detaches tier 0: give it NS0 back. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
 }

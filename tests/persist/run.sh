@@ -21,8 +21,10 @@
 #            left, start a write/fsync/unlink workload on persistent regions
 #            and are cut by kill -9 of QEMU after a random delay; a last
 #            boot verifies, detaches, attaches and verifies again. The
-#            delays and workloads come from a seeded random source; the
-#            seed is printed, KVTIER_CRASH_SEED sets it
+#            delays and workloads come from a seeded random source: the
+#            crash line of tests/fuzz-seeds.txt (seed and cuts), a fresh
+#            seed with KVTIER_FUZZ_RANDOM=1; the seed is printed,
+#            KVTIER_CRASH_SEED sets it
 #
 # usage: tests/persist/run.sh BUILD KVER OUT [TEST...]
 #   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/,
@@ -207,11 +209,16 @@ test_corrupt() {
 # --- crash -------------------------------------------------------------------
 
 test_crash() {
-	local seed=${KVTIER_CRASH_SEED:-} cuts=${KVTIER_CRASH_CUTS:-20}
-	local b delay wseed pid rpid t0 waited ran synced st hits
-	if [[ -z $seed ]]; then
+	local seed=${KVTIER_CRASH_SEED:-} cuts=${KVTIER_CRASH_CUTS:-}
+	local b delay wseed pid rpid t0 waited ran synced st hits kept
+	# The kept seed (tests/fuzz-seeds.txt), unless one is given or
+	# KVTIER_FUZZ_RANDOM asks for a fresh one (make fuzz).
+	kept=$(awk '$1 == "crash" { print $2, $3; exit }' "$top/tests/fuzz-seeds.txt")
+	if [[ -z $seed && -n ${KVTIER_FUZZ_RANDOM:-} ]]; then
 		seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 	fi
+	[[ -n $seed ]] || seed=${kept% *}
+	[[ -n $cuts ]] || cuts=${kept#* }
 	[[ $seed =~ ^[0-9]+$ && $cuts =~ ^[0-9]+$ ]] || {
 		result not-ok "KVTIER_CRASH_SEED and KVTIER_CRASH_CUTS are numbers"
 		return
