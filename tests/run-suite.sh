@@ -59,14 +59,68 @@ fi
 # Tests that mount need the filesystem registered; the rig's modprobe works.
 modprobe -q ext4 || true
 
+# make check fuzzes with the seeds the tree keeps (kvtier_fuzz_test.c).
+export KVTIER_FUZZ_SEEDS=${KVTIER_FUZZ_SEEDS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fuzz-seeds.txt}
+
+# Every program starts from the same tier state, whatever the one before
+# did or how it failed: no kvtier module loaded (its tiers detached first),
+# no loop or device-mapper device, and blank namespaces (the kvtier
+# superblocks, blocks 0-16, and the lease block at the end zeroed: the
+# next attach formats them). What had to be undone after a program is
+# said on a "# cleanup" line; a state that cannot be reset fails the run.
+wipe_ns() {
+	local dev=$1 blocks
+	[[ -b $dev ]] || return 0
+	blocks=$(($(blockdev --getsize64 "$dev") / 4096))
+	dd if=/dev/zero of="$dev" bs=4096 count=17 oflag=direct status=none &&
+		dd if=/dev/zero of="$dev" bs=4096 seek=$((blocks - 1)) count=1 \
+			oflag=direct status=none
+}
+reset_state() {
+	local prev=$1 left=() t n
+	if [[ -d /sys/module/kvtier ]]; then
+		left+=("kvtier still loaded")
+		for t in /sys/class/kvtier/kvtier*/backing_dev; do
+			[[ -e $t ]] && echo none >"$t" 2>/dev/null
+		done
+		for n in 1 2 3 4 5 6 7 8 9 10; do
+			rmmod kvtier 2>/dev/null && break
+			sleep 1
+		done
+	fi
+	if n=$(dmsetup ls 2>/dev/null | grep -vc '^No devices found') && ((n > 0)); then
+		left+=("$n device-mapper devices")
+		dmsetup remove_all --force >/dev/null 2>&1
+	fi
+	n=$(losetup -n -l 2>/dev/null | wc -l)
+	if ((n > 0)); then
+		left+=("$n loop devices")
+		losetup -D
+	fi
+	if ((${#left[@]})); then
+		echo "# cleanup after $prev: ${left[*]}: undone" | tee -a "$out/tap.log"
+	fi
+	if [[ -d /sys/module/kvtier ]]; then
+		echo "not ok reset after $prev # kvtier cannot be unloaded" | tee -a "$out/tap.log"
+		return 1
+	fi
+	if ! wipe_ns "${KVTIER_NS0:-}" || ! wipe_ns "${KVTIER_NS1:-}"; then
+		echo "not ok reset after $prev # cannot wipe the namespaces" | tee -a "$out/tap.log"
+		return 1
+	fi
+}
+
 if [[ $# -eq 0 ]]; then
 	set -- "$build"/tests/*_test
 fi
 
 rc=0
 : >"$out/tap.log"
+prev=start
 for t in "$@"; do
 	name=${t##*/}
+	reset_state "$prev" || { rc=1; break; }
+	prev=$name
 	echo "# running $name" | tee -a "$out/tap.log"
 	"$t" 2>&1 | tee "$out/$name.tap"
 	st=${PIPESTATUS[0]}
