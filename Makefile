@@ -8,6 +8,10 @@
 #                        run the test suite, print one summary line
 #   make check-full      everything: check with long fuzzing and 100 crash
 #                        cuts, check-fabrics, check-debug (hours)
+#   make fuzz            kvtier_fuzz_test with fresh random seeds for
+#                        KVTIER_FUZZ_SECONDS (600) per kernel; prints the
+#                        replay line of any failure (tests/fuzz.sh; make
+#                        check fuzzes only with tests/fuzz-seeds.txt)
 #   make check-debug     the suite and the persistence tests under a 6.12 debug
 #                        kernel (KASAN, lockdep, KFENCE, kmemleak, fault
 #                        injection) built once and cached outside the tree
@@ -44,7 +48,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics bench-fabrics check-full bench-ab
+	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -129,16 +133,23 @@ check-debug: deps
 	$(MAKE) lib tools
 	tests/debug-kernel/check.sh $(BUILD)
 
+# Fresh random seeds (tests/fuzz.sh): what make check's kept seeds cannot
+# find. KVTIER_FUZZ_SECONDS per kernel.
+fuzz: deps
+	$(MAKE) lib tools
+	tests/fuzz.sh $(BUILD)
+
 # Everything, for a release or a change to the module's error paths (hours,
-# not for CI): make check with long fuzzing and 100 crash cuts, then the
-# fabrics tests and the debug kernel run.
+# not for CI): make check with 100 crash cuts at a fresh seed, an hour of
+# random fuzzing per kernel with long rounds, then the fabrics tests and
+# the debug kernel run.
 # Each part runs even if an earlier one failed; the status is the worst.
-CHECK_FULL_GUEST_ENV := KVTIER_FUZZ_ITERS=200000 KVTIER_FUZZ_SYSFS_ITERS=20000 \
-	KVTIER_FUZZ_FLIPS=1000
 check-full: deps
 	rc=0; \
-	KVTIER_GUEST_ENV="$(CHECK_FULL_GUEST_ENV)" KVTIER_CRASH_CUTS=100 \
-		KVTIER_SUITE_TIMEOUT=7200 $(MAKE) check || rc=1; \
+	KVTIER_FUZZ_RANDOM=1 KVTIER_CRASH_CUTS=100 $(MAKE) check || rc=1; \
+	KVTIER_FUZZ_SECONDS=3600 KVTIER_FUZZ_ITERS=200000 \
+		KVTIER_FUZZ_SYSFS_ITERS=20000 KVTIER_FUZZ_FLIPS=1000 \
+		$(MAKE) fuzz || rc=1; \
 	$(MAKE) check-fabrics || rc=1; \
 	$(MAKE) check-debug || rc=1; \
 	exit $$rc
