@@ -519,6 +519,13 @@ static void kvtier_ra_async(struct kvtier_region *region, pgoff_t index)
 		kvtier_region_put(region);
 }
 
+/*
+ * Failed reads of one page an access sees (its own, or another task's that
+ * it found failed) before it fails with -EIO: tasks faulting on a page of a
+ * bad sector take turns reading it, and none may retry forever.
+ */
+#define KVTIER_READ_TRIES	3
+
 /* How a page was found; the values are the kvtier_fault tracepoint's kind. */
 enum kvtier_get {
 	KVT_GET_MINOR,		/* was resident */
@@ -537,7 +544,7 @@ static struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_page **ra;
 	struct kvtier_page *kp;
-	unsigned int nr_ra, ra_max;
+	unsigned int nr_ra, ra_max, failed = 0;
 	bool single = false;
 	struct page *page;
 	void *entry;
@@ -566,6 +573,8 @@ retry:
 			 */
 			kvtier_page_unread(kp);
 			put_page(page);
+			if (++failed >= KVTIER_READ_TRIES)
+				return ERR_PTR(-EIO);
 			single = true;
 			goto retry;
 		}
@@ -635,9 +644,19 @@ retry:
 
 	/*
 	 * The read completion unlocks the page: wait for this page only. Our
-	 * reference keeps evictors away, so kp is still the entry.
+	 * reference keeps evictors away, but another task that faulted on
+	 * the page may have locked it first, found the read failed and freed
+	 * kp (kvtier_page_unread()): compare before using it, as above.
 	 */
 	lock_page(page);
+	if (xa_load(&region->pages, index) != kp || kp->page != page) {
+		unlock_page(page);
+		put_page(page);
+		if (++failed >= KVTIER_READ_TRIES)
+			return ERR_PTR(-EIO);
+		single = true;
+		goto retry;
+	}
 	if (!kvtier_page_ready(kp)) {
 		kvtier_page_unread(kp);
 		put_page(page);
