@@ -785,14 +785,22 @@ static vm_fault_t kvtier_vm_mkwrite(struct vm_fault *vmf)
 	void *entry;
 
 	lock_page(page);
+	/*
+	 * The entry may be another page's kp, which only its own page lock
+	 * keeps alive: look at it under the xa_lock, which every free of a
+	 * visible kp takes to remove it first. Ours (same page, locked here)
+	 * then stays.
+	 */
+	xa_lock(&region->pages);
 	entry = xa_load(&region->pages, vmf->pgoff);
-	if (!entry || xa_is_value(entry) ||
-	    ((struct kvtier_page *)entry)->page != page) {
+	kp = entry && !xa_is_value(entry) &&
+	     ((struct kvtier_page *)entry)->page == page ? entry : NULL;
+	xa_unlock(&region->pages);
+	if (!kp) {
 		/* Evicted meanwhile: let the access fault it in again. */
 		unlock_page(page);
 		return VM_FAULT_NOPAGE;
 	}
-	kp = entry;
 	kvtier_pool_mark_dirty(region->tier, kp);
 	return VM_FAULT_LOCKED;
 }
