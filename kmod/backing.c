@@ -140,6 +140,7 @@ int kvtier_backing_detach(struct kvtier_tier *tier)
 		return -EBUSY;
 
 	ret = kvtier_store_close(tier);
+	kvtier_io_drain(tier);
 	kvtier_bdev_close(&b->kb, tier);
 	dev_info(&tier->dev, "detached %s\n", b->path);
 	kfree(b->path);

@@ -77,11 +77,33 @@ static void kvtier_inflight_get(struct kvtier_tier *tier, long bytes)
 			  bytes && !atomic_read(&tier->meta_inflight));
 }
 
+/*
+ * A bio's bytes are no longer in flight. The count drops and the waiters
+ * wake under the waitqueue's lock, which kvtier_io_drain() takes after it
+ * sees zero: once it returns, no completion touches the tier any more.
+ */
 static void kvtier_inflight_put(struct kvtier_tier *tier, long bytes)
 {
+	unsigned long flags;
+
 	kvtier_io_progress(tier);
+	spin_lock_irqsave(&tier->inflight_wait.lock, flags);
 	atomic_long_sub(bytes, &tier->inflight_bytes);
-	wake_up_all(&tier->inflight_wait);
+	wake_up_all_locked(&tier->inflight_wait);
+	spin_unlock_irqrestore(&tier->inflight_wait.lock, flags);
+}
+
+/*
+ * Wait until every data bio of the tier has completed, its completion
+ * included. A read completion unlocks its pages before it is done with the
+ * tier, and the page locks are all a region's destroy waits for: detach
+ * drains before the tier, or the module, can go away.
+ */
+void kvtier_io_drain(struct kvtier_tier *tier)
+{
+	wait_event(tier->inflight_wait, !atomic_long_read(&tier->inflight_bytes));
+	spin_lock_irq(&tier->inflight_wait.lock);
+	spin_unlock_irq(&tier->inflight_wait.lock);
 }
 
 static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
@@ -171,6 +193,7 @@ static void kvtier_read_end_io(struct bio *bio)
 	enum kvtier_page_flag in = READ_ONCE(tier->knobs.checksum) ?
 		KVT_PG_VERIFY : KVT_PG_UPTODATE;
 	unsigned int i;
+	long bytes;
 
 	kvtier_hist_add(&tier->lat[KVT_HIST_READ], ns);
 	trace_kvtier_read_done(tier->id, sector, io->bytes, ns, err);
@@ -189,9 +212,14 @@ static void kvtier_read_end_io(struct bio *bio)
 		kvt_pg_set(kp, ok ? in : KVT_PG_ERROR);
 		unlock_page(kp->page);
 	}
-	kvtier_inflight_put(tier, io->bytes);
+	/*
+	 * The last page unlocked, its region may be destroyed and the tier
+	 * detached: only the in-flight count, which detach drains, is left.
+	 */
+	bytes = io->bytes;
 	bio_put(bio);
 	kfree(io);
+	kvtier_inflight_put(tier, bytes);
 }
 
 /*

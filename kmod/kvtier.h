@@ -118,7 +118,8 @@ struct kvtier_slots {
  * @committed_changes: @changes as of the last commit's snapshot
  * @commit_work: commits in the background (slots a region let go of)
  * @dropping: persistent regions are being forgotten, not deleted: their
- *            slots are freed in memory only (detach, failed attach)
+ *            slots are freed in memory only (detach, failed attach); set
+ *            only while kvtier_store_drop_regions() runs
  * @bad_copy: superblock copy (0 or 1) found damaged at attach, or the one
  *            whose checkpoint was: the metadata has no second good
  *            generation until a commit rewrites that copy; -1 when none
@@ -638,6 +639,7 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr);
 
 /* io.c */
+void kvtier_io_drain(struct kvtier_tier *tier);
 int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 		   unsigned int nr);
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp);
