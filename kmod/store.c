@@ -195,7 +195,18 @@ err:
 static void kvtier_store_free(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
+	unsigned long start, end;
 
+	/*
+	 * Slots that wait for a commit that did not come (it failed, and the
+	 * tier is detaching): the namespace keeps what the last commit names,
+	 * and memory forgets the rest.
+	 */
+	if (st->releasing) {
+		kvtier_slots_freeze(&tier->slots, st->releasing);
+		for_each_set_bitrange(start, end, st->releasing, st->nr_slots)
+			kvtier_slots_free(&tier->slots, start, end - start);
+	}
 	kvtier_slots_exit(&tier->slots);
 	vfree(st->ckpt);
 	kvfree(st->releasing);
@@ -931,6 +942,12 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 		kvtier_region_put_user(r);
 	}
 	cancel_work_sync(&tier->store.commit_work);
+	/*
+	 * Only these were forgotten. A fallback attach to the other
+	 * superblock copy goes on with this store: from now on a destroyed
+	 * persistent region's slots wait for the commit that unlinks it.
+	 */
+	WRITE_ONCE(tier->store.dropping, false);
 }
 
 /*
