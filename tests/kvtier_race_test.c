@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Races and lifetimes in the data path (issue 25, items 1, 2, 3 and 13),
+ * each driven hard enough to go wrong on a module that has them, with a
+ * tier formatted on /dev/mapper/kvt-race, a device-mapper table over
+ * KVTIER_NS1 that a test swaps (dmsetup load + resume) to make I/O fail:
+ *
+ * - failed_reads (variants error: every read of the namespace fails, the
+ *   dm error target; crc: the region's slots are overwritten under the
+ *   tier, every read mismatches its CRC32C): eight threads fault and
+ *   pread the same evicted pages for 3 s. Every access gets SIGBUS or
+ *   EIO, never bytes; an access that saw another task's failed read must
+ *   not use the page that task freed (the major-fault path did, and
+ *   uncharged the pool twice: a use-after-free). Afterwards the pool
+ *   holds no more than its budget, and once the namespace holds the
+ *   bytes again (the linear table back; the slots rewritten as they
+ *   were) every byte reads back; closing leaves nothing resident.
+ * - mkwrite_vs_evict: writers store into mapped pages while another
+ *   thread evicts the whole region (DONTNEED) in a loop: each first store
+ *   after an eviction goes through page_mkwrite, which looked at a page
+ *   entry it held no lock on. Every store lands: each page holds its last
+ *   value, in memory and after write-back.
+ * - close_unload_under_reads: WILLNEED queues reads of an evicted region,
+ *   and at once the file is closed, the tier detached and the module
+ *   unloaded, while the reads complete (the read completion touched the
+ *   tier after unlocking the last page); 24 times, every other time with
+ *   the bytes checked first.
+ * - fallback_attach_defers_slots: an attach that fell back to the older
+ *   superblock copy (the newest checkpoint names a page past its
+ *   region's end, found after the regions before it were loaded) left the
+ *   store "dropping": an unlinked persistent region's slots were freed at once,
+ *   before the unlink was committed. With the metadata area failing
+ *   writes, unlink the region, write another region into the space, and
+ *   detach (the commit fails); attached again, the region is back, and
+ *   every byte of it reads right, none from the other region.
+ *
+ * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
+ * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
+ * VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <linux/fs.h>
+#include <linux/kvtier.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MiB		(1024ULL * 1024)
+#define PAGE		4096ULL
+#define DM_NAME		"kvt-race"
+#define DM_DEV		"/dev/mapper/" DM_NAME
+
+static unsigned long long ns1_sectors(void)
+{
+	unsigned long long bytes = 0;
+	int fd = open(kvt_ns("KVTIER_NS1"), O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (ioctl(fd, BLKGETSIZE64, &bytes))
+		bytes = 0;
+	close(fd);
+	return bytes / 512;
+}
+
+/* Swap the live table (one or more lines) in: suspend, load, resume. */
+static int table(const char *lines)
+{
+	return kvt_run("printf '%s' | dmsetup load " DM_NAME " 2>/dev/null && "
+		       "dmsetup suspend " DM_NAME " && dmsetup resume " DM_NAME
+		       " || { dmsetup resume " DM_NAME "; false; }", lines);
+}
+
+static int linear(void)
+{
+	char t[256];
+
+	snprintf(t, sizeof(t), "0 %llu linear %s 0\\n", ns1_sectors(),
+		 kvt_ns("KVTIER_NS1"));
+	return table(t);
+}
+
+/* Writes (and reads) of blocks [0, @blocks) fail; the rest is linear. */
+static int meta_error(unsigned long long blocks)
+{
+	unsigned long long s = blocks * (KVTIER_BLOCK_SIZE / 512);
+	char t[256];
+
+	snprintf(t, sizeof(t), "0 %llu error\\n%llu %llu linear %s %llu\\n", s, s,
+		 ns1_sectors() - s, kvt_ns("KVTIER_NS1"), s);
+	return table(t);
+}
+
+static int bind_name(int fd, const char *name, unsigned long long size,
+		     unsigned int flags)
+{
+	struct kvtier_region_open o = { .size = size, .flags = flags, .mode = 0600 };
+
+	strncpy(o.name, name, sizeof(o.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &o) ? -errno : 0;
+}
+
+static int unlink_name(int fd, const char *name)
+{
+	struct kvtier_region_name n = { { 0 } };
+
+	strncpy(n.name, name, sizeof(n.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &n) ? -errno : 0;
+}
+
+/* A tier file with an unnamed region of @len, or -errno. */
+static int region_fd(unsigned long long len)
+{
+	struct kvtier_region_create c = { .size = len };
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, KVTIER_IOC_REGION_CREATE, &c)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
+/* Fill @len bytes of @fd with pattern @seed, write back and drop them. */
+static int fill_evict(int fd, unsigned long long len, unsigned long long seed)
+{
+	unsigned char *buf = malloc(len);
+	int ret = -1;
+
+	if (!buf)
+		return -1;
+	kvt_fill(buf, len, 0, seed);
+	if (pwrite(fd, buf, len, 0) == (ssize_t)len && !fsync(fd) &&
+	    !posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		ret = 0;
+	free(buf);
+	return ret;
+}
+
+/* -1 if @len bytes of @fd read back as pattern @seed, else the bad offset. */
+static long long check_fd(int fd, unsigned long long len, unsigned long long seed)
+{
+	unsigned char *buf = malloc(len);
+	long long bad;
+
+	if (!buf)
+		return 0;
+	if (pread(fd, buf, len, 0) != (ssize_t)len) {
+		free(buf);
+		return 0;
+	}
+	bad = kvt_check(buf, len, 0, seed);
+	free(buf);
+	return bad;
+}
+
+FIXTURE(race) {
+	int dummy;
+};
+
+/* kvtier loaded; NS1 behind a linear dm table, formatted as tier 0. */
+static void tier_up(struct __test_metadata *_metadata)
+{
+	const char *ns1 = kvt_ns("KVTIER_NS1");
+
+	if (!getenv("KVTIER_KO"))
+		SKIP(return, "KVTIER_KO not set");
+	if (!ns1)
+		SKIP(return, "no second namespace in KVTIER_NS1");
+	if (system("command -v dmsetup >/dev/null"))
+		SKIP(return, "dmsetup not installed");
+	ASSERT_FALSE(kvt_loaded());
+	ASSERT_FALSE(kvt_exists(DM_DEV));
+	ASSERT_GT(ns1_sectors(), 0);
+	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
+			     ns1_sectors(), ns1));
+	ASSERT_EQ(0, kvt_load("num_tiers=1"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
+}
+
+/* In the parent, every file of the test closed: linear, detach, unload. */
+static void tier_down(struct __test_metadata *_metadata)
+{
+	if (kvt_exists(DM_DEV))
+		EXPECT_EQ(0, linear());
+	if (kvt_loaded()) {
+		kvt_tier_write(0, "backing_dev", "none");
+		EXPECT_TRUE(kvt_state_is(0, "detached"));
+		EXPECT_EQ(0, kvt_unload());
+	}
+	if (kvt_exists(DM_DEV))
+		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
+}
+
+FIXTURE_SETUP(race)
+{
+	tier_up(_metadata);
+}
+
+FIXTURE_TEARDOWN_PARENT(race)
+{
+	tier_down(_metadata);
+}
+
+/* ------------------------------------------------------------------ */
+/* item 1: faults and preads racing over pages whose reads fail        */
+
+FIXTURE(rd) {
+	int dummy;
+};
+
+FIXTURE_VARIANT(rd) {
+	int crc;	/* bytes changed under the tier, else reads fail */
+};
+
+FIXTURE_VARIANT_ADD(rd, error) { .crc = 0 };
+FIXTURE_VARIANT_ADD(rd, crc) { .crc = 1 };
+
+FIXTURE_SETUP(rd)
+{
+	tier_up(_metadata);
+}
+
+FIXTURE_TEARDOWN_PARENT(rd)
+{
+	tier_down(_metadata);
+}
+
+#define RD_LEN		(2 * MiB)
+#define RD_THREADS	8
+
+struct rd_arg {
+	int fd, use_map;
+	volatile unsigned char *map;
+	volatile int *stop;
+	unsigned long long rng;
+	long failed, wrong;
+};
+
+static __thread sigjmp_buf rd_jmp;
+
+static void rd_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(rd_jmp, 1);
+}
+
+static void *rd_thread(void *p)
+{
+	struct rd_arg *a = p;
+	unsigned char buf[PAGE];
+	unsigned long long off;
+
+	while (!*a->stop) {
+		a->rng = a->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		/* Mostly a few hot pages, so tasks meet on the same one. */
+		off = ((a->rng >> 33) % (a->rng & 1 ? 8 : RD_LEN / PAGE)) * PAGE;
+		if (a->use_map) {
+			if (!sigsetjmp(rd_jmp, 1)) {
+				(void)a->map[off];
+				a->wrong++;
+			} else {
+				a->failed++;
+			}
+		} else if (pread(a->fd, buf, PAGE, off) == -1 && errno == EIO) {
+			a->failed++;
+		} else {
+			a->wrong++;
+		}
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(rd, failed_reads, 300)
+{
+	struct kvtier_disk_super sb;
+	struct rd_arg a[RD_THREADS];
+	pthread_t th[RD_THREADS];
+	struct sigaction sa = { .sa_handler = rd_sigbus };
+	volatile int stop = 0;
+	unsigned char *map, *junk;
+	long failed = 0, wrong = 0;
+	int fd, i;
+
+	fd = region_fd(RD_LEN);
+	ASSERT_GE(fd, 0);
+	map = mmap(NULL, RD_LEN, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, fill_evict(fd, RD_LEN, 31));
+	if (variant->crc) {
+		/* A fresh tier's first write-back took slots 0..511. */
+		ASSERT_EQ(0, kvt_super_read(DM_DEV, &sb, NULL));
+		ASSERT_EQ(0, posix_memalign((void **)&junk, PAGE, RD_LEN));
+		memset(junk, 0x5a, RD_LEN);
+		ASSERT_EQ(0, kvt_dev_write(kvt_ns("KVTIER_NS1"), junk, RD_LEN,
+					   kvt_slot_offset(&sb, 0)));
+		free(junk);
+	} else {
+		char t[64];
+
+		snprintf(t, sizeof(t), "0 %llu error\\n", ns1_sectors());
+		ASSERT_EQ(0, table(t));
+	}
+
+	ASSERT_EQ(0, sigaction(SIGBUS, &sa, NULL));
+	for (i = 0; i < RD_THREADS; i++) {
+		a[i] = (struct rd_arg){ .fd = fd, .use_map = i % 2, .map = map,
+					.stop = &stop, .rng = 0x9e3779b97f4a7c15ULL * (i + 1) };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, rd_thread, &a[i]));
+	}
+	sleep(3);
+	stop = 1;
+	for (i = 0; i < RD_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		failed += a[i].failed;
+		wrong += a[i].wrong;
+	}
+	signal(SIGBUS, SIG_DFL);
+	TH_LOG("%ld accesses failed as they must, %ld got bytes; resident %lld pages",
+	       failed, wrong, kvt_stat(0, "resident_pages"));
+	ASSERT_EQ(0, wrong);
+	ASSERT_GT(failed, 1000);
+	ASSERT_LE(kvt_stat(0, "resident_pages"), 4 * MiB / PAGE);
+
+	/* The bytes come back once the namespace holds them again. */
+	if (variant->crc) {
+		ASSERT_EQ(0, posix_memalign((void **)&junk, PAGE, RD_LEN));
+		kvt_fill(junk, RD_LEN, 0, 31);
+		ASSERT_EQ(0, kvt_dev_write(kvt_ns("KVTIER_NS1"), junk, RD_LEN,
+					   kvt_slot_offset(&sb, 0)));
+		free(junk);
+	} else {
+		ASSERT_EQ(0, linear());
+	}
+	ASSERT_EQ(-1, check_fd(fd, RD_LEN, 31));
+	ASSERT_EQ(-1, kvt_check(map, RD_LEN, 0, 31));
+	munmap(map, RD_LEN);
+	close(fd);
+	ASSERT_EQ(0, kvt_stat(0, "resident_pages"));
+}
+
+/* ------------------------------------------------------------------ */
+/* item 2: page_mkwrite racing eviction                                */
+
+#define MK_LEN		(4 * MiB)
+#define MK_WRITERS	4
+
+struct mk_arg {
+	volatile unsigned long long *map;	/* one word a page */
+	unsigned long long first, nr, *last;
+	volatile int *stop;
+};
+
+static void *mk_writer(void *p)
+{
+	struct mk_arg *a = p;
+	unsigned long long v = 0, i;
+
+	while (!*a->stop) {
+		v++;
+		for (i = a->first; i < a->first + a->nr; i++) {
+			a->map[i * (PAGE / 8)] = (i << 32) | v;
+			a->last[i] = (i << 32) | v;
+		}
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(race, mkwrite_vs_evict, 300)
+{
+	unsigned long long npages = MK_LEN / PAGE, *last, i, word;
+	struct mk_arg a[MK_WRITERS];
+	pthread_t th[MK_WRITERS];
+	volatile int stop = 0;
+	unsigned long evictions = 0;
+	unsigned long long *map;
+	time_t end;
+	int fd;
+
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 8));
+	fd = region_fd(MK_LEN);
+	ASSERT_GE(fd, 0);
+	map = mmap(NULL, MK_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	last = calloc(npages, sizeof(*last));
+	ASSERT_NE(NULL, last);
+	for (i = 0; i < MK_WRITERS; i++) {
+		a[i] = (struct mk_arg){ .map = map, .first = i * npages / MK_WRITERS,
+					.nr = npages / MK_WRITERS, .last = last,
+					.stop = &stop };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, mk_writer, &a[i]));
+	}
+	end = time(NULL) + 3;
+	while (time(NULL) < end) {
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		evictions++;
+	}
+	stop = 1;
+	for (i = 0; i < MK_WRITERS; i++)
+		pthread_join(th[i], NULL);
+	TH_LOG("%lu evictions of the region under %d writers; %lld pages written back",
+	       evictions, MK_WRITERS, kvt_stat(0, "writeback_pages"));
+	ASSERT_GT(evictions, 3);
+	for (i = 0; i < npages; i++)
+		ASSERT_EQ(last[i], map[i * (PAGE / 8)]);
+	/* And on the namespace: written back, dropped, read again. */
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	for (i = 0; i < npages; i++) {
+		ASSERT_EQ((ssize_t)sizeof(word), pread(fd, &word, sizeof(word), i * PAGE));
+		ASSERT_EQ(last[i], word);
+	}
+	free(last);
+	munmap(map, MK_LEN);
+	close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* item 3: close, detach and unload while reads complete               */
+
+TEST_F_TIMEOUT(race, close_unload_under_reads, 600)
+{
+	const unsigned long long len = 8 * MiB;
+	int round, fd;
+
+	for (round = 0; round < 24; round++) {
+		if (round) {
+			ASSERT_EQ(0, kvt_load("num_tiers=1"));
+			ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
+			ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
+		}
+		fd = region_fd(len);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, fill_evict(fd, len, 40 + round));
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED));
+		if (round % 2)
+			ASSERT_EQ(-1, check_fd(fd, len, 40 + round));
+		close(fd);
+		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+		ASSERT_EQ(0, kvt_unload());
+	}
+	/* The teardown finds the module unloaded. */
+}
+
+/* ------------------------------------------------------------------ */
+/* item 13: slots of a region unlinked after a fallback attach         */
+
+TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
+{
+	const unsigned long long alen = 1 * MiB, clen = 64 * 1024, dlen = 2 * MiB;
+	struct kvtier_disk_super sb;
+	struct kvtier_disk_ckpt *hdr;
+	struct kvtier_disk_page *pages;
+	unsigned char blk[PAGE], *area;
+	unsigned long long gen, ckpt, bytes;
+	int fd, dfd, ret, copy;
+
+	/* A, then C: the generation before the last still has A's pages. */
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, bind_name(fd, "fb-a", alen, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));
+	ASSERT_EQ(0, fill_evict(fd, alen, 51));
+	close(fd);
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, bind_name(fd, "fb-c", clen, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));
+	ASSERT_EQ(0, fill_evict(fd, clen, 52));
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+
+	/*
+	 * Damage the newest checkpoint so that it passes its CRC but names a
+	 * page past the end of A: the attach refuses it with A's region
+	 * already loaded (dropped again), and falls back.
+	 */
+	ASSERT_EQ(0, kvt_super_read(DM_DEV, &sb, &copy));
+	gen = le64toh(sb.generation);
+	bytes = le64toh(sb.ckpt_bytes);
+	ckpt = le64toh(sb.meta_start) + (gen % 2) * le64toh(sb.meta_blocks);
+	area = calloc(1, bytes + PAGE);
+	ASSERT_NE(NULL, area);
+	ASSERT_EQ(0, kvt_dev_read(DM_DEV, area, (bytes + PAGE - 1) / PAGE * PAGE, ckpt * PAGE));
+	hdr = (struct kvtier_disk_ckpt *)area;
+	ASSERT_EQ(2, le64toh(hdr->nr_regions));
+	pages = (struct kvtier_disk_page *)(area + sizeof(*hdr) +
+		le64toh(hdr->nr_regions) * sizeof(struct kvtier_disk_region));
+	pages[0].index = htole32(0xffffffffU);
+	ASSERT_EQ(0, kvt_dev_write(DM_DEV, area, (bytes + PAGE - 1) / PAGE * PAGE, ckpt * PAGE));
+	ASSERT_EQ(0, kvt_dev_read(DM_DEV, blk, PAGE, copy * PAGE));
+	((struct kvtier_disk_super *)blk)->ckpt_crc = htole32(kvt_crc32c(~0U, area, bytes));
+	kvt_super_seal(blk);
+	ASSERT_EQ(0, kvt_dev_write(DM_DEV, blk, PAGE, copy * PAGE));
+	free(area);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
+	ASSERT_EQ((long long)gen - 1, kvt_stat(0, "generation"));
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, bind_name(fd, "fb-a", 0, 0));
+	ASSERT_EQ(-1, check_fd(fd, alen, 51));
+	close(fd);
+
+	/* Commits fail from now on: the unlink stays uncommitted. */
+	ASSERT_EQ(0, meta_error(le64toh(sb.data_start)));
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ret = unlink_name(fd, "fb-a");
+	TH_LOG("unlink with commits failing: %s", ret ? strerror(-ret) : "ok");
+	ASSERT_TRUE(ret == 0 || ret == -EIO);
+	close(fd);
+	/* A new region's write-back takes the first free slots. */
+	dfd = region_fd(dlen);
+	ASSERT_GE(dfd, 0);
+	ret = fill_evict(dfd, dlen, 53);
+	TH_LOG("another region's write-back: %s", ret ? strerror(errno) : "ok");
+	close(dfd);
+	ret = kvt_tier_write(0, "backing_dev", "none");
+	TH_LOG("detach with commits failing: %s", ret ? strerror(-ret) : "ok");
+	ASSERT_TRUE(kvt_state_is(0, "detached"));
+
+	/* The unlink never reached the media: A is back, with its bytes. */
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
+	ASSERT_EQ((long long)gen - 1, kvt_stat(0, "generation"));
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, bind_name(fd, "fb-a", 0, 0));
+	ASSERT_EQ(-1, check_fd(fd, alen, 51));
+	ASSERT_EQ(0, unlink_name(fd, "fb-a"));
+	close(fd);
+	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+}
+
+TEST_HARNESS_MAIN
