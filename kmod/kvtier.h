@@ -492,6 +492,11 @@ enum kvtier_page_flag {
 				 * UPTODATE until its first user, holding
 				 * the page lock, checks it (io.c)
 				 */
+	KVT_PG_GUP,		/* a GUP reference was held when write-back
+				 * took its snapshot: DMA may change the
+				 * page under the bio, so it stays dirty
+				 * (pool.c, under the page lock)
+				 */
 };
 
 /**

@@ -307,6 +307,20 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 }
 
 /*
+ * Does someone besides the pool and the write-back (one reference each)
+ * hold the page? Write-back has unmapped it and holds its lock, so that is
+ * a GUP pin or get: an O_DIRECT read into the mapping, RDMA, an io_uring
+ * fixed buffer. DMA may write the page during and after the write-back,
+ * with no fault to mark it dirty again, so it stays dirty, as file systems
+ * keep pinned pages: a later write-back writes what landed, and eviction
+ * waits for it. Caller holds the page lock.
+ */
+static bool kvtier_page_gup_held(struct kvtier_page *kp)
+{
+	return page_count(kp->page) > 2;
+}
+
+/*
  * A page's write-back to wb_slot ended with @err. On success the new copy
  * becomes the page's slot, with its CRC, under the xa_lock (a commit's
  * snapshot reads the pair there); a slot it replaces is deferred (a commit
@@ -336,6 +350,9 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 		kvtier_slots_defer(&tier->slots, old, 1);
 	if (region->persistent)
 		atomic64_inc(&tier->store.changes);
+	/* DMA may have changed it under the bio, or may still: stays dirty. */
+	if (kvt_pg_test_and_clear(kp, KVT_PG_GUP) || kvtier_page_gup_held(kp))
+		return;
 	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 		atomic_long_dec(&tier->pool.nr_dirty);
 		atomic_long_dec(&region->nr_dirty);
@@ -382,7 +399,12 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 		if (!errs[i]) {
 			void *data = kmap_local_page(kps[i]->page);
 
-			/* Stable under the page lock: this is what lands. */
+			/*
+			 * Stable under the page lock, unless DMA into a GUP
+			 * reference changes it: then it stays dirty.
+			 */
+			if (kvtier_page_gup_held(kps[i]))
+				kvt_pg_set(kps[i], KVT_PG_GUP);
 			kps[i]->crc = kvtier_crc32c(data, PAGE_SIZE);
 			kunmap_local(data);
 			wr[n++] = kps[i];
