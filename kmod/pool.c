@@ -269,7 +269,8 @@ static bool kvtier_needs_slot(const struct kvtier_page *kp)
  * for each run of consecutive indexes of one region, so the batch goes out
  * in few, large bios. When the namespace is full, the store is asked to
  * make room (commit, then reclaim an unused persistent region). Returns
- * -ENOSPC for the pages it could not place (errs[i]), 0 otherwise.
+ * the error for the pages it could not place (errs[i]): -ENOSPC, or the
+ * error of the commit that could not free slots (-EIO); 0 otherwise.
  */
 static int kvtier_assign_slots(struct kvtier_tier *tier,
 			       struct kvtier_page **kps, unsigned int nr,
@@ -277,7 +278,7 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 {
 	unsigned long slot, got;
 	unsigned int i = 0, j;
-	int ret = 0;
+	int ret = 0, err;
 
 	while (i < nr) {
 		if (!kvtier_needs_slot(kps[i])) {
@@ -290,13 +291,13 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 		     kps[j]->index == kps[j - 1]->index + 1; j++)
 			;
 		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
-		if (slot == KVTIER_NO_SLOT &&
-		    kvtier_store_make_room(tier))
-			continue;
 		if (slot == KVTIER_NO_SLOT) {
+			err = kvtier_store_make_room(tier);
+			if (!err)
+				continue;
 			for (; i < j; i++)
-				errs[i] = -ENOSPC;
-			ret = -ENOSPC;
+				errs[i] = err;
+			ret = err;
 			continue;
 		}
 		for (j = 0; j < got; j++)

@@ -480,33 +480,70 @@ static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier)
 	return victim;
 }
 
+/* Link @victim again if its name is free; whether it was. */
+static bool kvtier_relink(struct kvtier_tier *tier, struct kvtier_region *victim)
+{
+	struct kvtier_region *r;
+	bool taken = false;
+
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node)
+		taken |= r->linked && !strcmp(r->name, victim->name);
+	if (!taken)
+		victim->linked = true;
+	spin_unlock(&tier->regions_lock);
+	return !taken;
+}
+
 /*
  * The namespace is full. First commit, which frees the slots persistent
  * regions let go of since the last commit; if that frees nothing, reclaim
- * the least recently used unused persistent region. Called from write-back
- * with page locks held. Returns true if slots were freed (try again).
+ * the least recently used unused persistent region. The victim is only
+ * unlinked until the commit that records it is on the media, and named
+ * again if that commit fails: a region destroyed before would be unlinked
+ * for good by the first commit that succeeds, and each retry of the writer
+ * took the next one (an NVMe-oF path flap emptied a namespace so). Called
+ * from write-back with page locks held. Returns 0 if slots were freed or
+ * can be after one more commit (try again), -ENOSPC if nothing can be
+ * freed, or the error of the commit that failed (nothing reclaimed).
  */
-bool kvtier_store_make_room(struct kvtier_tier *tier)
+int kvtier_store_make_room(struct kvtier_tier *tier)
 {
 	struct kvtier_slots *slots = &tier->slots;
 	unsigned long used = READ_ONCE(slots->used);
 	struct kvtier_region *victim;
+	int ret;
 
-	kvtier_store_commit(tier);
+	ret = kvtier_store_commit(tier);
 	if (READ_ONCE(slots->used) < used)
-		return true;
+		return 0;
+	if (ret)
+		return ret;
 
 	victim = kvtier_reclaim_victim(tier);
 	if (!victim)
-		return false;
+		return -ENOSPC;
+	atomic64_inc(&tier->store.changes);
+	ret = kvtier_store_commit(tier);
+	if (ret) {
+		/*
+		 * Named again, unless a region of that name was created while
+		 * it was not (it then replaces the victim, as an unlink and a
+		 * create would have).
+		 */
+		if (!kvtier_relink(tier, victim))
+			kvtier_region_put_user(victim);
+		return ret;
+	}
 	kvtier_count(tier, KVT_STAT_REGION_RECLAIM, 1);
 	dev_info(&tier->dev, "reclaimed persistent region '%s' (%llu bytes on the namespace, unused for %lu s) for space\n",
 		 victim->name, (u64)atomic_long_read(&victim->nr_slots) << PAGE_SHIFT,
 		 (jiffies - READ_ONCE(victim->last_use)) / HZ);
-	atomic64_inc(&tier->store.changes);
-	kvtier_region_put_user(victim);		/* the name's: destroys it */
+	/* The name's reference: destroys it, deferring its slots... */
+	kvtier_region_put_user(victim);
+	/* ...which this commit frees (or a later one, if it fails). */
 	kvtier_store_commit(tier);
-	return true;
+	return 0;
 }
 
 /* Format @nr_blocks: zero the signature blocks and commit an empty store. */
