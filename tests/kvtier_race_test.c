@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Races and lifetimes in the data path (issue 25, items 1, 2, 3, 4, 13),
+ * Races and lifetimes in the data path (issue 25, items 1, 2, 3, 4, 11, 13),
  * each driven hard enough to go wrong on a module that has them, with a
  * tier formatted on /dev/mapper/kvt-race, a device-mapper table over
  * KVTIER_NS1 that a test swaps (dmsetup load + resume) to make I/O fail:
@@ -26,6 +26,13 @@
  *   state of a page the read's DMA was still filling, and the page was
  *   then dropped with the older bytes on the namespace. Every byte is the
  *   last round's, in memory and after write-back.
+ * - reclaim_stops_when_commits_fail: on an 8 MiB namespace held mostly by
+ *   unused persistent regions, with the metadata area failing writes, a
+ *   volatile region larger than the free space is written back: the
+ *   writer gets ENOSPC or EIO, and no persistent region is reclaimed
+ *   (space reclaim took one after another, each commit failing, and the
+ *   first commit that succeeded made all the unlinks durable). Once
+ *   commits work, every region is there with its bytes.
  * - close_unload_under_reads: WILLNEED queues reads of an evicted region,
  *   and at once the file is closed, the tier detached and the module
  *   unloaded, while the reads complete (the read completion touched the
@@ -627,6 +634,71 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ(0, unlink_name(fd, "fb-a"));
 	close(fd);
 	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+}
+
+/* ------------------------------------------------------------------ */
+/* item 11: no space reclaim while commits fail                        */
+
+#define RC_NS		(8 * MiB)	/* the namespace of this test */
+#define RC_REGIONS	3
+#define RC_LEN		(1536 * 1024ULL)
+
+TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
+{
+	struct kvtier_disk_super sb;
+	char t[256], name[32];
+	int fd, i, ret;
+
+	/* A namespace of 8 MiB, most of it held by unused persistent regions. */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	snprintf(t, sizeof(t), "0 %llu linear %s 0\\n", RC_NS / 512, kvt_ns("KVTIER_NS1"));
+	ASSERT_EQ(0, table(t));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
+	for (i = 0; i < RC_REGIONS; i++) {
+		snprintf(name, sizeof(name), "rc-%d", i);
+		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, bind_name(fd, name, RC_LEN, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));
+		ASSERT_EQ(0, fill_evict(fd, RC_LEN, 70 + i));
+		close(fd);
+	}
+	ASSERT_EQ(0, kvt_super_read(DM_DEV, &sb, NULL));
+
+	/*
+	 * Commits fail (the metadata area refuses writes; data slots work).
+	 * A volatile region larger than the free space cannot be written
+	 * back, and no persistent region may be reclaimed for it: each would
+	 * be unlinked for good by the first commit that succeeds.
+	 */
+	ASSERT_EQ(0, meta_error(le64toh(sb.data_start)));
+	fd = region_fd(4 * MiB);
+	ASSERT_GE(fd, 0);
+	ret = fill_evict(fd, 4 * MiB, 79);
+	TH_LOG("a 4 MiB write-back into %lld free bytes with commits failing: %s",
+	       kvt_tier_num(0, "capacity") - kvt_tier_num(0, "used"),
+	       ret ? strerror(errno) : "ok");
+	ASSERT_NE(0, ret);
+	ASSERT_TRUE(errno == ENOSPC || errno == EIO);
+	ASSERT_EQ(0, kvt_stat(0, "regions_reclaimed"));
+	close(fd);
+
+	/* Commits work again: detach commits, and every region is there. */
+	snprintf(t, sizeof(t), "0 %llu linear %s 0\\n", RC_NS / 512, kvt_ns("KVTIER_NS1"));
+	ASSERT_EQ(0, table(t));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
+	for (i = 0; i < RC_REGIONS; i++) {
+		snprintf(name, sizeof(name), "rc-%d", i);
+		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		ASSERT_GE(fd, 0);
+		ret = bind_name(fd, name, 0, 0);
+		if (ret)
+			TH_LOG("%s: %s after the failed commits", name, strerror(-ret));
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(-1, check_fd(fd, RC_LEN, 70 + i));
+		close(fd);
+	}
 }
 
 TEST_HARNESS_MAIN
