@@ -772,6 +772,38 @@ TEST_F_TIMEOUT(tier, pin_keeps_pages_resident, 300)
 	munmap(p, len);
 }
 
+/*
+ * Dirty pinned pages are written back by fsync, not by the background
+ * worker, which writes back only to free memory and never frees a pinned
+ * page (userspace-api: KVTIER_IOC_PIN).
+ */
+TEST_F_TIMEOUT(tier, pinned_dirty_pages_wait_for_fsync, 300)
+{
+	size_t len = 4 * BUDGET_MB * MiB;
+	struct kvtier_pin pin = { .offset = 0, .length = MiB };
+	struct kvtier_region_info ri;
+	unsigned char *p = map_region(self->fd, len);
+
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	kvt_fill(p, MiB, 0, 131);
+	/* Thrash the rest: the background worker and budget stalls run. */
+	kvt_fill(p + MiB, len - MiB, MiB, 132);
+	ASSERT_EQ(-1, kvt_check(p + MiB, len - MiB, MiB, 132));
+	ASSERT_GT(kvt_stat(0, "writeback_pages"), 0);
+	ASSERT_EQ(0, kvt_region_info(self->fd, &ri));
+	ASSERT_GE(ri.dirty, (unsigned long long)MiB);
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, kvt_region_info(self->fd, &ri));
+	ASSERT_EQ(0, ri.dirty);
+	/* Unpinned and dropped, the pinned bytes come back from the namespace. */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_UNPIN, &pin));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_EQ(-1, kvt_check(p, MiB, 0, 131));
+	munmap(p, len);
+}
+
 /* MemFree in KiB, from /proc/meminfo, after dropping clean caches. */
 static long long mem_free_kb(void)
 {
