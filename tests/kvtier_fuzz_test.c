@@ -224,23 +224,6 @@ static int open_tier(int flags)
 	return open("/dev/kvtier0", flags | O_CLOEXEC);
 }
 
-static int bind_name(int fd, const char *name, unsigned long long size,
-		     unsigned int flags, unsigned int mode)
-{
-	struct kvtier_region_open o = { .size = size, .flags = flags, .mode = mode };
-
-	strncpy(o.name, name, sizeof(o.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &o) ? -errno : 0;
-}
-
-static int unlink_name(int fd, const char *name)
-{
-	struct kvtier_region_name n = { { 0 } };
-
-	strncpy(n.name, name, sizeof(n.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &n) ? -errno : 0;
-}
-
 static int gpu_lines(void)
 {
 	char line[512];
@@ -337,7 +320,7 @@ static int victims_intact(struct fz *z)
 	if (kvt_check(z->map, VU_LEN, 0, 7) != -1)
 		return FD_UNNAMED;
 	fd = open_tier(O_RDWR);
-	if (fd < 0 || bind_name(fd, VP_NAME, 0, 0, 0) ||
+	if (fd < 0 || kvt_bind_name(fd, VP_NAME, 0, 0, 0) ||
 	    pread(fd, buf, VP_LEN, 0) != (ssize_t)VP_LEN ||
 	    kvt_check(buf, VP_LEN, 0, 9) != -1) {
 		if (fd >= 0)
@@ -592,7 +575,7 @@ static const char *undo(struct fz *z, int k, unsigned int cmd, const void *a)
 	case KVTIER_IOC_REGION_OPEN:
 		if (k != FD_UNBOUND && k != FD_TIER_RDONLY)
 			return "REGION_OPEN succeeded on a bound file";
-		if (!victim_name(o->name) && unlink_name(z->admin, o->name))
+		if (!victim_name(o->name) && kvt_unlink_name(z->admin, o->name))
 			return "could not unlink a name the fuzzer created";
 		return reopen(z, k) < 0 ? "reopen" : NULL;
 	case KVTIER_IOC_REGION_UNLINK:
@@ -658,15 +641,15 @@ FIXTURE_SETUP(fz)
 	ASSERT_NE(MAP_FAILED, z->map);
 
 	z->fd[FD_NAMED] = open_tier(O_RDWR);
-	ASSERT_EQ(0, bind_name(z->fd[FD_NAMED], VN_NAME, VN_LEN,
+	ASSERT_EQ(0, kvt_bind_name(z->fd[FD_NAMED], VN_NAME, VN_LEN,
 			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0644));
 	kvt_fill(buf, VN_LEN, 0, 8);
 	ASSERT_EQ((ssize_t)VN_LEN, pwrite(z->fd[FD_NAMED], buf, VN_LEN, 0));
 	z->fd[FD_NAMED_RO] = open_tier(O_RDWR);
-	ASSERT_EQ(0, bind_name(z->fd[FD_NAMED_RO], VN_NAME, 0, KVTIER_OPEN_RDONLY, 0));
+	ASSERT_EQ(0, kvt_bind_name(z->fd[FD_NAMED_RO], VN_NAME, 0, KVTIER_OPEN_RDONLY, 0));
 
 	fd = open_tier(O_RDWR);
-	ASSERT_EQ(0, bind_name(fd, VP_NAME, VP_LEN, KVTIER_OPEN_CREATE |
+	ASSERT_EQ(0, kvt_bind_name(fd, VP_NAME, VP_LEN, KVTIER_OPEN_CREATE |
 			       KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT, 0600));
 	kvt_fill(buf, VP_LEN, 0, 9);
 	ASSERT_EQ((ssize_t)VP_LEN, pwrite(fd, buf, VP_LEN, 0));
@@ -703,8 +686,8 @@ FIXTURE_TEARDOWN_PARENT(fz)
 		return;
 	fd = open_tier(O_RDWR);
 	if (fd >= 0) {
-		unlink_name(fd, VN_NAME);
-		unlink_name(fd, VP_NAME);
+		kvt_unlink_name(fd, VN_NAME);
+		kvt_unlink_name(fd, VP_NAME);
 		close(fd);
 	}
 	EXPECT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
@@ -1177,7 +1160,7 @@ TEST_F_TIMEOUT(fz, sysfs_knobs, 600)
 	for (k = 0; k < FD_KINDS; k++)
 		if (k != FD_CLOSED)
 			close(z->fd[k]);
-	ASSERT_EQ(0, unlink_name(z->admin, VN_NAME));
+	ASSERT_EQ(0, kvt_unlink_name(z->admin, VN_NAME));
 	for (k = 0; k < n; k++)
 		fuzz_sysfs(_metadata, runs[k].seed, runs[k].iters);
 	close(z->admin);
@@ -1347,7 +1330,7 @@ static void fuzz_flips(struct __test_metadata *_metadata, struct flips *fl,
 		for (i = 0; i < NR_PREG; i++) {
 			fd = open_tier(O_RDWR);
 			ASSERT_GE(fd, 0);
-			if (bind_name(fd, pregions[i].name, 0, 0, 0)) {
+			if (kvt_bind_name(fd, pregions[i].name, 0, 0, 0)) {
 				close(fd);
 				if (older)
 					continue;
@@ -1395,7 +1378,7 @@ TEST_F_TIMEOUT(fz, metadata_flips, 1200)
 	for (j = 0; j < FD_KINDS; j++)
 		if (j != FD_CLOSED)
 			close(z->fd[j]);
-	ASSERT_EQ(0, unlink_name(z->admin, VN_NAME));
+	ASSERT_EQ(0, kvt_unlink_name(z->admin, VN_NAME));
 	close(z->admin);
 	ASSERT_EQ(0, system("modprobe -q loop"));
 	lfd = kvt_loop_attach(IMG, IMG_SIZE, fl.dev, sizeof(fl.dev));
@@ -1406,7 +1389,7 @@ TEST_F_TIMEOUT(fz, metadata_flips, 1200)
 		unsigned char *buf = malloc(pregions[i].len);
 
 		fd = open_tier(O_RDWR);
-		ASSERT_EQ(0, bind_name(fd, pregions[i].name, pregions[i].len,
+		ASSERT_EQ(0, kvt_bind_name(fd, pregions[i].name, pregions[i].len,
 				       KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0644));
 		kvt_fill(buf, pregions[i].len, 0, pregions[i].seed);
 		ASSERT_EQ((ssize_t)pregions[i].len, pwrite(fd, buf, pregions[i].len, 0));

@@ -31,7 +31,6 @@
 /* How long an attach watches a held record: 2 x interval + 1 s. */
 #define WAIT_MS		(2 * IV_MS + 1000)
 
-
 static unsigned long long sectors(const char *dev)
 {
 	unsigned long long bytes = 0;
@@ -45,22 +44,14 @@ static unsigned long long sectors(const char *dev)
 	return bytes / 512;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* Write @path to tier @id's backing_dev; -errno; *@ms: how long it took. */
 static int attach(int id, const char *path, long long *ms)
 {
-	long long t0 = now_ms();
+	long long t0 = kvt_now_ms();
 	int ret = kvt_tier_write(id, "backing_dev", path);
 
 	if (ms)
-		*ms = now_ms() - t0;
+		*ms = kvt_now_ms() - t0;
 	return ret;
 }
 

@@ -22,22 +22,6 @@ static int tier_open(void)
 }
 
 /* Bind @fd to @name; returns 0 or -errno. */
-static int bind_name(int fd, const char *name, unsigned long long size,
-		     unsigned int flags, unsigned int mode)
-{
-	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
-
-	strncpy(ro.name, name, sizeof(ro.name));
-	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
-}
-
-static int unlink_name(int fd, const char *name)
-{
-	struct kvtier_region_name rn = { 0 };
-
-	strncpy(rn.name, name, sizeof(rn.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) ? -errno : 0;
-}
 
 /* Named regions listed into @e (room @n); returns the total or -errno. */
 static int list_names(int fd, struct kvtier_region_entry *e, unsigned int n)
@@ -61,7 +45,7 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	unsigned char *a, *b;
 	int fb, fc;
 
-	ASSERT_EQ(0, bind_name(self->fd, "prefix:sys-prompt-0", len,
+	ASSERT_EQ(0, kvt_bind_name(self->fd, "prefix:sys-prompt-0", len,
 			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
 	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, a);
@@ -69,7 +53,7 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 
 	/* A second file by name sees the same bytes, both ways, live. */
 	fb = tier_open();
-	ASSERT_EQ(0, bind_name(fb, "prefix:sys-prompt-0", 0, 0, 0));
+	ASSERT_EQ(0, kvt_bind_name(fb, "prefix:sys-prompt-0", 0, 0, 0));
 	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
 	ASSERT_NE(MAP_FAILED, b);
 	ASSERT_EQ(-1, kvt_check(b, len, 0, 1));
@@ -98,7 +82,7 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	self->fd = tier_open();
 
 	fc = tier_open();
-	ASSERT_EQ(0, bind_name(fc, "prefix:sys-prompt-0", len, 0, 0));
+	ASSERT_EQ(0, kvt_bind_name(fc, "prefix:sys-prompt-0", len, 0, 0));
 	a = mmap(NULL, len, PROT_READ, MAP_SHARED, fc, 0);
 	ASSERT_NE(MAP_FAILED, a);
 	ASSERT_EQ(-1, kvt_check(a, len, 0, 1));
@@ -106,17 +90,17 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	ASSERT_EQ(1U, e[0].users);
 
 	/* Unlinked while open: the name goes now, the bytes with the file. */
-	ASSERT_EQ(0, unlink_name(self->fd, "prefix:sys-prompt-0"));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "prefix:sys-prompt-0"));
 	ASSERT_EQ(0, list_names(self->fd, e, 4));
-	ASSERT_EQ(-ENOENT, unlink_name(self->fd, "prefix:sys-prompt-0"));
+	ASSERT_EQ(-ENOENT, kvt_unlink_name(self->fd, "prefix:sys-prompt-0"));
 	ASSERT_EQ(-1, kvt_check(a, len, 0, 1));
 	ASSERT_GT(kvt_tier_num(0, "used"), 0);
 	/* The name can be used again at once, for a new region. */
 	fb = tier_open();
-	ASSERT_EQ(0, bind_name(fb, "prefix:sys-prompt-0", MiB,
+	ASSERT_EQ(0, kvt_bind_name(fb, "prefix:sys-prompt-0", MiB,
 			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
 	close(fb);
-	ASSERT_EQ(0, unlink_name(self->fd, "prefix:sys-prompt-0"));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "prefix:sys-prompt-0"));
 	munmap(a, len);
 	close(fc);
 	ASSERT_EQ(0, kvt_tier_num(0, "used"));
@@ -132,8 +116,8 @@ TEST_F_TIMEOUT(tier, list_counts_and_truncates, 300)
 	struct kvtier_region_list rl = { 0 };
 	int f1 = tier_open(), f2 = tier_open();
 
-	ASSERT_EQ(0, bind_name(f1, "one", MiB, KVTIER_OPEN_CREATE, 0640));
-	ASSERT_EQ(0, bind_name(f2, "two", 2 * MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(0, kvt_bind_name(f1, "one", MiB, KVTIER_OPEN_CREATE, 0640));
+	ASSERT_EQ(0, kvt_bind_name(f2, "two", 2 * MiB, KVTIER_OPEN_CREATE, 0600));
 	/* An unnamed region is not listed. */
 	ASSERT_NE(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_SHARED, self->fd, 0));
 	memset(e, 0, sizeof(e));
@@ -164,18 +148,18 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 
 	memset(long_name, 'x', sizeof(long_name));
 	long_name[64] = '\0';
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "", MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "a b", MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "../x", MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "tab\there", MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "caf\xc3\xa9", MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "del\x7f", MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "a/b", MiB,
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "a b", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "../x", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "tab\there", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "caf\xc3\xa9", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "del\x7f", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "a/b", MiB,
 				     KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "%s%n", MiB, 0x100, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", MiB, KVTIER_OPEN_CREATE, 01000));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", MiB, KVTIER_OPEN_EXCL, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(self->fd, "ok", 0, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "%s%n", MiB, 0x100, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "ok", MiB, KVTIER_OPEN_CREATE, 01000));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "ok", MiB, KVTIER_OPEN_EXCL, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(self->fd, "ok", 0, KVTIER_OPEN_CREATE, 0600));
 	/* 64 bytes without a NUL; 63 are fine. */
 	memset(&ro, 0, sizeof(ro));
 	memcpy(ro.name, long_name, sizeof(ro.name));
@@ -189,32 +173,32 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 	ASSERT_EQ(EINVAL, errno);
 	ASSERT_EQ(-1, ioctl(self->fd, KVTIER_IOC_REGION_OPEN, (void *)8));
 	ASSERT_EQ(EFAULT, errno);
-	ASSERT_EQ(-ENOENT, bind_name(self->fd, "missing", 0, 0, 0));
-	ASSERT_EQ(-ENOSPC, bind_name(self->fd, "huge", 1ULL << 40, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-ENOENT, kvt_bind_name(self->fd, "missing", 0, 0, 0));
+	ASSERT_EQ(-ENOSPC, kvt_bind_name(self->fd, "huge", 1ULL << 40, KVTIER_OPEN_CREATE, 0600));
 	/* Nothing above created anything. */
 	ASSERT_EQ(0, list_names(self->fd, NULL, 0));
 
-	ASSERT_EQ(0, bind_name(self->fd, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
-	ASSERT_EQ(-EBUSY, bind_name(self->fd, "other", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(0, kvt_bind_name(self->fd, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-EBUSY, kvt_bind_name(self->fd, "other", MiB, KVTIER_OPEN_CREATE, 0600));
 	fd2 = tier_open();
-	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB,
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd2, long_name + 1, MiB,
 				     KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(fd2, long_name + 1, 2 * MiB, 0, 0));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(fd2, long_name + 1, 2 * MiB, 0, 0));
 	/* Not persistent: opening it as persistent is refused. */
-	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_PERSISTENT, 0));
-	ASSERT_EQ(-EEXIST, bind_name(fd2, long_name + 1, MiB,
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_PERSISTENT, 0));
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd2, long_name + 1, MiB,
 				     KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
-	ASSERT_EQ(0, bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(0, kvt_bind_name(fd2, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
 	close(fd2);
-	ASSERT_EQ(0, unlink_name(self->fd, long_name + 1));
-	ASSERT_EQ(-EINVAL, unlink_name(self->fd, "a/b"));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, long_name + 1));
+	ASSERT_EQ(-EINVAL, kvt_unlink_name(self->fd, "a/b"));
 
 	/* No namespace: ENODEV. */
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 	fd2 = tier_open();
-	ASSERT_EQ(-ENODEV, bind_name(fd2, "ok", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(-ENODEV, kvt_bind_name(fd2, "ok", MiB, KVTIER_OPEN_CREATE, 0600));
 	close(fd2);
 }
 
@@ -237,11 +221,11 @@ static int as_user(int (*fn)(int), int fd)
 static int user_private(int fd)
 {
 	/* 0600 root's: neither read-write nor read-only, and no unlink. */
-	if (bind_name(fd, "private", 0, 0, 0) != -EACCES)
+	if (kvt_bind_name(fd, "private", 0, 0, 0) != -EACCES)
 		return 1;
-	if (bind_name(fd, "private", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+	if (kvt_bind_name(fd, "private", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
 		return 2;
-	if (unlink_name(fd, "private") != -EPERM)
+	if (kvt_unlink_name(fd, "private") != -EPERM)
 		return 3;
 	return 0;
 }
@@ -252,9 +236,9 @@ static int user_shared_ro(int fd)
 	char buf[8];
 
 	/* 0644: read-only yes, read-write no. */
-	if (bind_name(fd, "shared", 0, 0, 0) != -EACCES)
+	if (kvt_bind_name(fd, "shared", 0, 0, 0) != -EACCES)
 		return 1;
-	if (bind_name(fd, "shared", 0, KVTIER_OPEN_RDONLY, 0))
+	if (kvt_bind_name(fd, "shared", 0, KVTIER_OPEN_RDONLY, 0))
 		return 2;
 	if (mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) != MAP_FAILED ||
 	    errno != EACCES)
@@ -274,7 +258,7 @@ static int user_shared_ro(int fd)
 static int user_creates(int fd)
 {
 	/* A user's own region: owned by it, and it may unlink it. */
-	if (bind_name(fd, "mine", MiB, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
+	if (kvt_bind_name(fd, "mine", MiB, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
 		return 1;
 	return 0;
 }
@@ -286,9 +270,9 @@ TEST_F_TIMEOUT(tier, permissions, 300)
 	int fp, fs, fu, n, i;
 
 	fp = tier_open();
-	ASSERT_EQ(0, bind_name(fp, "private", MiB, KVTIER_OPEN_CREATE, 0600));
+	ASSERT_EQ(0, kvt_bind_name(fp, "private", MiB, KVTIER_OPEN_CREATE, 0600));
 	fs = tier_open();
-	ASSERT_EQ(0, bind_name(fs, "shared", MiB, KVTIER_OPEN_CREATE, 0644));
+	ASSERT_EQ(0, kvt_bind_name(fs, "shared", MiB, KVTIER_OPEN_CREATE, 0644));
 	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fs, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	kvt_fill(p, MiB, 0, 3);
@@ -311,7 +295,7 @@ TEST_F_TIMEOUT(tier, permissions, 300)
 			ASSERT_EQ(1000U, e[i].owner);
 	/* Root overrides the mode, as for files. */
 	fu = tier_open();
-	ASSERT_EQ(0, bind_name(fu, "mine", 0, 0, 0));
+	ASSERT_EQ(0, kvt_bind_name(fu, "mine", 0, 0, 0));
 	close(fu);
 	close(fp);
 	close(fs);

@@ -45,15 +45,6 @@ static int as_user(uid_t uid, bool in_group, int (*fn)(void *), void *arg)
 	return WEXITSTATUS(status);
 }
 
-static int bind_name(int fd, const char *name, unsigned long long size,
-		     unsigned int flags, unsigned int mode)
-{
-	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
-
-	strncpy(ro.name, name, sizeof(ro.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
-}
-
 static int create_region(int fd, unsigned long long size)
 {
 	struct kvtier_region_create rc = { .size = size };
@@ -156,7 +147,7 @@ static int alice_creates(void *arg)
 	unsigned char buf[PAGE];
 
 	(void)arg;
-	if (fd < 0 || bind_name(fd, "alice:private", MiB,
+	if (fd < 0 || kvt_bind_name(fd, "alice:private", MiB,
 				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
 		return 1;
 	kvt_fill(buf, PAGE, 0, 22);
@@ -178,9 +169,9 @@ static int bob_tries(void *arg)
 	(void)arg;
 	if (fd < 0)
 		return 1;
-	if (bind_name(fd, "alice:private", 0, 0, 0) != -EACCES)
+	if (kvt_bind_name(fd, "alice:private", 0, 0, 0) != -EACCES)
 		return 2;
-	if (bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+	if (kvt_bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
 		return 3;
 	/* A refused bind leaves the file unbound: nothing to read or map. */
 	if (pread(fd, buf, PAGE, 0) != -1 || errno != ENXIO)
@@ -197,7 +188,7 @@ static int bob_tries(void *arg)
 		    (e[i].owner != ALICE || e[i].mode != 0600))
 			return 8;
 	/* Same name with CREATE: it exists and is not Bob's. */
-	if (bind_name(fd, "alice:private", MiB, KVTIER_OPEN_CREATE, 0600) != -EACCES)
+	if (kvt_bind_name(fd, "alice:private", MiB, KVTIER_OPEN_CREATE, 0600) != -EACCES)
 		return 9;
 	close(fd);
 	return 0;
@@ -214,7 +205,7 @@ TEST_F_TIMEOUT(tier, private_region_stays_private, 300)
 	ASSERT_EQ(0, as_user(BOB, true, bob_tries, NULL));
 	/* Alice's bytes are intact; root may read them. */
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	ASSERT_EQ(0, bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0));
+	ASSERT_EQ(0, kvt_bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0));
 	ASSERT_EQ((ssize_t)PAGE, pread(fd, buf, PAGE, 0));
 	ASSERT_EQ(-1, kvt_check(buf, PAGE, 0, 22));
 	close(fd);
@@ -243,9 +234,9 @@ static int alice_quota(void *arg)
 		return 4;
 	if (create_region(c, PAGE) != -EDQUOT)
 		return 5;
-	if (bind_name(c, "alice:over", PAGE, KVTIER_OPEN_CREATE, 0600) != -EDQUOT)
+	if (kvt_bind_name(c, "alice:over", PAGE, KVTIER_OPEN_CREATE, 0600) != -EDQUOT)
 		return 6;
-	if (bind_name(c, "alice:over", PAGE, KVTIER_OPEN_CREATE |
+	if (kvt_bind_name(c, "alice:over", PAGE, KVTIER_OPEN_CREATE |
 		      KVTIER_OPEN_PERSISTENT, 0600) != -EDQUOT)
 		return 7;
 	/* Her regions work and keep their bytes. */

@@ -55,14 +55,6 @@ static int tier_open(int id)
 }
 
 /* Bind @fd to @name; returns 0 or -errno. */
-static int bind_name(int fd, const char *name, unsigned long long size,
-		     unsigned int flags, unsigned int mode)
-{
-	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
-
-	strncpy(ro.name, name, sizeof(ro.name));
-	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
-}
 
 /* A fresh file of tier @id bound to @name: the fd, or -errno. */
 static int open_name(int id, const char *name, unsigned long long size,
@@ -72,20 +64,12 @@ static int open_name(int id, const char *name, unsigned long long size,
 
 	if (fd < 0)
 		return -errno;
-	ret = bind_name(fd, name, size, flags, mode);
+	ret = kvt_bind_name(fd, name, size, flags, mode);
 	if (ret) {
 		close(fd);
 		return ret;
 	}
 	return fd;
-}
-
-static int unlink_name(int fd, const char *name)
-{
-	struct kvtier_region_name rn = { 0 };
-
-	strncpy(rn.name, name, sizeof(rn.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) ? -errno : 0;
 }
 
 static int set_flags(int fd, const char *name, unsigned int set,
@@ -665,13 +649,13 @@ TEST_F_TIMEOUT(persist, detach_rules, 300)
 	ASSERT_TRUE(tier_state_is(0, "attached"));
 	ASSERT_EQ(-1, check_name(0, "vol", MiB, 21));
 	fv = tier_open(0);
-	ASSERT_EQ(0, unlink_name(fv, "vol"));
+	ASSERT_EQ(0, kvt_unlink_name(fv, "vol"));
 	close(fv);
 	/* Only persistent regions: the detach writes "keep" back and goes. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 	ASSERT_TRUE(tier_state_is(0, "detached"));
 	fv = tier_open(0);
-	ASSERT_EQ(-ENODEV, bind_name(fv, "keep", 0, 0, 0));
+	ASSERT_EQ(-ENODEV, kvt_bind_name(fv, "keep", 0, 0, 0));
 	close(fv);
 
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
@@ -702,10 +686,10 @@ TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
 	ASSERT_GE(fv, 0);
 	ASSERT_EQ(0, fill_fd(fv, 0, MiB, 30));
 	fd = tier_open(0);
-	ASSERT_EQ(-EEXIST, bind_name(fd, "plain", 0, PERSIST, 0));
-	ASSERT_EQ(-EEXIST, bind_name(fd, "plain", MiB,
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd, "plain", 0, PERSIST, 0));
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd, "plain", MiB,
 				     KVTIER_OPEN_CREATE | PERSIST, 0600));
-	ASSERT_EQ(-EEXIST, bind_name(fd, "plain", MiB, NEW_PERSIST, 0600));
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd, "plain", MiB, NEW_PERSIST, 0600));
 	ASSERT_EQ(0, find_name(self->fd, "plain", &e));
 	ASSERT_EQ(0U, e.flags);
 	close(fd);
@@ -714,13 +698,13 @@ TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
 	ASSERT_GE(fp, 0);
 	ASSERT_EQ(0, fill_fd(fp, 0, MiB, 31));
 	fd = tier_open(0);
-	ASSERT_EQ(-EEXIST, bind_name(fd, "durable", MiB, NEW_PERSIST, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(fd, "durable", 2 * MiB, 0, 0));
-	ASSERT_EQ(0, bind_name(fd, "durable", MiB, PERSIST, 0));
+	ASSERT_EQ(-EEXIST, kvt_bind_name(fd, "durable", MiB, NEW_PERSIST, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(fd, "durable", 2 * MiB, 0, 0));
+	ASSERT_EQ(0, kvt_bind_name(fd, "durable", MiB, PERSIST, 0));
 	ASSERT_EQ(-1, check_fd(fd, 0, MiB, 31));
 	close(fd);
 	fd = tier_open(0);
-	ASSERT_EQ(0, bind_name(fd, "durable", 0, 0, 0));	/* PERSISTENT not needed */
+	ASSERT_EQ(0, kvt_bind_name(fd, "durable", 0, 0, 0));	/* PERSISTENT not needed */
 	ASSERT_EQ(-1, check_fd(fd, 0, MiB, 31));
 	close(fd);
 	ASSERT_EQ(0, find_name(self->fd, "durable", &e));
@@ -729,7 +713,7 @@ TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		fd = tier_open(0);
-		ret = bind_name(fd, bad[i], MiB, NEW_PERSIST, 0600);
+		ret = kvt_bind_name(fd, bad[i], MiB, NEW_PERSIST, 0600);
 		if (ret != -EINVAL)
 			TH_LOG("bad name #%zu: %d", i, ret);
 		ASSERT_EQ(-EINVAL, ret);
@@ -744,8 +728,8 @@ TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
 	fd = tier_open(0);
 	ASSERT_EQ(-1, ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro));
 	ASSERT_EQ(EINVAL, errno);
-	ASSERT_EQ(-ENOSPC, bind_name(fd, "huge", 1ULL << 40, NEW_PERSIST, 0600));
-	ASSERT_EQ(-EINVAL, bind_name(fd, "badmode", MiB, NEW_PERSIST, 01000));
+	ASSERT_EQ(-ENOSPC, kvt_bind_name(fd, "huge", 1ULL << 40, NEW_PERSIST, 0600));
+	ASSERT_EQ(-EINVAL, kvt_bind_name(fd, "badmode", MiB, NEW_PERSIST, 01000));
 	close(fd);
 	ASSERT_EQ(-ENOENT, find_name(self->fd, "huge", &e));
 
@@ -757,9 +741,9 @@ TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
 	ASSERT_EQ(-1, check_name(0, "plain", MiB, 30));
 	close(fv);
 	fd = tier_open(0);
-	ASSERT_EQ(0, unlink_name(fd, "plain"));	/* so the module may go */
-	ASSERT_EQ(0, unlink_name(fd, "durable"));
-	ASSERT_EQ(-ENOENT, unlink_name(fd, "durable"));
+	ASSERT_EQ(0, kvt_unlink_name(fd, "plain"));	/* so the module may go */
+	ASSERT_EQ(0, kvt_unlink_name(fd, "durable"));
+	ASSERT_EQ(-ENOENT, kvt_unlink_name(fd, "durable"));
 	close(fd);
 
 	ASSERT_EQ(0, reload(&self->fd));
@@ -778,28 +762,28 @@ static int nobody_after_reload(int *fds)
 	unsigned char *p;
 
 	/* root's 0600: nothing, and no unlink or flags. */
-	if (bind_name(fds[0], "priv", 0, 0, 0) != -EACCES)
+	if (kvt_bind_name(fds[0], "priv", 0, 0, 0) != -EACCES)
 		return 1;
-	if (bind_name(fds[0], "priv", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+	if (kvt_bind_name(fds[0], "priv", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
 		return 2;
-	if (unlink_name(fds[0], "priv") != -EPERM)
+	if (kvt_unlink_name(fds[0], "priv") != -EPERM)
 		return 3;
 	if (set_flags(fds[0], "priv", KVTIER_REGION_PINNED, 0, 0) != -EPERM)
 		return 4;
 	/* root's 0644: read-only only, and the bytes are there. */
-	if (bind_name(fds[1], "pub", 0, 0, 0) != -EACCES)
+	if (kvt_bind_name(fds[1], "pub", 0, 0, 0) != -EACCES)
 		return 5;
-	if (bind_name(fds[1], "pub", 0, KVTIER_OPEN_RDONLY, 0))
+	if (kvt_bind_name(fds[1], "pub", 0, KVTIER_OPEN_RDONLY, 0))
 		return 6;
 	if (check_fd(fds[1], 0, MiB, 41) != -1)
 		return 7;
 	if (pwrite(fds[1], "x", 1, 0) != -1 || errno != EACCES)
 		return 8;
 	/* root's 0640, group root: not for nobody's group. */
-	if (bind_name(fds[2], "grp", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
+	if (kvt_bind_name(fds[2], "grp", 0, KVTIER_OPEN_RDONLY, 0) != -EACCES)
 		return 9;
 	/* Its own 0600: read-write, the bytes it wrote, and it may change them. */
-	if (bind_name(fds[3], "own", 0, 0, 0))
+	if (kvt_bind_name(fds[3], "own", 0, 0, 0))
 		return 10;
 	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fds[3], 0);
 	if (p == MAP_FAILED || pcheck(p, MiB, 0, 43) != -1)
@@ -816,9 +800,9 @@ static int nobody_after_reload(int *fds)
 static int group_root_reads(int *fds)
 {
 	/* uid nobody, gid root: the group bits of "grp" (0640) apply. */
-	if (bind_name(fds[0], "grp", 0, 0, 0) != -EACCES)
+	if (kvt_bind_name(fds[0], "grp", 0, 0, 0) != -EACCES)
 		return 1;
-	if (bind_name(fds[0], "grp", 0, KVTIER_OPEN_RDONLY, 0))
+	if (kvt_bind_name(fds[0], "grp", 0, KVTIER_OPEN_RDONLY, 0))
 		return 2;
 	if (check_fd(fds[0], 0, MiB, 42) != -1)
 		return 3;
@@ -827,7 +811,7 @@ static int group_root_reads(int *fds)
 
 static int nobody_creates(int *fds)
 {
-	if (bind_name(fds[0], "own", MiB, NEW_PERSIST, 0600))
+	if (kvt_bind_name(fds[0], "own", MiB, NEW_PERSIST, 0600))
 		return 1;
 	if (fill_fd(fds[0], 0, MiB, 43) || fsync(fds[0]))
 		return 2;
@@ -882,7 +866,7 @@ TEST_F_TIMEOUT(persist, permissions_survive_reload, 300)
 	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
 	ASSERT_EQ(-1, check_name(0, "own", PAGE, 44));
 	ASSERT_EQ(-1, check_name(0, "priv", MiB, 40));
-	ASSERT_EQ(0, unlink_name(self->fd, "own"));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "own"));
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(-ENOENT, find_name(self->fd, "own", &e));
 	ASSERT_EQ(-1, check_name(0, "grp", MiB, 42));
@@ -937,7 +921,7 @@ TEST_F_TIMEOUT(persist, setflags_pinned, 300)
 	free(c.buf);
 
 	close(fv);
-	ASSERT_EQ(0, unlink_name(self->fd, "vol"));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "vol"));
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(0, find_name(self->fd, "pin-me", &e));
 	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
@@ -1532,7 +1516,7 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 	ASSERT_TRUE(tier_state_is(1, "attached"));
 	f1 = tier_open(1);
 	ASSERT_EQ(0, list_names(f1, NULL, 0));
-	ASSERT_EQ(-ENOENT, bind_name(f1, "d:r", 0, 0, 0));
+	ASSERT_EQ(-ENOENT, kvt_bind_name(f1, "d:r", 0, 0, 0));
 	close(f1);
 	ASSERT_EQ(0, make_persistent(1, "after", MiB, 0600, 91));
 	ASSERT_EQ(-1, check_name(1, "after", MiB, 91));

@@ -72,34 +72,17 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int bind_name(int fd, const char *name, unsigned long long size,
-		     unsigned int flags, unsigned int mode)
-{
-	struct kvtier_region_open o = { .size = size, .flags = flags, .mode = mode };
-
-	strncpy(o.name, name, sizeof(o.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &o) ? -errno : 0;
-}
-
 static int open_name(const char *name, unsigned long long size, unsigned int flags)
 {
 	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
 		return -1;
-	if (bind_name(fd, name, size, flags, 0600)) {
+	if (kvt_bind_name(fd, name, size, flags, 0600)) {
 		close(fd);
 		return -1;
 	}
 	return fd;
-}
-
-static int unlink_name(int fd, const char *name)
-{
-	struct kvtier_region_name n = { { 0 } };
-
-	strncpy(n.name, name, sizeof(n.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &n) ? -errno : 0;
 }
 
 /* Wait for @pid up to @secs: its status, or -1 (still running). */
@@ -490,8 +473,8 @@ TEST_F_TIMEOUT(st, kill9, 600)
 	ASSERT_EQ((ssize_t)K_LEN, pread(fr, buf, K_LEN, 0));
 	ASSERT_EQ(-1, kvt_check(buf, K_LEN, 0, 5));
 	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
-	ASSERT_EQ(0, unlink_name(fr, K_REF));
-	ASSERT_EQ(0, unlink_name(fw, K_RW));
+	ASSERT_EQ(0, kvt_unlink_name(fr, K_REF));
+	ASSERT_EQ(0, kvt_unlink_name(fw, K_RW));
 	close(fr);
 	close(fw);
 	ASSERT_EQ(0, kvt_stat(0, "pinned_pages"));

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static inline int kvt_write(const char *path, const char *val);
@@ -543,6 +544,38 @@ static inline unsigned long long kvt_slot_offset(const struct kvtier_disk_super 
 						 unsigned long long slot)
 {
 	return (le64toh(sb->data_start) + slot) * KVTIER_BLOCK_SIZE;
+}
+
+/*
+ * Bind @fd to the region called @name (KVTIER_IOC_REGION_OPEN): 0 or
+ * -errno. The name is copied unterminated when it fills the field, so
+ * tests can pass an overlong one.
+ */
+static inline int kvt_bind_name(int fd, const char *name, unsigned long long size,
+				unsigned int flags, unsigned int mode)
+{
+	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = mode };
+
+	strncpy(ro.name, name, sizeof(ro.name));
+	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro) ? -errno : 0;
+}
+
+/* Unlink the region called @name (KVTIER_IOC_REGION_UNLINK): 0 or -errno. */
+static inline int kvt_unlink_name(int fd, const char *name)
+{
+	struct kvtier_region_name rn = { { 0 } };
+
+	strncpy(rn.name, name, sizeof(rn.name) - 1);
+	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) ? -errno : 0;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline long long kvt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /* The repository: /proc/self/exe is <repo>/build/tests/<program>. */
