@@ -321,6 +321,8 @@ struct kvtier_pool {
  * @inflight_bytes: tier I/O submitted and not completed
  * @inflight_wait: submitters waiting under max_inflight_kb
  * @meta_inflight: metadata and lease I/O submitted and not completed
+ * @nr_prefetch: regions' WILLNEED prefetches queued or running, at most
+ *               KVTIER_PREFETCH_MAX (region.c)
  * @io_progress: jiffies of the last I/O completion, or of the submission
  *               that found no I/O in flight; with I/O outstanding and no
  *               progress for KVTIER_STALL_MS the path is stalled (sysfs
@@ -352,6 +354,7 @@ struct kvtier_tier {
 	atomic_long_t inflight_bytes;
 	wait_queue_head_t inflight_wait;
 	atomic_t meta_inflight;
+	atomic_t nr_prefetch;
 	unsigned long io_progress;
 	atomic64_t stats[KVT_STAT_NR];
 	struct kvtier_hist lat[KVT_HIST_NR];
@@ -444,6 +447,13 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @sealed: immutable (KVTIER_REGION_SEALED): bound read-only only; set
  *          under regions_lock while no file is bound, never cleared
  * @gpu_bytes: bytes of its mappings registered as KVTIER_GPU_HMM ranges
+ * @pf_lock: guards @pf_first and @pf_last
+ * @pf_first: first page WILLNEED asked for that @pf_work has not taken
+ *            yet; @pf_last the last; @pf_first > @pf_last when none. Calls
+ *            made while it is queued widen the range: one prefetch per
+ *            region, however many calls
+ * @pf_work: WILLNEED prefetch (region.c); queued holding a region
+ *           reference and a count in tier->nr_prefetch, dropped when done
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -478,6 +488,10 @@ struct kvtier_region {
 	bool pinned;
 	bool sealed;
 	atomic_long_t gpu_bytes;
+	spinlock_t pf_lock;		/* pf_first, pf_last */
+	pgoff_t pf_first;
+	pgoff_t pf_last;
+	struct work_struct pf_work;
 };
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
@@ -561,6 +575,7 @@ extern struct class kvtier_class;
 extern struct vfsmount *kvtier_mnt;
 extern struct kmem_cache *kvtier_page_cache;
 extern struct workqueue_struct *kvtier_wq;
+extern struct workqueue_struct *kvtier_lease_wq;
 
 /**
  * struct kvtier_file - an open file of /dev/kvtierN

@@ -26,6 +26,10 @@
  * would enforce this in the device; see Documentation/admin-guide for why
  * they are not used.
  *
+ * Renewals run on kvtier_lease_wq, a high-priority queue of their own, so
+ * no other work of the module (a storm of WILLNEED prefetches, write-back)
+ * can delay one past another host's takeover wait.
+ *
  * Locking: the lease fields of struct kvtier_store are written at attach
  * and detach under tier->lock and in between only by lease_work; detach
  * cancels lease_work before it writes the record free.
@@ -177,7 +181,7 @@ static void kvtier_lease_renew(struct work_struct *work)
 				     2 * st->lease_interval_ms + 1000);
 	kfree(buf);
 again:
-	queue_delayed_work(kvtier_wq, &st->lease_work,
+	queue_delayed_work(kvtier_lease_wq, &st->lease_work,
 			   msecs_to_jiffies(st->lease_interval_ms));
 }
 
@@ -286,7 +290,7 @@ int kvtier_lease_acquire(struct kvtier_tier *tier, void *found)
 	if (ret)
 		goto out;
 	st->lease_held = true;
-	queue_delayed_work(kvtier_wq, &st->lease_work,
+	queue_delayed_work(kvtier_lease_wq, &st->lease_work,
 			   msecs_to_jiffies(st->lease_interval_ms));
 out:
 	kfree(buf);

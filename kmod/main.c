@@ -64,6 +64,7 @@ static struct file_system_type kvtier_fs_type = {
 struct vfsmount *kvtier_mnt;
 struct kmem_cache *kvtier_page_cache;
 struct workqueue_struct *kvtier_wq;
+struct workqueue_struct *kvtier_lease_wq;
 
 static dev_t kvtier_devt;
 static struct kvtier_tier **kvtier_tiers;
@@ -91,10 +92,19 @@ static int __init kvtier_init(void)
 	kvtier_wq = alloc_workqueue("kvtier", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
 	if (!kvtier_wq)
 		goto err_cache;
+	/*
+	 * Lease renewals on a queue of their own, high priority: work queued
+	 * on kvtier_wq (prefetch, write-back) must never delay one past the
+	 * takeover wait of another host (lease.c).
+	 */
+	kvtier_lease_wq = alloc_workqueue("kvtier_lease",
+					  WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_UNBOUND, 0);
+	if (!kvtier_lease_wq)
+		goto err_wq;
 	kvtier_mnt = kern_mount(&kvtier_fs_type);
 	if (IS_ERR(kvtier_mnt)) {
 		ret = PTR_ERR(kvtier_mnt);
-		goto err_wq;
+		goto err_lease_wq;
 	}
 
 	ret = class_register(&kvtier_class);
@@ -129,6 +139,8 @@ err_class:
 	class_unregister(&kvtier_class);
 err_mnt:
 	kern_unmount(kvtier_mnt);
+err_lease_wq:
+	destroy_workqueue(kvtier_lease_wq);
 err_wq:
 	destroy_workqueue(kvtier_wq);
 err_cache:
@@ -145,6 +157,7 @@ static void __exit kvtier_exit(void)
 	unregister_chrdev_region(kvtier_devt, num_tiers);
 	class_unregister(&kvtier_class);
 	kern_unmount(kvtier_mnt);
+	destroy_workqueue(kvtier_lease_wq);
 	destroy_workqueue(kvtier_wq);
 	kmem_cache_destroy(kvtier_page_cache);
 	kfree(kvtier_tiers);

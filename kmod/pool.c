@@ -540,6 +540,7 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 	while (freed < nr && (kp = kvtier_lru_isolate(tier, &scan))) {
 		struct kvtier_region *region = kp->region;
 
+		cond_resched();
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
 			if (nb >= batch_max) {
 				kvtier_lru_putback(kp);

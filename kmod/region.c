@@ -36,6 +36,7 @@
 static atomic64_t kvtier_region_ids = ATOMIC64_INIT(0);
 
 static void kvtier_ra_work(struct work_struct *work);
+static void kvtier_prefetch_work(struct work_struct *work);
 
 bool kvtier_region_tryget(struct kvtier_region *region)
 {
@@ -72,6 +73,10 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 	region->nr_pages = size >> PAGE_SHIFT;
 	xa_init(&region->pages);
 	INIT_WORK(&region->ra_work, kvtier_ra_work);
+	spin_lock_init(&region->pf_lock);
+	region->pf_first = ULONG_MAX;
+	region->pf_last = 0;
+	INIT_WORK(&region->pf_work, kvtier_prefetch_work);
 	refcount_set(&region->ref, 1);
 	refcount_set(&region->users, 1);
 	region->id = atomic64_inc_return(&kvtier_region_ids);
@@ -190,6 +195,7 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 			put_page(kp->page);
 			kvtier_page_free(kp);
 		}
+		cond_resched();
 		if (slot == KVTIER_NO_SLOT)
 			continue;
 		if (len && slot == run + len) {
@@ -1069,27 +1075,42 @@ static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 	return ret;
 }
 
+/* Entries a walk looks at under one hold of the xa_lock. */
+#define KVTIER_WALK_BATCH	1024
+
 /*
  * The next resident page of @region at or after *@index, up to @last, with
- * a reference; NULL when there is none.
+ * a reference; NULL when there is none. A mostly evicted region holds
+ * mostly slot entries: the walk lets go of the xa_lock (faults wait on it)
+ * and of the CPU every KVTIER_WALK_BATCH of them.
  */
 static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 						unsigned long *index,
 						pgoff_t last)
 {
+	XA_STATE(xas, &region->pages, *index);
 	struct kvtier_page *kp = NULL;
+	unsigned int seen = 0;
 	void *entry;
 
-	xa_lock(&region->pages);
-	for (entry = xa_find(&region->pages, index, last, XA_PRESENT); entry;
-	     entry = xa_find_after(&region->pages, index, last, XA_PRESENT)) {
+	xas_lock(&xas);
+	xas_for_each(&xas, entry, last) {
+		if (xas_retry(&xas, entry))
+			continue;
 		if (!xa_is_value(entry)) {
 			kp = entry;
 			get_page(kp->page);
+			*index = xas.xa_index;
 			break;
 		}
+		if (++seen % KVTIER_WALK_BATCH == 0) {
+			xas_pause(&xas);
+			xas_unlock(&xas);
+			cond_resched();
+			xas_lock(&xas);
+		}
 	}
-	xa_unlock(&region->pages);
+	xas_unlock(&xas);
 	return kp;
 }
 
@@ -1220,40 +1241,96 @@ int kvtier_region_sync(struct kvtier_region *region)
 	return kvtier_region_writeback(region, 0, region->nr_pages - 1, true);
 }
 
-struct kvtier_prefetch {
-	struct work_struct work;
-	struct kvtier_region *region;
-	pgoff_t first, last;
-};
+/* Regions of a tier whose WILLNEED prefetch may be queued at once. */
+#define KVTIER_PREFETCH_MAX	16
 
-/* WILLNEED: read what fits in the free budget; never stalls or evicts. */
+/* Take the range WILLNEED asked for; false if there is none. */
+static bool kvtier_prefetch_take(struct kvtier_region *region, pgoff_t *first,
+				 pgoff_t *last)
+{
+	bool some;
+
+	spin_lock(&region->pf_lock);
+	some = region->pf_first <= region->pf_last;
+	*first = region->pf_first;
+	*last = region->pf_last;
+	region->pf_first = ULONG_MAX;
+	region->pf_last = 0;
+	spin_unlock(&region->pf_lock);
+	return some;
+}
+
+/*
+ * WILLNEED: read what fits in the free budget; never stalls or evicts.
+ * Walks only the entries that are on the namespace (a fresh region's
+ * pages are absent: nothing to walk), yields the CPU between bios, and
+ * stops when the budget is full or the region is being destroyed.
+ */
 static void kvtier_prefetch_work(struct work_struct *work)
 {
-	struct kvtier_prefetch *pf = container_of(work, struct kvtier_prefetch,
-						  work);
-	struct kvtier_region *region = pf->region;
+	struct kvtier_region *region = container_of(work, struct kvtier_region,
+						    pf_work);
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_page **kps;
-	pgoff_t i = pf->first;
+	unsigned long index;
+	pgoff_t first, last;
+	void *entry;
+	int n;
 
 	kps = kmalloc_array(BIO_MAX_VECS, sizeof(*kps), GFP_KERNEL);
-	while (kps && i <= pf->last) {
-		int n = kvtier_read_run(region, i,
-					min_t(pgoff_t, BIO_MAX_VECS,
-					      pf->last - i + 1), kps);
-
-		if (n < 0)
-			break;
-		if (!n) {
-			i++;
-			continue;
+	while (kps && kvtier_prefetch_take(region, &first, &last)) {
+		index = first;
+		while ((entry = xa_find(&region->pages, &index, last,
+					XA_PRESENT))) {
+			if (!refcount_read(&region->users))
+				goto out;
+			n = 0;
+			if (xa_is_value(entry)) {
+				n = kvtier_read_run(region, index,
+						    min_t(pgoff_t, BIO_MAX_VECS,
+							  last - index + 1), kps);
+				if (n < 0)
+					goto out;
+				kvtier_count(tier, KVT_STAT_PREFETCH, n);
+			}
+			if (index + max(n, 1) - 1 >= last)
+				break;
+			index += max(n, 1);
+			cond_resched();
 		}
-		kvtier_count(tier, KVT_STAT_PREFETCH, n);
-		i += n;
 	}
+out:
 	kfree(kps);
+	atomic_dec(&tier->nr_prefetch);
 	kvtier_region_put(region);
-	kfree(pf);
+}
+
+/*
+ * Ask for [@first, @last] to be prefetched: widen the region's pending
+ * range and queue its prefetch unless it is queued already. Beyond
+ * KVTIER_PREFETCH_MAX regions prefetching at once, the advice waits for
+ * the region's next call (it is advice).
+ */
+static void kvtier_prefetch(struct kvtier_region *region, pgoff_t first,
+			    pgoff_t last)
+{
+	struct kvtier_tier *tier = region->tier;
+
+	spin_lock(&region->pf_lock);
+	region->pf_first = min(region->pf_first, first);
+	region->pf_last = max(region->pf_last, last);
+	spin_unlock(&region->pf_lock);
+	if (work_pending(&region->pf_work))
+		return;
+	if (atomic_inc_return(&tier->nr_prefetch) > KVTIER_PREFETCH_MAX) {
+		atomic_dec(&tier->nr_prefetch);
+		return;
+	}
+	refcount_inc(&region->ref);
+	if (!queue_work(kvtier_wq, &region->pf_work)) {
+		atomic_dec(&tier->nr_prefetch);
+		kvtier_region_put(region);
+	}
 }
 
 /*
@@ -1266,7 +1343,6 @@ int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 			int advice)
 {
 	struct kvtier_region *region = kvtier_file_region(file);
-	struct kvtier_prefetch *pf;
 	loff_t size, end;
 
 	switch (advice) {
@@ -1291,15 +1367,7 @@ int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 
 	switch (advice) {
 	case POSIX_FADV_WILLNEED:
-		pf = kmalloc(sizeof(*pf), GFP_KERNEL);
-		if (!pf)
-			return -ENOMEM;
-		refcount_inc(&region->ref);
-		pf->region = region;
-		pf->first = offset >> PAGE_SHIFT;
-		pf->last = end >> PAGE_SHIFT;
-		INIT_WORK(&pf->work, kvtier_prefetch_work);
-		queue_work(kvtier_wq, &pf->work);
+		kvtier_prefetch(region, offset >> PAGE_SHIFT, end >> PAGE_SHIFT);
 		return 0;
 	case POSIX_FADV_DONTNEED:
 		return kvtier_region_writeback(region, offset >> PAGE_SHIFT,
@@ -1373,8 +1441,19 @@ long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_i
 	nr = pin->length >> PAGE_SHIFT;
 
 	if (!pin_it) {
-		for (i = 0; i < nr; i++)
-			kvtier_unpin_index(region, first + i);
+		unsigned long index = first;
+		void *entry;
+
+		/* Only resident pages are pinned: walk those, and yield. */
+		while ((entry = xa_find(&region->pages, &index, first + nr - 1,
+					XA_PRESENT))) {
+			if (!xa_is_value(entry))
+				kvtier_unpin_index(region, index);
+			if (index == first + nr - 1)
+				break;
+			index++;
+			cond_resched();
+		}
 		return 0;
 	}
 
