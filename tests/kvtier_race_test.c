@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Races and lifetimes in the data path (issue 25, items 1, 2, 3, 4, 11, 13),
+ * Races and lifetimes in the data path (issue 25, items 1, 2, 3, 4, 7, 11, 13),
  * each driven hard enough to go wrong on a module that has them, with a
  * tier formatted on /dev/mapper/kvt-race, a device-mapper table over
  * KVTIER_NS1 that a test swaps (dmsetup load + resume) to make I/O fail:
@@ -26,6 +26,14 @@
  *   state of a page the read's DMA was still filling, and the page was
  *   then dropped with the older bytes on the namespace. Every byte is the
  *   last round's, in memory and after write-back.
+ * - willneed_storm: one process calls WILLNEED over a 256 MiB region (32
+ *   MiB of it written and evicted, the rest never written) as fast as it
+ *   can for 6 s. Meanwhile another region's 8 MiB write + fsync completes
+ *   within 2 s, three times; a second read-write attach of the namespace
+ *   through another path is refused (the holder's lease renewals run on a
+ *   queue of their own); the storming process exits within 5 s of its
+ *   last call. Each call queued a work item that walked the whole range
+ *   page by page without yielding: the queue grew without bound.
  * - reclaim_stops_when_commits_fail: on an 8 MiB namespace held mostly by
  *   unused persistent regions, with the metadata area failing writes, a
  *   volatile region larger than the free space is written back: the
@@ -56,6 +64,7 @@
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -107,22 +116,6 @@ static int meta_error(unsigned long long blocks)
 	return table(t);
 }
 
-static int bind_name(int fd, const char *name, unsigned long long size,
-		     unsigned int flags)
-{
-	struct kvtier_region_open o = { .size = size, .flags = flags, .mode = 0600 };
-
-	strncpy(o.name, name, sizeof(o.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_OPEN, &o) ? -errno : 0;
-}
-
-static int unlink_name(int fd, const char *name)
-{
-	struct kvtier_region_name n = { { 0 } };
-
-	strncpy(n.name, name, sizeof(n.name) - 1);
-	return ioctl(fd, KVTIER_IOC_REGION_UNLINK, &n) ? -errno : 0;
-}
 
 /* A tier file with an unnamed region of @len, or -errno. */
 static int region_fd(unsigned long long len)
@@ -564,12 +557,14 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	/* A, then C: the generation before the last still has A's pages. */
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, bind_name(fd, "fb-a", alen, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));
+	ASSERT_EQ(0, kvt_bind_name(fd, "fb-a", alen,
+				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
 	ASSERT_EQ(0, fill_evict(fd, alen, 51));
 	close(fd);
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, bind_name(fd, "fb-c", clen, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));
+	ASSERT_EQ(0, kvt_bind_name(fd, "fb-c", clen,
+				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
 	ASSERT_EQ(0, fill_evict(fd, clen, 52));
 	close(fd);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
@@ -601,7 +596,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ((long long)gen - 1, kvt_stat(0, "generation"));
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, bind_name(fd, "fb-a", 0, 0));
+	ASSERT_EQ(0, kvt_bind_name(fd, "fb-a", 0, 0, 0));
 	ASSERT_EQ(-1, check_fd(fd, alen, 51));
 	close(fd);
 
@@ -609,7 +604,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ(0, meta_error(le64toh(sb.data_start)));
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
-	ret = unlink_name(fd, "fb-a");
+	ret = kvt_unlink_name(fd, "fb-a");
 	TH_LOG("unlink with commits failing: %s", ret ? strerror(-ret) : "ok");
 	ASSERT_TRUE(ret == 0 || ret == -EIO);
 	close(fd);
@@ -629,11 +624,105 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ((long long)gen - 1, kvt_stat(0, "generation"));
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, bind_name(fd, "fb-a", 0, 0));
+	ASSERT_EQ(0, kvt_bind_name(fd, "fb-a", 0, 0, 0));
 	ASSERT_EQ(-1, check_fd(fd, alen, 51));
-	ASSERT_EQ(0, unlink_name(fd, "fb-a"));
+	ASSERT_EQ(0, kvt_unlink_name(fd, "fb-a"));
 	close(fd);
 	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+}
+
+/* ------------------------------------------------------------------ */
+/* item 7: a WILLNEED storm against everyone else                      */
+
+#define ST_LEN		(256 * MiB)	/* the storming region: fresh... */
+#define ST_WRITTEN	(32 * MiB)	/* ...but for this much, evicted */
+#define ST_SECONDS	6
+#define PATH_B		"/dev/mapper/kvt-race-b"
+
+/* The storm: WILLNEED over a whole region as fast as it goes; then exit. */
+static void storm(int report)
+{
+	long long end, calls = 0;
+	int fd = region_fd(ST_LEN);
+
+	if (fd < 0 || fill_evict(fd, ST_WRITTEN, 91))
+		_exit(1);
+	if (write(report, "s", 1) != 1)
+		_exit(1);
+	end = kvt_now_ms() + ST_SECONDS * 1000;
+	while (kvt_now_ms() < end) {
+		if (posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED))
+			_exit(2);
+		calls++;
+	}
+	if (write(report, &calls, sizeof(calls)) != sizeof(calls))
+		_exit(1);
+	close(fd);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(race, willneed_storm, 300)
+{
+	long long t0, ms, worst = 0, calls = 0, exit_ms;
+	int p[2], fd, st, i, ret;
+	unsigned char *buf;
+	pid_t pid;
+	char c;
+
+	/* Tier 1 tries a second path to the namespace during the storm. */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_unload());
+	ASSERT_EQ(0, kvt_load("num_tiers=2"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
+	ASSERT_EQ(0, kvt_run("dmsetup create kvt-race-b --table '0 %llu linear %s 0'",
+			     ns1_sectors(), kvt_ns("KVTIER_NS1")));
+	buf = malloc(8 * MiB);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		close(p[0]);
+		storm(p[1]);
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &c, 1));
+
+	/* Another user's 8 MiB write and fsync, three times, each in 2 s. */
+	for (i = 0; i < 3; i++) {
+		fd = region_fd(8 * MiB);
+		ASSERT_GE(fd, 0);
+		kvt_fill(buf, 8 * MiB, 0, 92 + i);
+		t0 = kvt_now_ms();
+		ASSERT_EQ((ssize_t)(8 * MiB), pwrite(fd, buf, 8 * MiB, 0));
+		ASSERT_EQ(0, fsync(fd));
+		ms = kvt_now_ms() - t0;
+		worst = ms > worst ? ms : worst;
+		ASSERT_EQ(-1, check_fd(fd, 8 * MiB, 92 + i));
+		close(fd);
+		if (i == 1) {
+			/* The holder renews its lease through the storm. */
+			ret = kvt_tier_write(1, "backing_dev", PATH_B);
+			TH_LOG("a second read-write attach during the storm: %s",
+			       ret ? strerror(-ret) : "attached");
+			ASSERT_EQ(-EBUSY, ret);
+		}
+	}
+	ASSERT_EQ((ssize_t)sizeof(calls), read(p[0], &calls, sizeof(calls)));
+	t0 = kvt_now_ms();
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	exit_ms = kvt_now_ms() - t0;
+	close(p[0]);
+	TH_LOG("%lld WILLNEED calls in %d s; slowest write + fsync %lld ms; the storming process exited %lld ms after its last call",
+	       calls, ST_SECONDS, worst, exit_ms);
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_LT(worst, 2000);
+	ASSERT_LT(exit_ms, 5000);
+	ASSERT_GT(calls, 1000);
+	free(buf);
+	ASSERT_EQ(0, kvt_run("dmsetup remove kvt-race-b"));
 }
 
 /* ------------------------------------------------------------------ */
@@ -659,7 +748,8 @@ TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
 		snprintf(name, sizeof(name), "rc-%d", i);
 		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 		ASSERT_GE(fd, 0);
-		ASSERT_EQ(0, bind_name(fd, name, RC_LEN, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));
+		ASSERT_EQ(0, kvt_bind_name(fd, name, RC_LEN,
+					   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
 		ASSERT_EQ(0, fill_evict(fd, RC_LEN, 70 + i));
 		close(fd);
 	}
@@ -692,7 +782,7 @@ TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
 		snprintf(name, sizeof(name), "rc-%d", i);
 		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 		ASSERT_GE(fd, 0);
-		ret = bind_name(fd, name, 0, 0);
+		ret = kvt_bind_name(fd, name, 0, 0, 0);
 		if (ret)
 			TH_LOG("%s: %s after the failed commits", name, strerror(-ret));
 		ASSERT_EQ(0, ret);
