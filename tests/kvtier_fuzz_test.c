@@ -92,11 +92,9 @@ static unsigned long long env_num(const char *name, unsigned long long def)
  * found from the executable). A test with no kept seed, or a line that does
  * not parse, fails the test: never a run of nothing.
  */
-#define MAX_RUNS	64
+#define MAX_RUNS	KVT_MAX_SEEDS
 
-struct fuzz_run {
-	unsigned long long seed, iters;
-};
+#define fuzz_run kvt_seed
 
 static unsigned long long fuzz_seed(void)
 {
@@ -111,52 +109,18 @@ static int fuzz_runs(struct __test_metadata *_metadata, const char *test,
 		     const char *iter_env, unsigned long long def,
 		     struct fuzz_run *runs)
 {
-	const char *path = getenv("KVTIER_FUZZ_SEEDS");
-	char buf[PATH_MAX], line[512], name[64];
-	unsigned long long seed, iters;
-	unsigned int lineno = 0;
-	int n = 0, len;
-	FILE *f;
+	int n, i;
 
+	(void)_metadata;
 	if (env_num("KVTIER_FUZZ_SEED", 0) || getenv("KVTIER_FUZZ_RANDOM")) {
 		runs[0].seed = fuzz_seed();
 		runs[0].iters = env_num(iter_env, def);
 		return 1;
 	}
-	if (!path || !*path) {
-		snprintf(buf, sizeof(buf), "%s/tests/fuzz-seeds.txt", kvt_repo_root());
-		path = buf;
-	}
-	f = fopen(path, "re");
-	if (!f) {
-		TH_LOG("%s: %s (the kept fuzz seeds)", path, strerror(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		len = 0;
-		sscanf(line, " %n", &len);
-		if (!line[len] || line[len] == '#')
-			continue;
-		if (sscanf(line, "%63s %llu %llu", name, &seed, &iters) != 3 || !seed) {
-			TH_LOG("%s:%u: not 'TEST SEED ITERATIONS WHY'", path, lineno);
-			n = -1;
-			break;
-		}
-		if (strcmp(name, test))
-			continue;
-		if (n == MAX_RUNS) {
-			TH_LOG("%s: more than %d seeds for %s", path, MAX_RUNS, test);
-			n = -1;
-			break;
-		}
-		runs[n].seed = seed;
-		runs[n++].iters = env_num(iter_env, iters);
-	}
-	fclose(f);
-	if (!n)
-		TH_LOG("%s keeps no seed for %s", path, test);
-	return n ? n : -1;
+	n = kvt_kept_seeds(test, (struct kvt_seed *)runs);
+	for (i = 0; i < n; i++)
+		runs[i].iters = env_num(iter_env, runs[i].iters);
+	return n;
 }
 
 /* A boundary-heavy 64-bit value around @ref (a size, an offset...). */

@@ -13,7 +13,9 @@
  *   afterwards.
  * - willneed_then_close: 100 regions written, dropped, prefetched with
  *   WILLNEED and closed at once: destroy waits for the prefetch reads.
- * - kill9: KVTIER_STRESS_ROUNDS (default 50) rounds of a child doing
+ * - kill9: the rounds of the kill9 line of tests/fuzz-seeds.txt (50; the
+ *   seed from there too; KVTIER_STRESS_ROUNDS and KVTIER_STRESS_SEED
+ *   override, KVTIER_FUZZ_RANDOM=1 draws a fresh seed) of a child doing
  *   faults, fsync, pread/pwrite and FADV_DONTNEED on two named regions
  *   (a read-only reference and a scratch one) with a 4 MiB budget, killed
  *   with SIGKILL after a random 0-80 ms. Each child must be reaped within
@@ -114,9 +116,13 @@ static void show_stuck(pid_t pid, int *status)
 		fprintf(stderr, "#   stack: %s", line);
 	if (f)
 		fclose(f);
+	/* Blocked tasks (w), and what every CPU is running (l): a task
+	 * with an empty kernel stack above is on a CPU. */
 	f = fopen("/proc/sysrq-trigger", "w");
 	if (f) {
 		fputs("w", f);
+		fflush(f);
+		fputs("l", f);
 		fclose(f);
 	}
 	fprintf(stderr, "#   %s 60 s later\n",
@@ -410,15 +416,28 @@ static void victim(unsigned long long seed)
 
 TEST_F_TIMEOUT(st, kill9, 600)
 {
-	unsigned int rounds = getenv("KVTIER_STRESS_ROUNDS") ?
-		atoi(getenv("KVTIER_STRESS_ROUNDS")) : 50, r, early = 0;
-	unsigned long long seed = getenv("KVTIER_STRESS_SEED") ?
-		strtoull(getenv("KVTIER_STRESS_SEED"), NULL, 0) : (unsigned long long)time(NULL);
+	unsigned int rounds, r, early = 0;
+	unsigned long long seed;
+	struct kvt_seed kept[KVT_MAX_SEEDS];
 	unsigned char *buf;
 	double t, slowest = 0;
 	int fr, fw, fd, status;
 	pid_t pid;
 
+	/* The kept seed (tests/fuzz-seeds.txt), unless one is asked for. */
+	if (getenv("KVTIER_STRESS_SEED")) {
+		seed = strtoull(getenv("KVTIER_STRESS_SEED"), NULL, 0);
+		rounds = 50;
+	} else if (getenv("KVTIER_FUZZ_RANDOM")) {
+		seed = (unsigned long long)time(NULL);
+		rounds = 50;
+	} else {
+		ASSERT_LT(0, kvt_kept_seeds("kill9", kept));
+		seed = kept[0].seed;
+		rounds = kept[0].iters;
+	}
+	if (getenv("KVTIER_STRESS_ROUNDS"))
+		rounds = atoi(getenv("KVTIER_STRESS_ROUNDS"));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
 	rng_state = seed | 1;
 	TH_LOG("seed %llu, %u rounds (replay: KVTIER_STRESS_SEED=%llu)", seed, rounds, seed);

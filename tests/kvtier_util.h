@@ -596,6 +596,66 @@ static inline const char *kvt_repo_root(void)
 	return repo;
 }
 
+/* A kept fuzz seed (tests/fuzz-seeds.txt) and its iterations. */
+struct kvt_seed {
+	unsigned long long seed, iters;
+};
+
+#define KVT_MAX_SEEDS	64
+
+/*
+ * Every seed tests/fuzz-seeds.txt keeps for @test, in file order, into
+ * @out (KVT_MAX_SEEDS at most): how many, or -1 after saying why on stderr
+ * (no list, a line that does not parse, no seed for @test). The list is
+ * $KVTIER_FUZZ_SEEDS (tests/run-suite.sh sets it), else found from the
+ * executable.
+ */
+static inline int kvt_kept_seeds(const char *test, struct kvt_seed *out)
+{
+	const char *path = getenv("KVTIER_FUZZ_SEEDS");
+	char buf[PATH_MAX], line[512], name[64];
+	unsigned long long seed, iters;
+	unsigned int lineno = 0;
+	int n = 0, len;
+	FILE *f;
+
+	if (!path || !*path) {
+		snprintf(buf, sizeof(buf), "%s/tests/fuzz-seeds.txt", kvt_repo_root());
+		path = buf;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "# %s: %s (the kept fuzz seeds)\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		len = 0;
+		sscanf(line, " %n", &len);
+		if (!line[len] || line[len] == '#')
+			continue;
+		if (sscanf(line, "%63s %llu %llu", name, &seed, &iters) != 3 || !seed) {
+			fprintf(stderr, "# %s:%u: not 'TEST SEED ITERATIONS WHY'\n", path, lineno);
+			n = -1;
+			break;
+		}
+		if (strcmp(name, test))
+			continue;
+		if (n == KVT_MAX_SEEDS) {
+			fprintf(stderr, "# %s: more than %d seeds for %s\n", path,
+				KVT_MAX_SEEDS, test);
+			n = -1;
+			break;
+		}
+		out[n].seed = seed;
+		out[n++].iters = iters;
+	}
+	fclose(f);
+	if (!n)
+		fprintf(stderr, "# %s keeps no seed for %s\n", path, test);
+	return n ? n : -1;
+}
+
 static sigjmp_buf kvt_sigbus_jmp;
 
 static inline void kvt_on_sigbus(int sig)
