@@ -76,6 +76,8 @@ guest() {
 	for f in /sys/class/kvtier/kvtier0/*; do
 		[[ -f $f ]] || continue
 		case ${f##*/} in uevent | dev) continue ;; esac
+		# Write-only knobs (format) cannot be read, not even by root.
+		[[ $(stat -c %A "$f") == ?r* ]] || continue
 		grep -H . "$f"
 	done
 
