@@ -50,15 +50,7 @@
 
 static unsigned long long ns1_sectors(void)
 {
-	unsigned long long bytes = 0;
-	int fd = open(kvt_ns("KVTIER_NS1"), O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	if (ioctl(fd, BLKGETSIZE64, &bytes))
-		bytes = 0;
-	close(fd);
-	return bytes / 512;
+	return kvt_dev_size(kvt_ns("KVTIER_NS1")) / 512;
 }
 
 /* Swap the live table to "0 SECTORS @target" (suspend, load, resume). */

@@ -31,19 +31,6 @@
 /* How long an attach watches a held record: 2 x interval + 1 s. */
 #define WAIT_MS		(2 * IV_MS + 1000)
 
-static unsigned long long sectors(const char *dev)
-{
-	unsigned long long bytes = 0;
-	int fd = open(dev, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return 0;
-	if (ioctl(fd, BLKGETSIZE64, &bytes))
-		bytes = 0;
-	close(fd);
-	return bytes / 512;
-}
-
 /* Write @path to tier @id's backing_dev; -errno; *@ms: how long it took. */
 static int attach(int id, const char *path, long long *ms)
 {
@@ -211,11 +198,11 @@ FIXTURE_SETUP(lease)
 	if (kvt_run("modprobe -q dm-linear 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw linear"))
 		SKIP(return, "no dm-linear target");
 	ASSERT_FALSE(kvt_loaded());
-	ASSERT_GT(sectors(ns1), 0);
+	ASSERT_GT(kvt_dev_size(ns1), 0);
 	ASSERT_EQ(0, kvt_run("dmsetup create kvt-lease-a --table '0 %llu linear %s 0'",
-			 sectors(ns1), ns1));
+			 kvt_dev_size(ns1) / 512, ns1));
 	ASSERT_EQ(0, kvt_run("dmsetup create kvt-lease-b --table '0 %llu linear %s 0'",
-			 sectors(ns1), ns1));
+			 kvt_dev_size(ns1) / 512, ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=2"));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, kvt_knob(i, "lease_interval_ms", IV_MS));
@@ -254,7 +241,7 @@ TEST_F_TIMEOUT(lease, record, 120)
 	ASSERT_EQ(0, uname(&u));
 	ASSERT_EQ(0, kvt_super_read(PATH_B, &sb, NULL));
 	b = lease_read(PATH_B, &l);
-	ASSERT_EQ(sectors(PATH_A) / 8 - 1, b);
+	ASSERT_EQ(kvt_dev_size(PATH_A) / 4096 - 1, b);
 	ASSERT_EQ(b, le64toh(sb.nr_blocks) - 1);
 	ASSERT_LE(le64toh(sb.data_start) + le64toh(sb.nr_slots), b);
 	ASSERT_TRUE(lease_crc_ok(&l));

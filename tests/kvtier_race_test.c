@@ -157,6 +157,21 @@ static long long check_fd(int fd, unsigned long long len, unsigned long long see
 	return bad;
 }
 
+/* Create persistent region @name of @len, filled with @seed, synced, evicted. */
+static int persistent_filled(const char *name, unsigned long long len,
+			     unsigned long long seed)
+{
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = kvt_bind_name(fd, name, len, KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600);
+	if (!ret && fill_evict(fd, len, seed))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 FIXTURE(race) {
 	int dummy;
 };
@@ -547,18 +562,8 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	int fd, dfd, ret, copy;
 
 	/* A, then C: the generation before the last still has A's pages. */
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, kvt_bind_name(fd, "fb-a", alen,
-				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
-	ASSERT_EQ(0, fill_evict(fd, alen, 51));
-	close(fd);
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, kvt_bind_name(fd, "fb-c", clen,
-				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
-	ASSERT_EQ(0, fill_evict(fd, clen, 52));
-	close(fd);
+	ASSERT_EQ(0, persistent_filled("fb-a", alen, 51));
+	ASSERT_EQ(0, persistent_filled("fb-c", clen, 52));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 
 	/*
@@ -738,12 +743,7 @@ TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
 	for (i = 0; i < RC_REGIONS; i++) {
 		snprintf(name, sizeof(name), "rc-%d", i);
-		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-		ASSERT_GE(fd, 0);
-		ASSERT_EQ(0, kvt_bind_name(fd, name, RC_LEN,
-					   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
-		ASSERT_EQ(0, fill_evict(fd, RC_LEN, 70 + i));
-		close(fd);
+		ASSERT_EQ(0, persistent_filled(name, RC_LEN, 70 + i));
 	}
 	ASSERT_EQ(0, kvt_super_read(DM_DEV, &sb, NULL));
 
