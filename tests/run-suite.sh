@@ -110,20 +110,47 @@ reset_state() {
 	fi
 }
 
+# Copies a program's TAP stream and writes how long each of its tests ran
+# (from its "#  RUN" line to its "ok"/"not ok" line) to OUT/times.log, so
+# the suite's time can be read test by test (the slowest are listed at the
+# end). usage: ... | time_tests PROGRAM
+usec() { local t=${EPOCHREALTIME/./}; echo $((10#$t)); }
+time_tests() {
+	local prog=$1 line start now
+	start=$(usec)
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		case $line in
+		"#  RUN "*) start=$(usec) ;;
+		"ok "* | "not ok "*)
+			now=$(usec)
+			printf '%d.%d s\t%s %s\n' $(((now - start) / 1000000)) \
+				$(((now - start) / 100000 % 10)) "$prog" \
+				"$(sed -E 's/^(not )?ok [0-9]+ //' <<<"$line")" >>"$out/times.log"
+			start=$now
+			;;
+		esac
+	done
+}
+
 if [[ $# -eq 0 ]]; then
 	set -- "$build"/tests/*_test
 fi
 
 rc=0
 : >"$out/tap.log"
+: >"$out/times.log"
 prev=start
+suite_start=$SECONDS
 for t in "$@"; do
 	name=${t##*/}
 	reset_state "$prev" || { rc=1; break; }
 	prev=$name
 	echo "# running $name" | tee -a "$out/tap.log"
-	"$t" 2>&1 | tee "$out/$name.tap"
+	t0=$SECONDS
+	"$t" 2>&1 | time_tests "$name" | tee "$out/$name.tap"
 	st=${PIPESTATUS[0]}
+	echo "# $name: $((SECONDS - t0)) s" | tee -a "$out/$name.tap"
 	cat "$out/$name.tap" >>"$out/tap.log"
 	# kselftest: 0 pass, 4 skip; anything else is a failure of the program.
 	if [[ $st -ne 0 && $st -ne 4 ]]; then
@@ -134,4 +161,8 @@ for t in "$@"; do
 		rc=1
 	fi
 done
+{
+	echo "# suite: $((SECONDS - suite_start)) s; the slowest tests:"
+	sort -rn "$out/times.log" | head -n 12 | sed 's/^/#   /'
+} | tee -a "$out/tap.log"
 exit $rc
