@@ -24,7 +24,8 @@
 #include "kvtier.h"
 
 #define KVTIER_OPEN_FLAGS	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | \
-				 KVTIER_OPEN_PERSISTENT | KVTIER_OPEN_RDONLY)
+				 KVTIER_OPEN_PERSISTENT | KVTIER_OPEN_RDONLY | \
+				 KVTIER_OPEN_SHARED)
 #define KVTIER_LIST_MAX		4096
 
 /* 1..63 bytes of 0x21..0x7e, no '/', NUL-terminated within the array. */
@@ -72,8 +73,11 @@ struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 	return r;
 }
 
-/* File-like permission check: owner, then group, then others; root overrides. */
-static int kvtier_region_permission(struct kvtier_region *r, bool write)
+/*
+ * The mode bits alone, as for files: owner, then group, then others. No
+ * capability is asked, so this may run under tier->regions_lock.
+ */
+static bool kvtier_region_mode_allows(struct kvtier_region *r, bool write)
 {
 	int want = MAY_READ | (write ? MAY_WRITE : 0);
 	umode_t mode = r->mode;
@@ -82,9 +86,13 @@ static int kvtier_region_permission(struct kvtier_region *r, bool write)
 		mode >>= 6;
 	else if (in_group_p(r->gid))
 		mode >>= 3;
-	if (!(want & ~mode & (MAY_READ | MAY_WRITE)))
-		return 0;
-	if (capable(CAP_DAC_OVERRIDE))
+	return !(want & ~mode & (MAY_READ | MAY_WRITE));
+}
+
+/* File-like permission check; CAP_DAC_OVERRIDE overrides. */
+static int kvtier_region_permission(struct kvtier_region *r, bool write)
+{
+	if (kvtier_region_mode_allows(r, write) || capable(CAP_DAC_OVERRIDE))
 		return 0;
 	return -EACCES;
 }
@@ -185,9 +193,11 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 
 /*
  * KVTIER_IOC_REGION_OPEN. Errors: EINVAL (name, flags, mode, size), EBUSY
- * (the file already has a region), ENODEV (no namespace), ENOENT (no such
- * region, no CREATE), EEXIST (CREATE|EXCL and it exists, or PERSISTENT and
- * it is not persistent), EACCES (mode), ENOSPC (larger than the namespace,
+ * (the file already has a region, or an mmap() of it is under way: a
+ * mapping made meanwhile on another thread), ENODEV (no namespace), ENOENT (no such
+ * region, no CREATE), EEXIST (CREATE|EXCL and it exists, CREATE without
+ * SHARED and another user owns it, or PERSISTENT and it is not
+ * persistent), EACCES (mode), ENOSPC (larger than the namespace,
  * or no room for another persistent region), EDQUOT (the creator's regions
  * would exceed user_quota_mb), EIO (the commit of a new
  * persistent region failed), EFAULT, ENOMEM. Nothing changes on error.
@@ -207,7 +217,9 @@ long kvtier_ioctl_region_open(struct file *file,
 		return -EFAULT;
 	if (kvtier_name_valid(arg.name) || arg.flags & ~KVTIER_OPEN_FLAGS ||
 	    arg.mode & ~0777U || arg.reserved[0] || arg.reserved[1] ||
-	    ((arg.flags & KVTIER_OPEN_EXCL) && !(arg.flags & KVTIER_OPEN_CREATE)) ||
+	    ((arg.flags & (KVTIER_OPEN_EXCL | KVTIER_OPEN_SHARED)) &&
+	     !(arg.flags & KVTIER_OPEN_CREATE)) ||
+	    ((arg.flags & KVTIER_OPEN_EXCL) && (arg.flags & KVTIER_OPEN_SHARED)) ||
 	    arg.size > (u64)MAX_LFS_FILESIZE)
 		return -EINVAL;
 
@@ -240,9 +252,18 @@ long kvtier_ioctl_region_open(struct file *file,
 			goto out;
 	}
 	if (!created) {
+		/*
+		 * CREATE asks for the caller's own region: one that another
+		 * user made first under that name (a squat, as with shm_open)
+		 * is only taken with SHARED, which says the caller expects
+		 * someone else's bytes.
+		 */
 		ret = -EEXIST;
 		if ((arg.flags & KVTIER_OPEN_EXCL) ||
-		    ((arg.flags & KVTIER_OPEN_PERSISTENT) && !region->persistent))
+		    ((arg.flags & KVTIER_OPEN_PERSISTENT) && !region->persistent) ||
+		    ((arg.flags & KVTIER_OPEN_CREATE) &&
+		     !(arg.flags & KVTIER_OPEN_SHARED) &&
+		     !uid_eq(current_fsuid(), region->owner)))
 			goto out_put;
 		ret = -EINVAL;
 		if (arg.size && round_up(arg.size, PAGE_SIZE) !=
@@ -264,8 +285,23 @@ long kvtier_ioctl_region_open(struct file *file,
 		if (READ_ONCE(region->sealed) && !(arg.flags & KVTIER_OPEN_RDONLY))
 			goto out_put;
 	}
-	/* No mapping exists yet (a mapping would have made a region). */
-	file->f_mapping = region->inode->i_mapping;
+	if (region->inode != kf->inode) {
+		/*
+		 * No mapping exists yet (one would have made a region), but an
+		 * mmap() may be under way: mmap_region() takes a temporary
+		 * writable count on file->f_mapping before ->mmap and drops it
+		 * on file->f_mapping after, reading the pointer each time. Deny
+		 * writable mappings of the file's own address_space for good
+		 * (it serves nothing once the file is bound): an mmap that
+		 * counted on it first makes this bind fail (EBUSY), one that
+		 * comes after fails (EPERM) instead of dropping a count the
+		 * region's address_space never got.
+		 */
+		ret = mapping_deny_writable(kf->inode->i_mapping);
+		if (ret)
+			goto out_put;
+		WRITE_ONCE(file->f_mapping, region->inode->i_mapping);
+	}
 	kf->readonly = arg.flags & KVTIER_OPEN_RDONLY;
 	kf->region = region;
 	ret = 0;
@@ -405,10 +441,15 @@ static void kvtier_region_entry_fill(struct kvtier_region *r,
 	e->users = refcount_read(&r->users) - 1;
 }
 
-/* KVTIER_IOC_REGION_LIST: the tier's named regions. */
+/*
+ * KVTIER_IOC_REGION_LIST: the tier's named regions the caller may open for
+ * reading (CAP_DAC_OVERRIDE: all of them). Another user's private region
+ * is not even named: its name, size and last use say what it serves.
+ */
 long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 			      struct kvtier_region_list __user *uarg)
 {
+	bool all = capable(CAP_DAC_OVERRIDE);
 	struct kvtier_region_entry *entries;
 	struct kvtier_region_list arg;
 	struct kvtier_region *r;
@@ -426,7 +467,7 @@ long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		if (!r->linked)
+		if (!r->linked || (!all && !kvtier_region_mode_allows(r, false)))
 			continue;
 		if (n < room)
 			kvtier_region_entry_fill(r, &entries[n]);

@@ -290,7 +290,8 @@ static int bound_size(int fd, const char *name, uint64_t *sizep)
 }
 
 #define OPEN_FLAGS	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | \
-			 KVTIER_OPEN_PERSISTENT | KVTIER_OPEN_RDONLY)
+			 KVTIER_OPEN_PERSISTENT | KVTIER_OPEN_RDONLY | \
+			 KVTIER_OPEN_SHARED)
 
 KVTIER_EXPORT int kvtier_region_open(struct kvtier_tier *tier, const char *name,
 				     uint64_t size, unsigned int flags,

@@ -11,6 +11,7 @@
  */
 #include <grp.h>
 #include <linux/kvtier.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -180,16 +181,19 @@ static int bob_tries(void *arg)
 		return 5;
 	if (!ioctl(fd, KVTIER_IOC_REGION_UNLINK, &rn) || errno != EPERM)
 		return 6;
-	/* The list names it (like a directory), with no bytes of it. */
-	if (ioctl(fd, KVTIER_IOC_REGION_LIST, &rl) || rl.count < 1)
+	/* The list does not even name it. */
+	if (ioctl(fd, KVTIER_IOC_REGION_LIST, &rl))
 		return 7;
 	for (i = 0; i < rl.count && i < 8; i++)
-		if (!strcmp(e[i].name, "alice:private") &&
-		    (e[i].owner != ALICE || e[i].mode != 0600))
+		if (!strcmp(e[i].name, "alice:private"))
 			return 8;
 	/* Same name with CREATE: it exists and is not Bob's. */
-	if (kvt_bind_name(fd, "alice:private", MiB, KVTIER_OPEN_CREATE, 0600) != -EACCES)
+	if (kvt_bind_name(fd, "alice:private", MiB, KVTIER_OPEN_CREATE, 0600) != -EEXIST)
 		return 9;
+	/* Asking for another user's region: the mode still says no. */
+	if (kvt_bind_name(fd, "alice:private", MiB, KVTIER_OPEN_CREATE |
+			  KVTIER_OPEN_SHARED, 0600) != -EACCES)
+		return 10;
 	close(fd);
 	return 0;
 }
@@ -210,6 +214,204 @@ TEST_F_TIMEOUT(tier, private_region_stays_private, 300)
 	ASSERT_EQ(-1, kvt_check(buf, PAGE, 0, 22));
 	close(fd);
 	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_UNLINK, &rn));
+}
+
+struct mmap_racer {
+	int fd;
+	volatile bool stop;
+};
+
+/* Shared read-only mappings of racer->fd, as fast as they come. */
+static void *mmap_loop(void *arg)
+{
+	struct mmap_racer *mr = arg;
+	void *p;
+
+	while (!mr->stop) {
+		p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, mr->fd, 0);
+		if (p != MAP_FAILED)
+			munmap(p, PAGE);
+	}
+	return NULL;
+}
+
+/*
+ * Bob may read "alice:shared". For 3 s: a fresh O_RDWR file, a thread
+ * mapping it, and a read-only bind of the region in the middle of those
+ * mmap() calls. Before the fix the bind switched the file's f_mapping
+ * between mmap's temporary writable count on the file's own mapping and
+ * its release on the region's, and each such race took one writable
+ * mapping's worth from the region.
+ */
+static int bob_races_binds(void *arg)
+{
+	long long end = kvt_now_ms() + 3000;
+	unsigned int *binds = arg;
+	struct mmap_racer mr;
+	pthread_t t;
+
+	while (kvt_now_ms() < end) {
+		mr.fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		mr.stop = false;
+		if (mr.fd < 0 || pthread_create(&t, NULL, mmap_loop, &mr))
+			return 1;
+		if (!kvt_bind_name(mr.fd, "alice:shared", 0, KVTIER_OPEN_RDONLY, 0))
+			(*binds)++;
+		mr.stop = true;
+		pthread_join(t, NULL);
+		close(mr.fd);
+	}
+	return *binds ? 0 : 2;
+}
+
+static int alice_maps(void *arg)
+{
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char *p;
+
+	if (fd < 0 || kvt_bind_name(fd, "alice:shared", MiB, KVTIER_OPEN_CREATE,
+				    0644))
+		return 1;
+	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return errno == EPERM ? 2 : 3;
+	kvt_fill(p, MiB, 0, *(int *)arg);
+	if (posix_fadvise(fd, 0, MiB, POSIX_FADV_DONTNEED) ||
+	    kvt_check(p, MiB, 0, *(int *)arg) != -1)
+		return 4;
+	munmap(p, MiB);
+	close(fd);
+	return 0;
+}
+
+/*
+ * A reader racing binds against mmap() on its own files cannot make the
+ * owner's writable mappings of the region fail (EPERM), and the bytes stay.
+ */
+TEST_F_TIMEOUT(tier, bind_racing_mmap_keeps_owner_writable, 300)
+{
+	unsigned int binds = 0;
+	int seed = 24;
+
+	ASSERT_EQ(0, as_user(ALICE, true, alice_maps, &seed));
+	/* Counted in the child's copy; the exit status says if any bound. */
+	ASSERT_EQ(0, as_user(BOB, true, bob_races_binds, &binds));
+	seed = 25;
+	ASSERT_EQ(0, as_user(ALICE, true, alice_maps, &seed));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "alice:shared"));
+}
+
+/* Names REGION_LIST gives the caller, in @names (room for 8). */
+static int listed(char names[8][KVTIER_NAME_MAX])
+{
+	struct kvtier_region_entry e[8];
+	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = 8 };
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned int i;
+
+	if (fd < 0 || ioctl(fd, KVTIER_IOC_REGION_LIST, &rl))
+		return -1;
+	close(fd);
+	for (i = 0; i < rl.count && i < 8; i++)
+		memcpy(names[i], e[i].name, KVTIER_NAME_MAX);
+	return rl.count;
+}
+
+static bool has_name(char names[8][KVTIER_NAME_MAX], int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n && i < 8; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+/* Bob squats the name Alice's engine will ask for, readable and writable by all. */
+static int bob_squats(void *arg)
+{
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char buf[PAGE];
+
+	(void)arg;
+	if (fd < 0 || kvt_bind_name(fd, "alice:kv", MiB, KVTIER_OPEN_CREATE |
+				    KVTIER_OPEN_EXCL, 0666))
+		return 1;
+	kvt_fill(buf, PAGE, 0, 26);
+	if (pwrite(fd, buf, PAGE, 0) != (ssize_t)PAGE)
+		return 2;
+	return 0;
+}
+
+static int alice_opens_squatted(void *arg)
+{
+	char names[8][KVTIER_NAME_MAX];
+	unsigned char buf[PAGE];
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int n;
+
+	(void)arg;
+	if (fd < 0)
+		return 1;
+	/* Her engine's "my region": refused, not bound to Bob's bytes. */
+	if (kvt_bind_name(fd, "alice:kv", MiB, KVTIER_OPEN_CREATE, 0600) != -EEXIST)
+		return 2;
+	if (pread(fd, buf, PAGE, 0) != -1 || errno != ENXIO)
+		return 3;
+	/* SHARED without CREATE, or with EXCL, means nothing: EINVAL. */
+	if (kvt_bind_name(fd, "alice:kv", 0, KVTIER_OPEN_SHARED, 0) != -EINVAL ||
+	    kvt_bind_name(fd, "alice:kv", MiB, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
+			  KVTIER_OPEN_SHARED, 0600) != -EINVAL)
+		return 4;
+	/* Asked for explicitly, Bob's 0666 region opens, with his bytes. */
+	if (kvt_bind_name(fd, "alice:kv", MiB, KVTIER_OPEN_CREATE |
+			  KVTIER_OPEN_SHARED, 0600))
+		return 5;
+	if (pread(fd, buf, PAGE, 0) != (ssize_t)PAGE || kvt_check(buf, PAGE, 0, 26) != -1)
+		return 6;
+	close(fd);
+	/* Her own private region, then CREATE again: hers, so it opens. */
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || kvt_bind_name(fd, "alice:mine", MiB, KVTIER_OPEN_CREATE, 0600))
+		return 7;
+	close(fd);
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || kvt_bind_name(fd, "alice:mine", MiB, KVTIER_OPEN_CREATE, 0600))
+		return 8;
+	close(fd);
+	/* She lists her own and Bob's 0666 one. */
+	n = listed(names);
+	if (n != 2 || !has_name(names, n, "alice:kv") || !has_name(names, n, "alice:mine"))
+		return 9;
+	return 0;
+}
+
+static int bob_lists(void *arg)
+{
+	char names[8][KVTIER_NAME_MAX];
+	int n = listed(names);
+
+	(void)arg;
+	/* His own; not Alice's 0600 one. */
+	return n == 1 && has_name(names, n, "alice:kv") ? 0 : 1;
+}
+
+/*
+ * Names are one namespace per tier: CREATE without EXCL does not take a
+ * region another user made first (the shm_open squat) unless the caller
+ * asks for SHARED, and REGION_LIST shows only what the caller may open.
+ */
+TEST_F_TIMEOUT(tier, names_resist_squatting, 300)
+{
+	char names[8][KVTIER_NAME_MAX];
+
+	ASSERT_EQ(0, as_user(BOB, true, bob_squats, NULL));
+	ASSERT_EQ(0, as_user(ALICE, true, alice_opens_squatted, NULL));
+	ASSERT_EQ(0, as_user(BOB, true, bob_lists, NULL));
+	/* Root sees every region. */
+	ASSERT_EQ(2, listed(names));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "alice:kv"));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "alice:mine"));
 }
 
 static int alice_quota(void *arg)

@@ -75,6 +75,7 @@ struct kvtier_pin {
 #define KVTIER_OPEN_EXCL	(1U << 1)	/* with CREATE: fail if it exists */
 #define KVTIER_OPEN_PERSISTENT	(1U << 2)	/* keep on the namespace */
 #define KVTIER_OPEN_RDONLY	(1U << 3)	/* bind for reading only */
+#define KVTIER_OPEN_SHARED	(1U << 4)	/* with CREATE: may bind another user's */
 
 /**
  * struct kvtier_region_open - KVTIER_IOC_REGION_OPEN argument
@@ -95,6 +96,14 @@ struct kvtier_pin {
  * Opening an existing region with PERSISTENT fails with EEXIST if that
  * region is not persistent (and vice versa PERSISTENT is not required to
  * open a persistent region). A persistent region is at most 2^32 pages.
+ *
+ * Names are one namespace per tier, shared by every user of it. CREATE
+ * without EXCL binds an existing region only if the caller owns it, or with
+ * SHARED (the caller expects another user's region, e.g. a shared prefix
+ * cache): otherwise EEXIST, so a region pre-created by someone else under
+ * an expected name is never taken for one's own. @mode applies only to a
+ * region this call creates. Without CREATE any region the mode allows is
+ * opened.
  */
 struct kvtier_region_open {
 	char name[KVTIER_NAME_MAX];
@@ -139,8 +148,9 @@ struct kvtier_region_entry {
 /**
  * struct kvtier_region_list - KVTIER_IOC_REGION_LIST argument
  * @entries: user pointer to an array of @count entries
- * @count: in: room in @entries; out: named regions in the tier (may be
- *         more than were copied: call again with a larger array)
+ * @count: in: room in @entries; out: named regions in the tier that the
+ *         caller may open for reading, all of them with CAP_DAC_OVERRIDE
+ *         (may be more than were copied: call again with a larger array)
  * @reserved: zero
  */
 struct kvtier_region_list {
