@@ -17,7 +17,10 @@
 # usage: tests/check.sh BUILD [TEST...]   (TEST: test programs to run)
 #   KVTIER_PERSIST_TESTS  persistence tests per kernel (default "reboot
 #                         corrupt crash"; "none" skips them)
-#   KVTIER_CRASH_SEED, KVTIER_CRASH_CUTS  see tests/persist/run.sh
+#   KVTIER_CRASH_SEED, KVTIER_CRASH_CUTS, KVTIER_CRASH_PART  see
+#                         tests/persist/run.sh; unless CUTS or PART is
+#                         set, the kernels share the kept cuts (each cut
+#                         boots once, on one kernel)
 #   KVTIER_GUEST_ENV      VAR=VALUE words exported to the suite in the
 #                         guest (make check-full: longer fuzzing)
 set -uo pipefail
@@ -43,7 +46,11 @@ phase "CUDA shim on the test double (host)" make -s -C "$top/tests/cuda-double" 
 	BUILD="$build" KSRC="$("$top/tests/get-ksrc.sh" "$build")" check
 phase "dkms add/build/install, all kernels" "$top/tests/dkms-check.sh" "$build"
 
+kernels=$("$top/tests/vm/kernels.sh" list)
+nkernels=$(wc -l <<<"$kernels")
+k=-1
 while read -r short kver; do
+	k=$((k + 1))
 	out=$build/vm-$kver
 	rm -rf "$out"
 	phase "boot image $short ($kver)" "$top/tests/vm/prepare.sh" "$kver" "$cache"
@@ -100,7 +107,12 @@ while read -r short kver; do
 		pout=$build/persist-$kver
 		echo "# phase: persistence on $kver"
 		# shellcheck disable=SC2086 # a list of test names
-		"$top/tests/persist/run.sh" "$build" "$kver" "$pout" $persist </dev/null
+		if [[ -z ${KVTIER_CRASH_CUTS:-}${KVTIER_CRASH_PART:-} ]]; then
+			KVTIER_CRASH_PART=$k/$nkernels "$top/tests/persist/run.sh" \
+				"$build" "$kver" "$pout" $persist </dev/null
+		else
+			"$top/tests/persist/run.sh" "$build" "$kver" "$pout" $persist </dev/null
+		fi
 		rc=$?
 		if [[ -f $pout/tap.log ]]; then
 			count_tap "$pout/tap.log"
@@ -114,7 +126,7 @@ while read -r short kver; do
 		fi
 		summary+=("$(printf '%-40s %4d s   %s' "persistence on $short" $((SECONDS - start)) "$tally")")
 	fi
-done < <("$top/tests/vm/kernels.sh" list)
+done <<<"$kernels"
 
 # A tiny benchmark in the 6.12 guest (tests/bench/run.sh --tiny): proves
 # kvbench and its runner still work. It prints a row; its numbers are never

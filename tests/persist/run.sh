@@ -24,7 +24,9 @@
 #            delays and workloads come from a seeded random source: the
 #            crash line of tests/fuzz-seeds.txt (seed and cuts), a fresh
 #            seed with KVTIER_FUZZ_RANDOM=1; the seed is printed,
-#            KVTIER_CRASH_SEED sets it
+#            KVTIER_CRASH_SEED sets it. KVTIER_CRASH_PART=K/N boots only
+#            the cuts whose number modulo N is K (make check gives each
+#            kernel its share of the kept cuts, so each cut runs once)
 #
 # usage: tests/persist/run.sh BUILD KVER OUT [TEST...]
 #   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/,
@@ -210,7 +212,8 @@ test_corrupt() {
 
 test_crash() {
 	local seed=${KVTIER_CRASH_SEED:-} cuts=${KVTIER_CRASH_CUTS:-}
-	local b delay wseed pid rpid t0 waited ran synced st hits kept
+	local part=${KVTIER_CRASH_PART:-0/1} b=0 cut delay wseed
+	local pid rpid t0 waited ran synced st hits kept
 	# The kept seed (tests/fuzz-seeds.txt), unless one is given or
 	# KVTIER_FUZZ_RANDOM asks for a fresh one (make fuzz).
 	kept=$(awk '$1 == "crash" { print $2, $3; exit }' "$top/tests/fuzz-seeds.txt")
@@ -223,15 +226,22 @@ test_crash() {
 		result not-ok "KVTIER_CRASH_SEED and KVTIER_CRASH_CUTS are numbers"
 		return
 	}
-	note "crash: seed $seed, $cuts cuts (rerun: KVTIER_CRASH_SEED=$seed" \
+	[[ $part =~ ^([0-9]+)/([1-9][0-9]*)$ ]] && ((${BASH_REMATCH[1]} < ${BASH_REMATCH[2]})) || {
+		result not-ok "KVTIER_CRASH_PART is K/N with 0 <= K < N (got '$part')"
+		return
+	}
+	note "crash: seed $seed, cuts $part of $cuts (rerun: KVTIER_CRASH_SEED=$seed" \
+		"KVTIER_CRASH_CUTS=$cuts KVTIER_CRASH_PART=$part" \
 		"tests/persist/run.sh $build $kver $outdir crash)"
 	RANDOM=$seed
 	mkdir -p "$o/state"
-	for ((b = 0; b < cuts; b++)); do
-		# Cut 0.0 .. 6.0 s after the workload started.
+	for ((cut = 0; cut < cuts; cut++)); do
+		# Cut 0.0 .. 6.0 s after the workload started. Every cut draws
+		# its numbers, so a part's cuts are those of the whole run.
 		delay=$((RANDOM % 61))
 		wseed=$((RANDOM << 15 | RANDOM))
 		delay=$((delay / 10)).$((delay % 10))
+		((cut % ${part#*/} == ${part%/*})) || continue
 		rm -f "$o/checks.log" "$o/qemu.pid"
 		t0=$SECONDS
 		"$top/tests/vm/run.sh" --keep-nvme --kver "$kver" --cache "$build/cache" \
@@ -265,8 +275,8 @@ test_crash() {
 		vm_done "$b"
 		import "$o/checks-$b.log" ""
 		synced=$(cat "$o/state/journal-$b-"* 2>/dev/null | grep -c '^synced ')
-		note "cut $b: delay ${delay}s after the workload started, workload seed" \
-			"$wseed, $synced fsyncs completed, boot took $((SECONDS - t0)) s"
+		note "cut $cut (boot $b): delay ${delay}s after the workload started, workload" \
+			"seed $wseed, $synced fsyncs completed, boot took $((SECONDS - t0)) s"
 		if ((!ran)); then
 			result not-ok "boot $b: the workload never started (run.sh status $st; see $o/boot-$b.log)"
 			sed -n '/^run.sh: \|kvt-crash: /p' "$o/boot-$b.log" | sed 's/^/# /' | tail -n 20
@@ -281,12 +291,13 @@ test_crash() {
 			result not-ok "boot $b: cut after ${delay}s: kernel problem on the console"
 			printf '%s\n' "$hits" | head -n 40 | sed 's/^/# /'
 		else
-			result ok "boot $b: cut by kill -9 of qemu ${delay}s into the workload, kernel log clean"
+			result ok "boot $b: cut $cut by kill -9 of qemu ${delay}s into the workload, kernel log clean"
 		fi
+		b=$((b + 1))
 	done
-	vm "$cuts" 1 256M 300 crash-final "$cuts" 0
-	import "$o/checks-$cuts.log" ""
-	vm_result "$cuts" "verify after the last cut, detach, attach, verify"
+	vm "$b" 1 256M 300 crash-final "$b" 0
+	import "$o/checks-$b.log" ""
+	vm_result "$b" "verify after the last cut, detach, attach, verify"
 }
 
 t_all=$SECONDS
