@@ -691,7 +691,7 @@ int kvtier_store_close(struct kvtier_tier *tier);
 void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
 void kvtier_store_kick(struct kvtier_tier *tier);
-int kvtier_store_make_room(struct kvtier_tier *tier);
+int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner);
 
 /* lease.c: the ownership lease (single read-write attach) */
 void kvtier_lease_init(struct kvtier_store *st);

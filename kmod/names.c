@@ -378,8 +378,9 @@ static int kvtier_region_seal(struct kvtier_region *region)
  * KVTIER_IOC_REGION_SETFLAGS: pin or unpin a persistent region against
  * capacity reclaim, or seal it, committed before it returns. Errors:
  * EINVAL (name, bits, reserved, not persistent), ENOENT, EPERM (not the
- * owner, or clearing SEALED), EBUSY (sealing a region a file is bound to),
- * EROFS (read-only tier), EIO, EFAULT.
+ * owner, clearing SEALED, or setting PINNED without CAP_SYS_RESOURCE),
+ * EBUSY (sealing a region a file is bound to), EROFS (read-only tier), EIO,
+ * EFAULT.
  */
 long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 				  struct kvtier_region_flags __user *uarg)
@@ -403,8 +404,14 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 	ret = -EINVAL;
 	if (!region->persistent)
 		goto out;
+	/*
+	 * PINNED exempts a region from capacity reclaim, at every other
+	 * user's expense: CAP_SYS_RESOURCE's to give, as room beyond a quota
+	 * is. Unpinning is the owner's.
+	 */
 	ret = -EPERM;
-	if (!kvtier_region_owner(region) || arg.clear & KVTIER_REGION_SEALED)
+	if (!kvtier_region_owner(region) || arg.clear & KVTIER_REGION_SEALED ||
+	    ((arg.set & KVTIER_REGION_PINNED) && !capable(CAP_SYS_RESOURCE)))
 		goto out;
 	if (arg.set & KVTIER_REGION_SEALED) {
 		ret = kvtier_region_seal(region);

@@ -268,7 +268,8 @@ static bool kvtier_needs_slot(const struct kvtier_page *kp)
  * be overwritten in place, else a fresh one; one run of consecutive slots
  * for each run of consecutive indexes of one region, so the batch goes out
  * in few, large bios. When the namespace is full, the store is asked to
- * make room (commit, then reclaim an unused persistent region). Returns
+ * make room (commit, then reclaim an unused persistent region, the
+ * writing region's owner's first). Returns
  * the error for the pages it could not place (errs[i]): -ENOSPC, or the
  * error of the commit that could not free slots (-EIO); 0 otherwise.
  */
@@ -292,7 +293,7 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 			;
 		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
 		if (slot == KVTIER_NO_SLOT) {
-			err = kvtier_store_make_room(tier);
+			err = kvtier_store_make_room(tier, kps[i]->region->owner);
 			if (!err)
 				continue;
 			for (; i < j; i++)

@@ -460,19 +460,28 @@ void kvtier_store_kick(struct kvtier_tier *tier)
  * or prefetch is working on it: destroying it would wait for them, and
  * they may be waiting for us) and that is not pinned, unlinked, with the
  * name's user reference passed to the caller; NULL if there is none.
+ * Regions of @owner, whose write needs the room, go first: one user's
+ * write pressure takes another user's durable regions only when the
+ * writer has none left to give.
  */
-static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier)
+static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
+						   kuid_t owner)
 {
 	struct kvtier_region *r, *victim = NULL;
+	bool own, victim_own = false;
 
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
 		if (!r->linked || !r->persistent || READ_ONCE(r->pinned) ||
 		    refcount_read(&r->users) != 1 || refcount_read(&r->ref) != 1)
 			continue;
-		if (!victim || time_before(READ_ONCE(r->last_use),
-					   READ_ONCE(victim->last_use)))
+		own = uid_eq(r->owner, owner);
+		if (!victim || (own && !victim_own) ||
+		    (own == victim_own &&
+		     time_before(READ_ONCE(r->last_use), READ_ONCE(victim->last_use)))) {
 			victim = r;
+			victim_own = own;
+		}
 	}
 	if (victim)
 		victim->linked = false;
@@ -498,7 +507,8 @@ static bool kvtier_relink(struct kvtier_tier *tier, struct kvtier_region *victim
 /*
  * The namespace is full. First commit, which frees the slots persistent
  * regions let go of since the last commit; if that frees nothing, reclaim
- * the least recently used unused persistent region. The victim is only
+ * the least recently used unused persistent region, @owner's first (the
+ * owner of the region whose write-back needs the room). The victim is only
  * unlinked until the commit that records it is on the media, and named
  * again if that commit fails: a region destroyed before would be unlinked
  * for good by the first commit that succeeds, and each retry of the writer
@@ -507,7 +517,7 @@ static bool kvtier_relink(struct kvtier_tier *tier, struct kvtier_region *victim
  * can be after one more commit (try again), -ENOSPC if nothing can be
  * freed, or the error of the commit that failed (nothing reclaimed).
  */
-int kvtier_store_make_room(struct kvtier_tier *tier)
+int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
 {
 	struct kvtier_slots *slots = &tier->slots;
 	unsigned long used = READ_ONCE(slots->used);
@@ -520,7 +530,7 @@ int kvtier_store_make_room(struct kvtier_tier *tier)
 	if (ret)
 		return ret;
 
-	victim = kvtier_reclaim_victim(tier);
+	victim = kvtier_reclaim_victim(tier, owner);
 	if (!victim)
 		return -ENOSPC;
 	atomic64_inc(&tier->store.changes);

@@ -792,7 +792,8 @@ static int nobody_after_reload(int *fds)
 	if (msync(p, PAGE, MS_SYNC))
 		return 12;
 	munmap(p, MiB);
-	if (set_flags(fds[3], "own", KVTIER_REGION_PINNED, 0, 0))
+	/* Pinning is CAP_SYS_RESOURCE's, even for the owner. */
+	if (set_flags(fds[3], "own", KVTIER_REGION_PINNED, 0, 0) != -EPERM)
 		return 13;
 	return 0;
 }
@@ -863,7 +864,7 @@ TEST_F_TIMEOUT(persist, permissions_survive_reload, 300)
 
 	/* Root overrides the mode: nobody's region, read-write, and unlink. */
 	ASSERT_EQ(0, find_name(self->fd, "own", &e));
-	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	ASSERT_EQ((__u32)PERSIST, e.flags);
 	ASSERT_EQ(-1, check_name(0, "own", PAGE, 44));
 	ASSERT_EQ(-1, check_name(0, "priv", MiB, 40));
 	ASSERT_EQ(0, kvt_unlink_name(self->fd, "own"));
@@ -1052,6 +1053,100 @@ TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
 	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
 	ASSERT_EQ(-1, check_name(1, "r01", RSZ, 301));
 	ASSERT_EQ(-1, check_name(1, "in-use", RSZ, 200));
+	close(f1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	loop_detach(lfd, RECLAIM_IMG);
+}
+
+#define ALICE		4001
+#define BOB		4002
+
+/*
+ * In a child as @uid (gid @uid, no groups): make_persistent() of @name, or
+ * with @pin, set PINNED on it. The child's status: 0, or 1 + the error.
+ */
+static int persistent_as(uid_t uid, const char *name, size_t len,
+			 unsigned long long seed, bool pin)
+{
+	int status, fd, ret;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid))
+			_exit(99);
+		if (!pin)
+			_exit(make_persistent(1, name, len, 0600, seed) ? 1 : 0);
+		fd = tier_open(1);
+		ret = set_flags(fd, name, KVTIER_REGION_PINNED, 0, 0);
+		_exit(ret ? 1 + (-ret & 0x3f) : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * Space reclaim is fair: a full namespace takes the writer's own unused
+ * regions first, least recently used first, and another user's only when
+ * the writer has none; PINNED, which exempts a region at everyone else's
+ * expense, needs CAP_SYS_RESOURCE. Alice's two regions are the oldest of
+ * a full 32 MiB namespace, Bob's fill the rest, then Bob writes more.
+ */
+TEST_F_TIMEOUT(persist, reclaim_takes_writers_own_first, 600)
+{
+	struct kvtier_region_entry e;
+	struct kvtier_disk_super sb;
+	char dev[32], name[16];
+	int lfd, f1, nfit, i, gone = 0;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(RECLAIM_IMG, 32 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 4));
+	ASSERT_EQ(0, chmod("/dev/kvtier1", 0666));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
+	nfit = le64toh(sb.nr_slots) * PAGE / RSZ;
+	ASSERT_GE(nfit, 8);
+
+	ASSERT_EQ(0, persistent_as(ALICE, "alice0", RSZ, 500, false));
+	ASSERT_EQ(0, persistent_as(ALICE, "alice1", RSZ, 501, false));
+	sleep(1);
+	for (i = 0; i < nfit - 2; i++) {
+		snprintf(name, sizeof(name), "bob%02d", i);
+		ASSERT_EQ(0, persistent_as(BOB, name, RSZ, 600 + i, false));
+	}
+	/* Bob may not exempt his regions; root may. (EXPECT: go on to the reclaim.) */
+	EXPECT_EQ(1 + EPERM, persistent_as(BOB, "bob02", 0, 0, true));
+	f1 = tier_open(1);
+	ASSERT_EQ(0, find_name(f1, "bob02", &e));
+	EXPECT_EQ((__u32)PERSIST, e.flags);
+	ASSERT_EQ(0, set_flags(f1, "bob02", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(0, kvt_stat(1, "regions_reclaimed"));
+
+	/* Bob writes three more: his own oldest unpinned regions make room. */
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "bobnew%d", i);
+		ASSERT_EQ(0, persistent_as(BOB, name, RSZ, 700 + i, false));
+	}
+	ASSERT_LE(3, kvt_stat(1, "regions_reclaimed"));
+	for (i = 0; i < nfit - 2; i++) {
+		snprintf(name, sizeof(name), "bob%02d", i);
+		if (find_name(f1, name, &e))
+			gone++;
+	}
+	TH_LOG("%lld regions reclaimed, %d of them Bob's", kvt_stat(1, "regions_reclaimed"),
+	       gone);
+	ASSERT_EQ(kvt_stat(1, "regions_reclaimed"), gone);
+	ASSERT_EQ(0, find_name(f1, "bob02", &e));
+	ASSERT_EQ(-ENOENT, find_name(f1, "bob00", &e));	/* the oldest went */
+	ASSERT_EQ(-1, check_name(1, "alice0", RSZ, 500));
+	ASSERT_EQ(-1, check_name(1, "alice1", RSZ, 501));
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "bobnew%d", i);
+		ASSERT_EQ(-1, check_name(1, name, RSZ, 700 + i));
+	}
 	close(f1);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	loop_detach(lfd, RECLAIM_IMG);

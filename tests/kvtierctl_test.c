@@ -663,6 +663,7 @@ static int ctl_as_nobody(char *out, const char *args, const char *want)
 
 #define PNAME	"kvtierctl-persist"
 #define VNAME	"kvtierctl-volatile"
+#define PUBNAME	"kvtierctl-public"
 
 /*
  * persist ls shows a persistent region created by ioctl (and not a
@@ -729,12 +730,24 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 	ASSERT_EQ(0, ctl(self->out, "persist ls 0"));
 	EXPECT_NE(NULL, strstr(self->out, " 0 no     no\n"));
 
-	/* Another user may list it, not pin or remove it. */
+	/*
+	 * Another user whose mode bits do not let it read the region (0640,
+	 * group root) does not even see it; one who may read it (0644) may
+	 * not remove or pin it.
+	 */
 	ASSERT_EQ(0, chmod("/dev/kvtier0", 0666));
 	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist rm " PNAME,
-				   "not the owner of region '" PNAME "' on kvtier0: only its owner or root (CAP_FOWNER) may remove it"));
-	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist pin " PNAME,
-				   "not the owner of region '" PNAME "'"));
+				   "no region '" PNAME "' on kvtier0"));
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kvt_bind_name(fd, PUBNAME, MiB, KVTIER_OPEN_CREATE |
+				   KVTIER_OPEN_PERSISTENT, 0644));
+	close(fd);
+	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist rm " PUBNAME,
+				   "not the owner of region '" PUBNAME "' on kvtier0: only its owner or root (CAP_FOWNER) may remove it"));
+	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist pin " PUBNAME,
+				   "cannot pin region '" PUBNAME "' on kvtier0: only root"));
+	ASSERT_EQ(0, ctl(self->out, "persist rm " PUBNAME));
 	ASSERT_EQ(0, chmod("/dev/kvtier0", 0600));
 	ASSERT_EQ(0, ctl(self->out, "persist ls"));
 	EXPECT_NE(NULL, strstr(self->out, PNAME " "));

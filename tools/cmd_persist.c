@@ -219,6 +219,10 @@ static int region_error(struct kvtier_tier *tier, unsigned int id,
 	case -ENOENT:
 		return fail("no region '%s' on kvtier%u", name, id);
 	case -EPERM:
+		/* Pinning is CAP_SYS_RESOURCE's, even for the owner. */
+		if (!strcmp(verb, "pin"))
+			return fail("cannot pin region '%s' on kvtier%u: only root (CAP_SYS_RESOURCE) may pin, as a pin exempts a region from reclaim at other users' expense",
+				    name, id);
 		return fail("not the owner of region '%s' on kvtier%u: only its owner or root (CAP_FOWNER) may %s it",
 			    name, id, verb);
 	case -EINVAL:

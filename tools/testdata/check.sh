@@ -319,8 +319,10 @@ if [[ -f $fake ]]; then
 	KVT_FAKE_ERRNO=$(errno EPERM) pexpect 1 \
 		"not the owner of region 'prefix-llama' on kvtier0: only its owner or root \(CAP_FOWNER\) may remove it" \
 		"rm: EPERM" -- persist rm prefix-llama
-	KVT_FAKE_ERRNO=$(errno EPERM) pexpect 1 "not the owner of region 'prefix-llama'.* may pin it" \
+	KVT_FAKE_ERRNO=$(errno EPERM) pexpect 1 "cannot pin region 'prefix-llama' on kvtier0: only root \(CAP_SYS_RESOURCE\) may pin" \
 		"pin: EPERM" -- persist pin prefix-llama
+	KVT_FAKE_ERRNO=$(errno EPERM) pexpect 1 "not the owner of region 'prefix-llama'.* may unpin it" \
+		"unpin: EPERM" -- persist unpin prefix-llama
 	KVT_FAKE_ERRNO=$(errno ENOENT) pexpect 1 "no region 'gone' on kvtier0" "pin: ENOENT" \
 		-- persist pin gone
 	KVT_FAKE_ERRNO=$(errno EINVAL) pexpect 1 "'in-memory' on kvtier0 is not persistent" \
