@@ -641,6 +641,7 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 				  struct kvtier_region_flags __user *uarg);
 void kvtier_names_drop_all(struct kvtier_tier *tier);
 int kvtier_name_valid(const char *name);
+bool kvtier_name_relink(struct kvtier_region *region);
 struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 				      const char *name);
 

@@ -43,6 +43,20 @@ int kvtier_name_valid(const char *name)
 	return 0;
 }
 
+/* The linked region called @name, or NULL. Caller holds tier->regions_lock. */
+static struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
+					      const char *name)
+{
+	struct kvtier_region *r;
+
+	lockdep_assert_held(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		if (r->linked && !strcmp(r->name, name))
+			return r;
+	}
+	return NULL;
+}
+
 /*
  * The linked region called @name, with a user reference, or NULL. Caller
  * holds tier->regions_lock.
@@ -50,15 +64,26 @@ int kvtier_name_valid(const char *name)
 static struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
 						const char *name)
 {
-	struct kvtier_region *r;
+	struct kvtier_region *r = kvtier_name_find(tier, name);
 
-	lockdep_assert_held(&tier->regions_lock);
-	list_for_each_entry(r, &tier->regions, node) {
-		if (r->linked && !strcmp(r->name, name) &&
-		    refcount_inc_not_zero(&r->users))
-			return r;
-	}
-	return NULL;
+	return r && refcount_inc_not_zero(&r->users) ? r : NULL;
+}
+
+/*
+ * Link @region, whose name was taken away (kvtier_store_make_room()), again
+ * if no region took the name meanwhile. Returns true if it was linked.
+ */
+bool kvtier_name_relink(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+	bool vacant;
+
+	spin_lock(&tier->regions_lock);
+	vacant = !kvtier_name_find(tier, region->name);
+	if (vacant)
+		region->linked = true;
+	spin_unlock(&tier->regions_lock);
+	return vacant;
 }
 
 /* kvtier_name_lookup() for callers that do not hold tier->regions_lock. */

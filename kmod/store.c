@@ -489,21 +489,6 @@ static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
 	return victim;
 }
 
-/* Link @victim again if its name is free; whether it was. */
-static bool kvtier_relink(struct kvtier_tier *tier, struct kvtier_region *victim)
-{
-	struct kvtier_region *r;
-	bool taken = false;
-
-	spin_lock(&tier->regions_lock);
-	list_for_each_entry(r, &tier->regions, node)
-		taken |= r->linked && !strcmp(r->name, victim->name);
-	if (!taken)
-		victim->linked = true;
-	spin_unlock(&tier->regions_lock);
-	return !taken;
-}
-
 /*
  * The namespace is full. First commit, which frees the slots persistent
  * regions let go of since the last commit; if that frees nothing, reclaim
@@ -541,7 +526,7 @@ int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
 		 * it was not (it then replaces the victim, as an unlink and a
 		 * create would have).
 		 */
-		if (!kvtier_relink(tier, victim))
+		if (!kvtier_name_relink(victim))
 			kvtier_region_put_user(victim);
 		return ret;
 	}
