@@ -26,6 +26,16 @@
  *   state of a page the read's DMA was still filling, and the page was
  *   then dropped with the older bytes on the namespace. Every byte is the
  *   last round's, in memory and after write-back.
+ * - longterm_pin_refused: a long-term writable pin (FOLL_LONGTERM, as
+ *   io_uring fixed buffers take) would let a device write a kvtier page
+ *   long after its dirty state was read, behind page_mkwrite. Registering
+ *   a mapping of a region as an io_uring fixed buffer is refused on both
+ *   kernels (6.1: io_uring takes no file-backed buffers but shmem and
+ *   hugetlbfs, EOPNOTSUPP; 6.12: GUP refuses long-term writable pins of
+ *   mappings that track dirty pages, EFAULT), and the region keeps its
+ *   bytes. RDMA's long-term pins are not refused on 6.1 (no hook for a
+ *   module there); write-back keeps a page dirty while any GUP reference
+ *   holds it (odirect_read_into_mapping).
  * - willneed_storm: one process calls WILLNEED over a 256 MiB region (32
  *   MiB of it written and evicted, the rest never written) as fast as it
  *   can for 6 s. Meanwhile another region's 8 MiB write + fsync completes
@@ -60,10 +70,13 @@
  * VM (tests/run-suite.sh); see kvtier_util.h.
  */
 #include <linux/fs.h>
+#include <linux/io_uring.h>
 #include <linux/kvtier.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -518,6 +531,45 @@ TEST_F_TIMEOUT(race, odirect_read_into_mapping, 300)
 	ASSERT_EQ(-1, kvt_check(map, OD_LEN, 0, round % 2 ? 61 : 62));
 	free(buf);
 	munmap(map, OD_LEN);
+	close(fd);
+}
+
+/* ------------------------------------------------------------------ */
+/* item 4: long-term writable pins of a mapping (io_uring fixed buffers) */
+
+TEST_F_TIMEOUT(race, longterm_pin_refused, 120)
+{
+	struct io_uring_params params = { 0 };
+	struct iovec iov;
+	struct utsname u;
+	unsigned char *map;
+	int fd, ring, ret, major = 0, minor = 0;
+
+	fd = region_fd(MiB);
+	ASSERT_GE(fd, 0);
+	map = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	kvt_fill(map, MiB, 0, 63);
+	ASSERT_EQ(0, fsync(fd));
+
+	ring = syscall(__NR_io_uring_setup, 4, &params);
+	if (ring < 0)
+		SKIP(return, "io_uring_setup: %s", strerror(errno));
+	iov = (struct iovec){ .iov_base = map, .iov_len = MiB };
+	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, &iov, 1);
+	ASSERT_EQ(0, uname(&u));
+	sscanf(u.release, "%d.%d", &major, &minor);
+	TH_LOG("%s: registering a kvtier mapping as a fixed buffer: %s", u.release,
+	       ret ? strerror(errno) : "accepted");
+	/* Accepted, a device could write the pages behind dirty tracking. */
+	ASSERT_EQ(-1, ret);
+	/* 6.5+: GUP's writable_file_mapping_allowed(); before, io_uring's own check. */
+	ASSERT_EQ(major > 6 || (major == 6 && minor >= 5) ? EFAULT : EOPNOTSUPP, errno);
+	close(ring);
+	/* Nothing was pinned or changed. */
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(-1, kvt_check(map, MiB, 0, 63));
+	munmap(map, MiB);
 	close(fd);
 }
 
