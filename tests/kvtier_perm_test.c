@@ -142,16 +142,23 @@ TEST_F_TIMEOUT(tier, device_through_group_only, 300)
 	ASSERT_EQ(0, as_user(ALICE, true, use_device, &ok));
 }
 
-static int alice_creates(void *arg)
+/* A named region as_user() creates (CREATE|EXCL) and writes a page of. */
+struct new_region {
+	const char *name;
+	unsigned int mode;
+	unsigned long long seed;
+};
+
+static int creates_region(void *arg)
 {
+	const struct new_region *nr = arg;
 	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
 	unsigned char buf[PAGE];
 
-	(void)arg;
-	if (fd < 0 || kvt_bind_name(fd, "alice:private", MiB,
-				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
+	if (fd < 0 || kvt_bind_name(fd, nr->name, MiB,
+				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, nr->mode))
 		return 1;
-	kvt_fill(buf, PAGE, 0, 22);
+	kvt_fill(buf, PAGE, 0, nr->seed);
 	if (pwrite(fd, buf, PAGE, 0) != (ssize_t)PAGE)
 		return 2;
 	/* The named region outlives this process (until unlinked). */
@@ -202,10 +209,11 @@ static int bob_tries(void *arg)
 TEST_F_TIMEOUT(tier, private_region_stays_private, 300)
 {
 	struct kvtier_region_name rn = { .name = "alice:private" };
+	struct new_region private = { "alice:private", 0600, 22 };
 	unsigned char buf[PAGE];
 	int fd;
 
-	ASSERT_EQ(0, as_user(ALICE, true, alice_creates, NULL));
+	ASSERT_EQ(0, as_user(ALICE, true, creates_region, &private));
 	ASSERT_EQ(0, as_user(BOB, true, bob_tries, NULL));
 	/* Alice's bytes are intact; root may read them. */
 	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
@@ -327,22 +335,6 @@ static bool has_name(char names[8][KVTIER_NAME_MAX], int n, const char *name)
 	return false;
 }
 
-/* Bob squats the name Alice's engine will ask for, readable and writable by all. */
-static int bob_squats(void *arg)
-{
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	unsigned char buf[PAGE];
-
-	(void)arg;
-	if (fd < 0 || kvt_bind_name(fd, "alice:kv", MiB, KVTIER_OPEN_CREATE |
-				    KVTIER_OPEN_EXCL, 0666))
-		return 1;
-	kvt_fill(buf, PAGE, 0, 26);
-	if (pwrite(fd, buf, PAGE, 0) != (ssize_t)PAGE)
-		return 2;
-	return 0;
-}
-
 static int alice_opens_squatted(void *arg)
 {
 	char names[8][KVTIER_NAME_MAX];
@@ -403,9 +395,11 @@ static int bob_lists(void *arg)
  */
 TEST_F_TIMEOUT(tier, names_resist_squatting, 300)
 {
+	/* Bob squats the name Alice's engine will ask for, 0666. */
+	struct new_region squat = { "alice:kv", 0666, 26 };
 	char names[8][KVTIER_NAME_MAX];
 
-	ASSERT_EQ(0, as_user(BOB, true, bob_squats, NULL));
+	ASSERT_EQ(0, as_user(BOB, true, creates_region, &squat));
 	ASSERT_EQ(0, as_user(ALICE, true, alice_opens_squatted, NULL));
 	ASSERT_EQ(0, as_user(BOB, true, bob_lists, NULL));
 	/* Root sees every region. */
