@@ -1172,7 +1172,11 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 /*
  * Write back the dirty pages of [first, last]; with @evict, also drop every
  * clean page of the range from the pool, going over the range again (a
- * few times at most) for pages a transient reference kept.
+ * few times at most) for pages a transient reference kept. Such a
+ * reference is a task between unlock_page() and put_page() (the
+ * background worker after a batch, a racing lookup): on a loaded host it
+ * can be descheduled there for a while, so later passes first sleep a
+ * jiffy rather than only yield.
  */
 static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 				   pgoff_t last, bool evict)
@@ -1187,15 +1191,18 @@ static int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
 	if (!batch)
 		return -ENOMEM;
-	for (pass = 0; pass < 4; pass++) {
+	for (pass = 0; pass < 8; pass++) {
 		busy = 0;
 		err = kvtier_region_writeback_pass(region, first, last, evict,
 						   batch, batch_max, &busy);
 		if (err && !ret)
 			ret = err;
-		if (!busy)
+		if (!busy || fatal_signal_pending(current))
 			break;
-		cond_resched();
+		if (pass)
+			schedule_timeout_uninterruptible(1);
+		else
+			cond_resched();
 	}
 	kfree(batch);
 	return ret;
