@@ -5,6 +5,7 @@
  * File map (where to look first):
  *   region.c   a region: mmap, the page fault handler (kvtier_vm_fault),
  *              page_mkwrite, pread/pwrite, fadvise, fsync
+ *   pin.c      KVTIER_IOC_PIN/UNPIN: pins per binding, their bounds
  *   pool.c     the host page pool: budget, LRU, eviction (kvtier_evict_*),
  *              background write-back worker, shrinker
  *   io.c       where bytes hit the namespace: read and write bios, flush,
@@ -31,6 +32,7 @@
  * Lock order (outermost first):
  *   mmap_lock / per-VMA lock (fault path)
  *     kvtier_tier.lock (attach/detach, open/release only)
+ *     kvtier_file.pin_lock (a file's pins)
  *     page lock (PG_locked of a resident page; held across its I/O)
  *       kvtier_store.lock (commits)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
@@ -38,7 +40,8 @@
  *         kvtier_region.pages xa_lock
  *           kvtier_pool.lock
  *             kvtier_slots.lock
- *   kvtier_tier.gpu_lock is a leaf: nothing else is taken under it.
+ *   kvtier_tier.gpu_lock and kvtier_tier.pin_users_lock are leaves:
+ *   nothing else is taken under them.
  */
 #ifndef KVTIER_H
 #define KVTIER_H
@@ -272,6 +275,7 @@ struct kvtier_knobs {
 	unsigned int writeback_batch_kb;
 	unsigned int max_inflight_kb;
 	unsigned int pin_budget_mb;
+	unsigned int user_pin_mb;	/* per uid; 0: only pin_budget_mb */
 	unsigned int discard;		/* 0 or 1 */
 	unsigned int checksum;		/* 0 or 1 */
 	unsigned int user_quota_mb;	/* per owner uid; 0: unlimited */
@@ -335,6 +339,9 @@ struct kvtier_pool {
  * @regions_lock: protects @regions
  * @regions: every live region of the tier (debugfs "regions")
  * @nr_pinned: pages pinned, plus pins being taken (reserved first)
+ * @pin_users_lock: protects @pin_users
+ * @pin_users: pins charged to each user (uid in the initial user namespace
+ *             -> value entry: one per binding and page it pins; pin.c)
  * @gpu_lock: protects @gpu_ranges and @gpu_next_id
  * @gpu_ranges: GPU ranges registered through the tier's files (gpu.c)
  * @gpu_next_id: id of the last range registered
@@ -364,6 +371,8 @@ struct kvtier_tier {
 	spinlock_t regions_lock;	/* protects regions */
 	struct list_head regions;
 	atomic_long_t nr_pinned;
+	struct mutex pin_users_lock;	/* protects pin_users */
+	struct xarray pin_users;
 	spinlock_t gpu_lock;		/* protects gpu_ranges, gpu_next_id */
 	struct list_head gpu_ranges;
 	u64 gpu_next_id;
@@ -501,7 +510,7 @@ enum kvtier_page_flag {
 	KVT_PG_ERROR,		/* the read from the namespace failed */
 	KVT_PG_REFERENCED,	/* used since the clock hand last passed */
 	KVT_PG_LRU,		/* on pool->lru (changes under pool->lock) */
-	KVT_PG_PINNED,		/* never evicted (KVTIER_IOC_PIN) */
+	KVT_PG_PINNED,		/* never evicted: kvtier_page.pins > 0 */
 	KVT_PG_VERIFY,		/* read in, checksum not yet checked: not
 				 * UPTODATE until its first user, holding
 				 * the page lock, checks it (io.c)
@@ -522,6 +531,8 @@ enum kvtier_page_flag {
  *        changes under the region's xa_lock when a write-back completes
  * @wb_slot: the slot a write-back in progress writes to (valid under it)
  * @crc: CRC32C of the copy being written back (valid under write-back)
+ * @pins: bindings that pin the page (pin.c); KVT_PG_PINNED is set while
+ *        it is not zero. Changes under the page lock.
  * @flags: KVT_PG_* bits
  * @lru: on pool->lru
  */
@@ -532,6 +543,7 @@ struct kvtier_page {
 	unsigned long slot;
 	unsigned long wb_slot;
 	u32 crc;
+	u32 pins;
 	unsigned long flags;
 	struct list_head lru;
 };
@@ -545,6 +557,11 @@ static inline bool kvt_pg_test(const struct kvtier_page *kp,
 static inline void kvt_pg_set(struct kvtier_page *kp, enum kvtier_page_flag f)
 {
 	set_bit(f, &kp->flags);
+}
+
+static inline void kvt_pg_clear(struct kvtier_page *kp, enum kvtier_page_flag f)
+{
+	clear_bit(f, &kp->flags);
 }
 
 static inline bool kvt_pg_test_and_clear(struct kvtier_page *kp,
@@ -584,6 +601,8 @@ extern struct workqueue_struct *kvtier_lease_wq;
  * @lock: serialises binding @region (first mmap or KVTIER_IOC_REGION_CREATE)
  * @region: the file's region, or NULL; once set it never changes
  * @readonly: bound with KVTIER_OPEN_RDONLY: no writable mapping, no pwrite
+ * @pin_lock: serialises the file's PIN, UNPIN and release of its pins
+ * @pins: indices of @region this file pins (value entries; pin.c)
  */
 struct kvtier_file {
 	struct kvtier_tier *tier;
@@ -591,6 +610,8 @@ struct kvtier_file {
 	struct mutex lock;		/* binds region */
 	struct kvtier_region *region;
 	bool readonly;
+	struct mutex pin_lock;		/* protects pins */
+	struct xarray pins;
 };
 
 /* tier.c */
@@ -606,7 +627,15 @@ int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
 		      int datasync);
 int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 			int advice);
-long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it);
+struct kvtier_region *kvtier_file_region(struct file *file);
+enum kvtier_get {
+	KVT_GET_MINOR,		/* was resident */
+	KVT_GET_ZERO,		/* never written: zero-filled, no I/O */
+	KVT_GET_MAJOR,		/* read from the namespace */
+};
+
+struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
+				    pgoff_t index, enum kvtier_get *how);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
 void kvtier_region_publish(struct kvtier_region *region);
@@ -620,6 +649,10 @@ time64_t kvtier_region_last_used(struct kvtier_region *region);
 long kvtier_ioctl_region_info(struct file *file,
 			      struct kvtier_region_info __user *uinfo);
 struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma);
+
+/* pin.c */
+long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it);
+void kvtier_pin_release(struct file *file);
 
 /* gpu.c */
 struct seq_file;

@@ -189,7 +189,8 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 			 * for the completion, which still writes to kp.
 			 */
 			folio_wait_locked(page_folio(kp->page));
-			if (kvt_pg_test(kp, KVT_PG_PINNED))
+			/* Pins go with their files, which are all gone. */
+			if (WARN_ON_ONCE(kvt_pg_test(kp, KVT_PG_PINNED)))
 				atomic_long_dec(&tier->nr_pinned);
 			kvtier_pool_del(tier, kp);
 			put_page(kp->page);
@@ -533,19 +534,13 @@ static void kvtier_ra_async(struct kvtier_region *region, pgoff_t index)
 #define KVTIER_READ_TRIES	3
 
 /* How a page was found; the values are the kvtier_fault tracepoint's kind. */
-enum kvtier_get {
-	KVT_GET_MINOR,		/* was resident */
-	KVT_GET_ZERO,		/* never written: zero-filled, no I/O */
-	KVT_GET_MAJOR,		/* read from the namespace */
-};
-
 /*
  * The page at @index, resident and up to date, locked, with a reference
  * for the caller. Reads it (with readahead) or zero-fills it as needed.
  * Errors: -EIO (read failed), -ENOSPC/-ENOMEM (no budget), -EINTR.
  */
-static struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
-					   pgoff_t index, enum kvtier_get *how)
+struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
+				    pgoff_t index, enum kvtier_get *how)
 {
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_page **ra;
@@ -875,7 +870,8 @@ struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma)
 	return vma->vm_ops == &kvtier_vm_ops ? vma->vm_private_data : NULL;
 }
 
-static struct kvtier_region *kvtier_file_region(struct file *file)
+/* The region @file is bound to, or NULL. */
+struct kvtier_region *kvtier_file_region(struct file *file)
 {
 	struct kvtier_file *kf = file->private_data;
 	struct kvtier_region *region;
@@ -1381,123 +1377,4 @@ int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 					       end >> PAGE_SHIFT, true);
 	}
 	return 0;
-}
-
-/* Pages a tier may pin: pin_budget_mb, and never more than half the pool. */
-static unsigned long kvtier_pin_limit(struct kvtier_tier *tier)
-{
-	unsigned long pin = (unsigned long)READ_ONCE(tier->knobs.pin_budget_mb)
-		<< (20 - PAGE_SHIFT);
-
-	return min(pin, kvtier_budget_pages(tier) / 2);
-}
-
-/* Clear the pin of the page at @index, if it is resident and pinned. */
-static void kvtier_unpin_index(struct kvtier_region *region, pgoff_t index)
-{
-	struct kvtier_tier *tier = region->tier;
-	struct kvtier_page *kp;
-	struct page *page;
-	void *entry;
-
-	xa_lock(&region->pages);
-	entry = xa_load(&region->pages, index);
-	if (!entry || xa_is_value(entry)) {
-		xa_unlock(&region->pages);
-		return;
-	}
-	kp = entry;
-	page = kp->page;
-	get_page(page);
-	xa_unlock(&region->pages);
-	lock_page(page);
-	if (xa_load(&region->pages, index) == kp && kp->page == page &&
-	    kvt_pg_test_and_clear(kp, KVT_PG_PINNED)) {
-		atomic_long_dec(&tier->nr_pinned);
-		atomic_long_dec(&region->nr_pinned);
-	}
-	unlock_page(page);
-	put_page(page);
-}
-
-/*
- * KVTIER_IOC_PIN / UNPIN. Pinning reserves the whole range against the pin
- * limit first, then brings each page in and marks it; a page that was
- * pinned already gives its reservation back. On failure the pins this
- * call took are undone. Errors: ENXIO (no region), EINVAL (flags, zero or
- * unaligned length or offset, range outside the region), ENOSPC (over the
- * pin limit), EIO/ENOMEM (a page could not be brought in), EINTR.
- */
-long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it)
-{
-	struct kvtier_region *region = kvtier_file_region(file);
-	unsigned long *mine = NULL;
-	struct kvtier_tier *tier;
-	pgoff_t first, nr, i;
-	long ret = 0;
-
-	if (!region)
-		return -ENXIO;
-	tier = region->tier;
-	if (pin->flags || !pin->length || !PAGE_ALIGNED(pin->offset) ||
-	    !PAGE_ALIGNED(pin->length) ||
-	    pin->offset >= (u64)region->nr_pages << PAGE_SHIFT ||
-	    pin->length > ((u64)region->nr_pages << PAGE_SHIFT) - pin->offset)
-		return -EINVAL;
-	first = pin->offset >> PAGE_SHIFT;
-	nr = pin->length >> PAGE_SHIFT;
-
-	if (!pin_it) {
-		unsigned long index = first;
-		void *entry;
-
-		/* Only resident pages are pinned: walk those, and yield. */
-		while ((entry = xa_find(&region->pages, &index, first + nr - 1,
-					XA_PRESENT))) {
-			if (!xa_is_value(entry))
-				kvtier_unpin_index(region, index);
-			if (index == first + nr - 1)
-				break;
-			index++;
-			cond_resched();
-		}
-		return 0;
-	}
-
-	if (atomic_long_add_return(nr, &tier->nr_pinned) > kvtier_pin_limit(tier)) {
-		atomic_long_sub(nr, &tier->nr_pinned);
-		return -ENOSPC;
-	}
-	mine = bitmap_zalloc(nr, GFP_KERNEL);
-	if (!mine) {
-		atomic_long_sub(nr, &tier->nr_pinned);
-		return -ENOMEM;
-	}
-	for (i = 0; i < nr; i++) {
-		struct kvtier_page *kp;
-		enum kvtier_get how;
-
-		kp = kvtier_get_page(region, first + i, &how);
-		if (IS_ERR(kp)) {
-			ret = PTR_ERR(kp);
-			break;
-		}
-		if (kvt_pg_test_and_set(kp, KVT_PG_PINNED)) {
-			atomic_long_dec(&tier->nr_pinned);
-		} else {
-			atomic_long_inc(&region->nr_pinned);
-			__set_bit(i, mine);
-		}
-		unlock_page(kp->page);
-		put_page(kp->page);
-	}
-	if (ret) {
-		/* Give back the reservations of pages never reached... */
-		atomic_long_sub(nr - i, &tier->nr_pinned);
-		/* ...and undo the pins this call took. */
-		for_each_set_bit(i, mine, nr)
-			kvtier_unpin_index(region, first + i);
-	}
-	bitmap_free(mine);
-	return ret;
 }

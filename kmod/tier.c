@@ -38,6 +38,8 @@ static int kvtier_open(struct inode *inode, struct file *file)
 	}
 	kf->tier = tier;
 	mutex_init(&kf->lock);
+	mutex_init(&kf->pin_lock);
+	xa_init(&kf->pins);
 	file->f_mapping = kf->inode->i_mapping;
 	file->private_data = kf;
 
@@ -53,6 +55,7 @@ static int kvtier_release(struct inode *inode, struct file *file)
 	struct kvtier_tier *tier = kf->tier;
 
 	kvtier_gpu_release(kf);
+	kvtier_pin_release(file);
 	if (kf->region)
 		kvtier_region_put_user(kf->region);
 	iput(kf->inode);
@@ -206,6 +209,7 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 	.writeback_batch_kb = 1024,
 	.max_inflight_kb = 16384,
 	.pin_budget_mb = 64,
+	.user_pin_mb = 32,
 	.discard = true,
 	.checksum = true,
 	.user_quota_mb = 0,
@@ -214,7 +218,12 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 
 static void kvtier_tier_release(struct device *dev)
 {
-	kfree(dev_to_tier(dev));
+	struct kvtier_tier *tier = dev_to_tier(dev);
+
+	/* Every file uncharged its pins when it was released. */
+	WARN_ON_ONCE(!xa_empty(&tier->pin_users));
+	xa_destroy(&tier->pin_users);
+	kfree(tier);
 }
 
 struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
@@ -236,6 +245,8 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
 	atomic_long_set(&tier->nr_pinned, 0);
+	mutex_init(&tier->pin_users_lock);
+	xa_init(&tier->pin_users);
 	spin_lock_init(&tier->gpu_lock);
 	INIT_LIST_HEAD(&tier->gpu_ranges);
 	kvtier_store_init(&tier->store);

@@ -4,13 +4,15 @@
  * detach, format, knobs, debugfs), reaches /dev/kvtierN only through its
  * group (as the udev rule installs it), cannot open or read another user's
  * private region by any path, and cannot take more of the tier than the
- * user_quota_mb knob allows (EDQUOT).
+ * user_quota_mb knob allows (EDQUOT), and cannot unpin another's pins or
+ * pin more than user_pin_mb.
  *
  * Runs as root in the test VM (tests/run-suite.sh); each unprivileged step
  * runs in a forked child that drops to the test's uids and groups.
  */
 #include <grp.h>
 #include <linux/kvtier.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -489,6 +491,146 @@ TEST_F_TIMEOUT(tier, user_quota, 300)
 	/* 0: unlimited again. */
 	ASSERT_EQ(0, kvt_tier_write(0, "user_quota_mb", "0"));
 	ASSERT_EQ(0, as_user(BOB, true, use_device, &(bool){ true }));
+}
+
+/* The pins test's region: Alice's, 0644, PIN_LEN long. */
+#define PIN_NAME	"alice:pinned"
+#define PIN_LEN		(4 * MiB)
+
+static long long pinned_bytes(void)
+{
+	return kvt_tier_num(0, "pinned");
+}
+
+static int pin(int fd, unsigned long request, unsigned long long off,
+	       unsigned long long len)
+{
+	struct kvtier_pin p = { .offset = off, .length = len };
+
+	return ioctl(fd, request, &p) ? -errno : 0;
+}
+
+/* Pipes between the test and alice_holds_pins(). */
+struct pin_holder {
+	int ready[2], go[2];
+};
+
+/* Alice pins 1 MiB of her region and holds it until told to go. */
+static int alice_holds_pins(void *arg)
+{
+	struct pin_holder *h = arg;
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char *p;
+	char c = 'r';
+
+	if (fd < 0 || kvt_bind_name(fd, PIN_NAME, PIN_LEN,
+				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0644))
+		return 1;
+	p = mmap(NULL, PIN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 2;
+	kvt_fill(p, PIN_LEN, 0, 61);
+	if (pin(fd, KVTIER_IOC_PIN, 0, MiB))
+		return 3;
+	/* Her share is 2 MiB (user_pin_mb): 3 MiB more is refused... */
+	if (pin(fd, KVTIER_IOC_PIN, MiB, 3 * MiB) != -EDQUOT)
+		return 4;
+	/* ...and pins nothing; pinning her MiB again costs nothing. */
+	if (pinned_bytes() != (long long)MiB || pin(fd, KVTIER_IOC_PIN, 0, MiB) ||
+	    pinned_bytes() != (long long)MiB)
+		return 5;
+	/* Held until the test says go; if it failed instead, not forever. */
+	if (write(h->ready[1], &c, 1) != 1 ||
+	    poll(&(struct pollfd){ .fd = h->go[0], .events = POLLIN }, 1, 30000) != 1 ||
+	    read(h->go[0], &c, 1) != 1)
+		return 6;
+	if (kvt_check(p, PIN_LEN, 0, 61) != -1)
+		return 7;
+	return 0;	/* exit releases her pins */
+}
+
+/* Bob, bound read-only to Alice's region, cannot undo or crowd her pins. */
+static int bob_pins_too(void *arg)
+{
+	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	unsigned char buf[PAGE];
+
+	(void)arg;
+	if (fd < 0 || kvt_bind_name(fd, PIN_NAME, 0, KVTIER_OPEN_RDONLY, 0))
+		return 1;
+	/* UNPIN drops only the pins of this file: none. */
+	if (pin(fd, KVTIER_IOC_UNPIN, 0, PIN_LEN) || pinned_bytes() != (long long)MiB)
+		return 2;
+	/* His own 2 MiB, one of them pinned by Alice already. */
+	if (pin(fd, KVTIER_IOC_PIN, 0, 2 * MiB) ||
+	    pinned_bytes() != 2 * (long long)MiB)
+		return 3;
+	if (pin(fd, KVTIER_IOC_PIN, 2 * MiB, PAGE) != -EDQUOT ||
+	    pinned_bytes() != 2 * (long long)MiB)
+		return 4;
+	/* Unpinning his share leaves Alice's. */
+	if (pin(fd, KVTIER_IOC_UNPIN, 0, MiB) || pinned_bytes() != 2 * (long long)MiB)
+		return 5;
+	if (pin(fd, KVTIER_IOC_PIN, 0, MiB))
+		return 6;
+	if (pread(fd, buf, PAGE, MiB) != (ssize_t)PAGE || kvt_check(buf, PAGE, MiB, 61) != -1)
+		return 7;
+	close(fd);
+	/* His pins went with his file; hers stay. */
+	return pinned_bytes() == (long long)MiB ? 0 : 8;
+}
+
+/*
+ * Pins belong to the file that took them: another binder can neither
+ * unpin them nor use up the pin budget (user_pin_mb per user, CAP_SYS_RESOURCE
+ * exempt), and closing the file releases them.
+ */
+TEST_F_TIMEOUT(tier, pins_belong_to_their_binding, 300)
+{
+	struct pin_holder h;
+	int status, fd;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(32, kvt_tier_num(0, "user_pin_mb"));
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "user_pin_mb", "-1"));
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "user_pin_mb", "2M"));
+	ASSERT_EQ(0, kvt_tier_write(0, "user_pin_mb", "2"));
+	ASSERT_EQ(0, pipe(h.ready));
+	ASSERT_EQ(0, pipe(h.go));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid)
+		_exit(as_user(ALICE, true, alice_holds_pins, &h));
+	close(h.ready[1]);
+	close(h.go[0]);
+	if (read(h.ready[0], &c, 1) != 1) {
+		/* Alice failed before she held her pins: say where. */
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_EQ(0, WEXITSTATUS(status));
+	}
+	ASSERT_EQ((long long)MiB, pinned_bytes());
+
+	ASSERT_EQ(0, as_user(BOB, true, bob_pins_too, NULL));
+	ASSERT_EQ((long long)MiB, pinned_bytes());
+
+	/* Root is not bound by user_pin_mb; the tier's limit still holds. */
+	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(0, kvt_bind_name(fd, PIN_NAME, 0, KVTIER_OPEN_RDONLY, 0));
+	ASSERT_EQ(0, pin(fd, KVTIER_IOC_PIN, 0, 3 * MiB));
+	ASSERT_EQ(3 * (long long)MiB, pinned_bytes());
+	close(fd);
+	ASSERT_EQ((long long)MiB, pinned_bytes());
+
+	/* Alice checks her bytes and exits: her pins go with her file. */
+	ASSERT_EQ(1, write(h.go[1], "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, pinned_bytes());
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, PIN_NAME));
+	close(h.ready[0]);
+	close(h.go[1]);
 }
 
 TEST_HARNESS_MAIN

@@ -28,6 +28,7 @@ static const struct knob knobs[] = {
 	{ "discard", 0, 1, 1 },
 	{ "checksum", 0, 1, 1 },
 	{ "pin_budget_mb", 0, 0, 1 },
+	{ "user_pin_mb", 0, 0, 1 },
 	{ "user_quota_mb", 0, 2147483647, 1 },
 	{ "read_only", 0, 1, 1 },
 	{ "lease_interval_ms", 100, 60000, 1 },

@@ -62,6 +62,7 @@ static const struct cmd cmds[] = {
 	  "  max_inflight_kb      4..1048576, multiple of 4\n"
 	  "  discard              0 or 1\n"
 	  "  pin_budget_mb        0..RAM in MiB\n"
+	  "  user_pin_mb          0 (no per-user bound)..RAM in MiB\n"
 	  "  user_quota_mb        0 (unlimited)..2147483647\n"
 	  "  read_only            0 or 1, only while detached (next attach read-only)\n"
 	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n",
