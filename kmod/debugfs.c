@@ -137,10 +137,10 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 	struct kvtier_region *r;
 
 	seq_puts(m, "kvtier-regions 1\n");
-	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms gpu_bytes\n");
+	seq_puts(m, "id name owner size resident dirty namespace pinned faults refaults idle_ms gpu_bytes crc_bytes\n");
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		seq_printf(m, "%llu %s %u %llu %llu %llu %llu %llu %ld %ld %u %ld\n",
+		seq_printf(m, "%llu %s %u %llu %llu %llu %llu %llu %ld %ld %u %ld %lu\n",
 			   r->id, r->name[0] ? r->name : "-",
 			   from_kuid_munged(&init_user_ns, r->owner),
 			   (u64)r->nr_pages << PAGE_SHIFT,
@@ -151,7 +151,8 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 			   atomic_long_read(&r->nr_faults),
 			   atomic_long_read(&r->nr_refaults),
 			   jiffies_to_msecs(jiffies - READ_ONCE(r->last_use)),
-			   atomic_long_read(&r->gpu_bytes));
+			   atomic_long_read(&r->gpu_bytes),
+			   kvtier_crcs_bytes(r));
 	}
 	spin_unlock(&tier->regions_lock);
 	return 0;

@@ -161,13 +161,14 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
  */
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
 {
-	u32 crc, want = kp->region->crcs[kp->index];
+	u32 crc, want = 0;
+	bool have = kvtier_crcs_get(kp->region, kp->index, &want);
 	void *data;
 
 	data = kmap_local_page(kp->page);
 	crc = kvtier_crc32c(data, PAGE_SIZE);
 	kunmap_local(data);
-	if (crc == want)
+	if (have && crc == want)
 		return true;
 	kvtier_count(tier, KVT_STAT_CSUM_ERROR, 1);
 	kvtier_set_error(tier, -EBADMSG);

@@ -6,6 +6,8 @@
  *   region.c   a region: mmap, the page fault handler (kvtier_vm_fault),
  *              page_mkwrite, pread/pwrite, fadvise, fsync
  *   pin.c      KVTIER_IOC_PIN/UNPIN: pins per binding, their bounds
+ *   crcs.c     a region's page CRCs, stored sparsely
+ *   users.c    what each uid holds in a tier; the per-user bounds
  *   pool.c     the host page pool: budget, LRU, eviction (kvtier_evict_*),
  *              background write-back worker, shrinker
  *   io.c       where bytes hit the namespace: read and write bios, flush,
@@ -40,8 +42,7 @@
  *         kvtier_region.pages xa_lock
  *           kvtier_pool.lock
  *             kvtier_slots.lock
- *   kvtier_tier.gpu_lock and kvtier_tier.pin_users_lock are leaves:
- *   nothing else is taken under them.
+ *   kvtier_tier.gpu_lock is a leaf: nothing else is taken under it.
  */
 #ifndef KVTIER_H
 #define KVTIER_H
@@ -279,6 +280,8 @@ struct kvtier_knobs {
 	unsigned int discard;		/* 0 or 1 */
 	unsigned int checksum;		/* 0 or 1 */
 	unsigned int user_quota_mb;	/* per owner uid; 0: unlimited */
+	unsigned int max_regions;	/* per tier; 0: unlimited */
+	unsigned int user_max_regions;	/* per owner uid; 0: unlimited */
 	unsigned int read_only;		/* 0 or 1; changes only while detached */
 	unsigned int lease_interval_ms;	/* ms; changes only while detached */
 };
@@ -336,12 +339,12 @@ struct kvtier_pool {
  * @io_sizes: bio size histograms, [0] reads, [1] writes
  * @evict_clock: evictions that left a shadow entry (see kvt_mk_shadow)
  * @first_error: sticky first I/O error (-errno) since attach, 0 if none
- * @regions_lock: protects @regions
+ * @regions_lock: protects @regions, @nr_regions and every entry of @users
  * @regions: every live region of the tier (debugfs "regions")
+ * @nr_regions: entries of @regions
+ * @users: what each uid holds (uid in the initial user namespace ->
+ *         struct kvtier_user; users.c)
  * @nr_pinned: pages pinned, plus pins being taken (reserved first)
- * @pin_users_lock: protects @pin_users
- * @pin_users: pins charged to each user (uid in the initial user namespace
- *             -> value entry: one per binding and page it pins; pin.c)
  * @gpu_lock: protects @gpu_ranges and @gpu_next_id
  * @gpu_ranges: GPU ranges registered through the tier's files (gpu.c)
  * @gpu_next_id: id of the last range registered
@@ -368,11 +371,11 @@ struct kvtier_tier {
 	atomic64_t io_sizes[2][KVT_IO_BUCKETS];
 	atomic_long_t evict_clock;
 	int first_error;
-	spinlock_t regions_lock;	/* protects regions */
+	spinlock_t regions_lock;	/* regions, nr_regions, users */
 	struct list_head regions;
+	unsigned long nr_regions;
+	struct xarray users;
 	atomic_long_t nr_pinned;
-	struct mutex pin_users_lock;	/* protects pin_users */
-	struct xarray pin_users;
 	spinlock_t gpu_lock;		/* protects gpu_ranges, gpu_next_id */
 	struct list_head gpu_ranges;
 	u64 gpu_next_id;
@@ -424,9 +427,10 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @nr_refaults: of those, refaults
  * @nr_pinned: pages pinned
  * @last_use: jiffies of the last fault or read/write
- * @crcs: CRC32C of each page's last written-back copy, by index; set when
- *        the write completes (under the xa_lock, with the page's slot),
- *        checked when a read completes
+ * @crcs: CRC32C of each page's last written-back copy, in chunks by index
+ *        (crcs.c); set when the write completes (under the xa_lock, with
+ *        the page's slot), checked by the first user of a page read back
+ * @nr_crc_chunks: chunks in @crcs
  * @users: files bound to the region, plus one while it is named (linked);
  *         the region is destroyed when it drops to zero
  * @name: "" for an unnamed region
@@ -481,7 +485,8 @@ struct kvtier_region {
 	atomic_long_t nr_refaults;
 	atomic_long_t nr_pinned;
 	unsigned long last_use;
-	u32 *crcs;
+	struct xarray crcs;
+	atomic_long_t nr_crc_chunks;
 	refcount_t users;
 	char name[KVTIER_NAME_MAX];
 	bool linked;
@@ -638,9 +643,7 @@ struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 				    pgoff_t index, enum kvtier_get *how);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
-void kvtier_region_publish(struct kvtier_region *region);
-int kvtier_quota_check(struct kvtier_tier *tier, kuid_t owner,
-		       pgoff_t nr_pages, bool exempt);
+int kvtier_region_publish(struct kvtier_region *region);
 void kvtier_region_put_user(struct kvtier_region *region);
 void kvtier_page_free(struct kvtier_page *kp);
 int kvtier_region_sync(struct kvtier_region *region);
@@ -649,6 +652,27 @@ time64_t kvtier_region_last_used(struct kvtier_region *region);
 long kvtier_ioctl_region_info(struct file *file,
 			      struct kvtier_region_info __user *uinfo);
 struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma);
+
+/* users.c */
+int kvtier_user_prepare(struct kvtier_tier *tier, kuid_t uid);
+int kvtier_region_admit(struct kvtier_tier *tier, kuid_t owner,
+			pgoff_t nr_pages, bool exempt);
+int kvtier_region_admit_early(struct kvtier_tier *tier, pgoff_t nr_pages,
+			      bool exempt);
+void kvtier_region_link(struct kvtier_region *region);
+void kvtier_region_unlink(struct kvtier_region *region);
+int kvtier_user_charge_pins(struct kvtier_tier *tier, kuid_t uid,
+			    unsigned long nr);
+void kvtier_user_uncharge_pins(struct kvtier_tier *tier, kuid_t uid,
+			       unsigned long nr);
+void kvtier_users_destroy(struct kvtier_tier *tier);
+
+/* crcs.c */
+int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);
+void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc);
+bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc);
+unsigned long kvtier_crcs_bytes(struct kvtier_region *region);
+void kvtier_crcs_destroy(struct kvtier_region *region);
 
 /* pin.c */
 long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it);

@@ -174,6 +174,10 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 	if (persistent && round_up(arg->size, PAGE_SIZE) >> PAGE_SHIFT >
 	    (u64)U32_MAX + 1)
 		return ERR_PTR(-EINVAL);
+	ret = kvtier_region_admit_early(tier, round_up(arg->size, PAGE_SIZE) >>
+					PAGE_SHIFT, exempt);
+	if (ret)
+		return ERR_PTR(ret);
 	region = kvtier_region_create(tier, kf->inode,
 				      round_up(arg->size, PAGE_SIZE));
 	if (IS_ERR(region))
@@ -190,10 +194,10 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 	    kvtier_nr_persistent(tier) >= tier->store.max_regions)
 		ret = -ENOSPC;
 	else if (!other)
-		ret = kvtier_quota_check(tier, region->owner, region->nr_pages,
-					 exempt);
+		ret = kvtier_region_admit(tier, region->owner, region->nr_pages,
+					  exempt);
 	if (!ret && !other)
-		list_add_tail(&region->node, &tier->regions);
+		kvtier_region_link(region);
 	spin_unlock(&tier->regions_lock);
 	if (ret || other) {
 		/* Never visible: drop both references without a list. */
@@ -223,8 +227,9 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
  * region, no CREATE), EEXIST (CREATE|EXCL and it exists, CREATE without
  * SHARED and another user owns it, or PERSISTENT and it is not
  * persistent), EACCES (mode), ENOSPC (larger than the namespace,
- * or no room for another persistent region), EDQUOT (the creator's regions
- * would exceed user_quota_mb), EIO (the commit of a new
+ * or no room for another persistent region, or the tier has max_regions),
+ * EDQUOT (the creator's regions would exceed user_quota_mb or
+ * user_max_regions), EIO (the commit of a new
  * persistent region failed), EFAULT, ENOMEM. Nothing changes on error.
  */
 long kvtier_ioctl_region_open(struct file *file,

@@ -18,9 +18,8 @@
  * nor release another's pins.
  *
  * Locks: kvtier_file.pin_lock serialises one file's pins and is taken
- * before the page lock; kvtier_tier.pin_users_lock is a leaf.
+ * before the page lock; the per-user counts are users.c's.
  */
-#include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/pagemap.h>
@@ -41,57 +40,17 @@ static unsigned long kvtier_pin_limit(struct kvtier_tier *tier)
 	return min(pin, kvtier_budget_pages(tier) / 2);
 }
 
-static unsigned long kvtier_pin_user_id(const struct file *file)
-{
-	return from_kuid(&init_user_ns, file->f_cred->fsuid);
-}
-
-/*
- * Charge @nr pins to the user who opened @file. Errors: EDQUOT (over
- * user_pin_mb and not CAP_SYS_RESOURCE), ENOMEM.
- */
+/* Pins are charged to the user who opened the file. */
 static int kvtier_pin_charge(struct kvtier_tier *tier, struct file *file,
 			     unsigned long nr)
 {
-	unsigned long limit = (unsigned long)READ_ONCE(tier->knobs.user_pin_mb)
-		<< (20 - PAGE_SHIFT);
-	unsigned long id = kvtier_pin_user_id(file), have;
-	void *entry;
-	int ret;
-
-	mutex_lock(&tier->pin_users_lock);
-	entry = xa_load(&tier->pin_users, id);
-	have = entry ? xa_to_value(entry) : 0;
-	/* capable() only when it matters: it audits every refusal. */
-	if (limit && have + nr > limit && !capable(CAP_SYS_RESOURCE)) {
-		mutex_unlock(&tier->pin_users_lock);
-		return -EDQUOT;
-	}
-	ret = xa_err(xa_store(&tier->pin_users, id, xa_mk_value(have + nr),
-			      GFP_KERNEL));
-	mutex_unlock(&tier->pin_users_lock);
-	return ret;
+	return kvtier_user_charge_pins(tier, file->f_cred->fsuid, nr);
 }
 
 static void kvtier_pin_uncharge(struct kvtier_tier *tier, struct file *file,
 				unsigned long nr)
 {
-	unsigned long id = kvtier_pin_user_id(file), have;
-	void *entry;
-
-	if (!nr)
-		return;
-	mutex_lock(&tier->pin_users_lock);
-	entry = xa_load(&tier->pin_users, id);
-	have = entry ? xa_to_value(entry) : 0;
-	if (WARN_ON_ONCE(have < nr))
-		nr = have;
-	/* Replacing a present entry allocates nothing: it cannot fail. */
-	if (have == nr)
-		xa_erase(&tier->pin_users, id);
-	else
-		xa_store(&tier->pin_users, id, xa_mk_value(have - nr), GFP_KERNEL);
-	mutex_unlock(&tier->pin_users_lock);
+	kvtier_user_uncharge_pins(tier, file->f_cred->fsuid, nr);
 }
 
 /*

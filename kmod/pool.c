@@ -269,9 +269,10 @@ static bool kvtier_needs_slot(const struct kvtier_page *kp)
  * for each run of consecutive indexes of one region, so the batch goes out
  * in few, large bios. When the namespace is full, the store is asked to
  * make room (commit, then reclaim an unused persistent region, the
- * writing region's owner's first). Returns
- * the error for the pages it could not place (errs[i]): -ENOSPC, or the
- * error of the commit that could not free slots (-EIO); 0 otherwise.
+ * writing region's owner's first). Pages with errs[i] set already are
+ * skipped. Returns the error for the pages it could not place (errs[i]):
+ * -ENOSPC, or the error of the commit that could not free slots (-EIO);
+ * 0 otherwise.
  */
 static int kvtier_assign_slots(struct kvtier_tier *tier,
 			       struct kvtier_page **kps, unsigned int nr,
@@ -282,12 +283,16 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 	int ret = 0, err;
 
 	while (i < nr) {
+		if (errs[i]) {
+			i++;
+			continue;
+		}
 		if (!kvtier_needs_slot(kps[i])) {
 			kps[i]->wb_slot = kps[i]->slot;
 			i++;
 			continue;
 		}
-		for (j = i + 1; j < nr && kvtier_needs_slot(kps[j]) &&
+		for (j = i + 1; j < nr && !errs[j] && kvtier_needs_slot(kps[j]) &&
 		     kps[j]->region == kps[i]->region &&
 		     kps[j]->index == kps[j - 1]->index + 1; j++)
 			;
@@ -344,7 +349,7 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 	}
 	xa_lock(&region->pages);
 	kp->slot = kp->wb_slot;
-	region->crcs[kp->index] = kp->crc;
+	kvtier_crcs_set(region, kp->index, kp->crc);
 	xa_unlock(&region->pages);
 	if (old == KVTIER_NO_SLOT)
 		atomic_long_inc(&region->nr_slots);
@@ -375,7 +380,7 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 	struct kvtier_page **wr;
 	unsigned int i, j, n = 0;
 	int *errs, *wr_errs;
-	int ret;
+	int ret = 0, err;
 
 	wr = kmalloc_array(nr, sizeof(*wr), GFP_NOIO);
 	errs = kcalloc(2 * nr, sizeof(*errs), GFP_NOIO);
@@ -396,7 +401,16 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 				    (loff_t)kps[i]->index << PAGE_SHIFT,
 				    (loff_t)(j - i) << PAGE_SHIFT, 1);
 	}
-	ret = kvtier_assign_slots(tier, kps, nr, errs);
+	/* Room for each CRC first: the completion cannot allocate it. */
+	for (i = 0; i < nr; i++) {
+		errs[i] = kvtier_crcs_reserve(kps[i]->region, kps[i]->index,
+					      GFP_NOIO);
+		if (errs[i])
+			ret = errs[i];
+	}
+	err = kvtier_assign_slots(tier, kps, nr, errs);
+	if (err)
+		ret = err;
 	for (i = 0; i < nr; i++) {
 		if (!errs[i]) {
 			void *data = kmap_local_page(kps[i]->page);
@@ -410,7 +424,7 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 			kps[i]->crc = kvtier_crc32c(data, PAGE_SIZE);
 			kunmap_local(data);
 			wr[n++] = kps[i];
-		} else {
+		} else if (errs[i] != -ENOMEM) {
 			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
 		}
 	}

@@ -59,14 +59,11 @@ struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
 {
 	struct kvtier_region *region;
 
-	region = kzalloc(sizeof(*region), GFP_KERNEL);
+	/* Charged to the creator's memory cgroup; CRCs come as pages do. */
+	region = kzalloc(sizeof(*region), GFP_KERNEL_ACCOUNT);
 	if (!region)
 		return ERR_PTR(-ENOMEM);
-	region->crcs = kvcalloc(size >> PAGE_SHIFT, sizeof(u32), GFP_KERNEL);
-	if (!region->crcs) {
-		kfree(region);
-		return ERR_PTR(-ENOMEM);
-	}
+	xa_init(&region->crcs);
 	region->tier = tier;
 	region->inode = inode;
 	ihold(inode);
@@ -96,38 +93,22 @@ time64_t kvtier_region_last_used(struct kvtier_region *region)
 		MSEC_PER_SEC;
 }
 
-/* Make a region visible in the tier's list (debugfs, names, detach). */
-void kvtier_region_publish(struct kvtier_region *region)
+/*
+ * Make a region visible in the tier's list (debugfs, names, detach),
+ * charged to its owner, without a bound: a region the namespace holds.
+ * Errors: ENOMEM.
+ */
+int kvtier_region_publish(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
+	int ret = kvtier_user_prepare(tier, region->owner);
 
+	if (ret)
+		return ret;
 	spin_lock(&tier->regions_lock);
-	list_add_tail(&region->node, &tier->regions);
+	kvtier_region_link(region);
 	spin_unlock(&tier->regions_lock);
-}
-
-/*
- * Whether the creator may have a new region of @nr_pages under the
- * user_quota_mb knob: -EDQUOT if the sizes of the regions its owner already
- * has in the tier plus @nr_pages exceed it. 0 (no quota) and @exempt
- * (CAP_SYS_RESOURCE, checked by the caller outside the lock) always pass.
- * Caller holds regions_lock, and publishes the region under it, so two
- * creations cannot both take the last room.
- */
-int kvtier_quota_check(struct kvtier_tier *tier, kuid_t owner,
-		       pgoff_t nr_pages, bool exempt)
-{
-	unsigned long quota = READ_ONCE(tier->knobs.user_quota_mb);
-	struct kvtier_region *r;
-	u64 used = nr_pages;
-
-	lockdep_assert_held(&tier->regions_lock);
-	if (!quota || exempt)
-		return 0;
-	list_for_each_entry(r, &tier->regions, node)
-		if (uid_eq(r->owner, owner))
-			used += r->nr_pages;
-	return used > ((u64)quota << (20 - PAGE_SHIFT)) ? -EDQUOT : 0;
+	return 0;
 }
 
 void kvtier_page_free(struct kvtier_page *kp)
@@ -171,7 +152,7 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 	void *entry;
 
 	spin_lock(&tier->regions_lock);
-	list_del(&region->node);
+	kvtier_region_unlink(region);
 	spin_unlock(&tier->regions_lock);
 	kvtier_region_put(region);
 	wait_var_event(&region->ref, !refcount_read(&region->ref));
@@ -212,7 +193,7 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 		kvtier_store_kick(tier);
 	xa_destroy(&region->pages);
 	iput(region->inode);
-	kvfree(region->crcs);
+	kvtier_crcs_destroy(region);
 	kfree(region);
 }
 

@@ -277,7 +277,10 @@ static long kvtier_snapshot_pages(struct kvtier_region *r,
 			}
 			pages[n].slot = cpu_to_le64(slot);
 			pages[n].index = cpu_to_le32(xas.xa_index);
-			pages[n].crc = cpu_to_le32(r->crcs[xas.xa_index]);
+			u32 crc = 0;
+
+			kvtier_crcs_get(r, xas.xa_index, &crc);
+			pages[n].crc = cpu_to_le32(crc);
 			n++;
 		}
 		if (++batch % 4096 == 0) {
@@ -672,9 +675,13 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	r->pinned = flags & KVTIER_DISK_REGION_PINNED;
 	r->sealed = flags & KVTIER_DISK_REGION_SEALED;
 	r->persistent = true;
-	r->linked = true;
 	/* The only user is the name: this is the creator's reference. */
-	kvtier_region_publish(r);
+	ret = kvtier_region_publish(r);
+	if (ret) {
+		kvtier_region_put_user(r);	/* never visible */
+		return ret;
+	}
+	r->linked = true;
 
 	for (i = 0; i < nr; i++) {
 		u64 slot = le64_to_cpu(pages[i].slot);
@@ -682,6 +689,9 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 
 		if ((s64)index <= prev || index >= r->nr_pages)
 			return -EUCLEAN;
+		ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
+		if (ret)
+			return ret;
 		ret = kvtier_slots_claim(&tier->slots, slot);
 		if (ret)
 			return ret;
@@ -691,7 +701,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 			kvtier_slots_free(&tier->slots, slot, 1);
 			return ret;
 		}
-		r->crcs[index] = le32_to_cpu(pages[i].crc);
+		kvtier_crcs_set(r, index, le32_to_cpu(pages[i].crc));
 		atomic_long_inc(&r->nr_slots);
 		prev = index;
 	}

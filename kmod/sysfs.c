@@ -151,6 +151,8 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(discard), KNOB_OFF(discard), 0, 1, 1 },
 	{ KNOB_ATTR(checksum), KNOB_OFF(checksum), 0, 1, 1 },
 	{ KNOB_ATTR(user_quota_mb), KNOB_OFF(user_quota_mb), 0, INT_MAX, 1 },
+	{ KNOB_ATTR(max_regions), KNOB_OFF(max_regions), 0, INT_MAX, 1 },
+	{ KNOB_ATTR(user_max_regions), KNOB_OFF(user_max_regions), 0, INT_MAX, 1 },
 	{ KNOB_ATTR(read_only), KNOB_OFF(read_only), 0, 1, 1 },
 	{ KNOB_ATTR(lease_interval_ms), KNOB_OFF(lease_interval_ms), 100, 60000, 1 },
 };
@@ -290,6 +292,8 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&kvtier_knobs[10].attr.attr,
 	&kvtier_knobs[11].attr.attr,
 	&kvtier_knobs[12].attr.attr,
+	&kvtier_knobs[13].attr.attr,
+	&kvtier_knobs[14].attr.attr,
 	&dev_attr_lease.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,

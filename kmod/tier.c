@@ -70,8 +70,10 @@ static int kvtier_release(struct inode *inode, struct file *file)
 /*
  * Give @kf its region. Caller holds kf->lock. Errors: EEXIST (already has
  * one), EINVAL (size 0), ENODEV (no namespace attached), ENOSPC (larger
- * than the namespace), EDQUOT (over user_quota_mb), EROFS (read-only
- * tier), ENOMEM.
+ * than the namespace, or the tier has max_regions), EDQUOT (over
+ * user_quota_mb or user_max_regions), EROFS (read-only tier), ENOMEM.
+ * The bounds are checked before anything is allocated, and again when the
+ * region is linked.
  */
 int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 {
@@ -96,14 +98,18 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 		return -EROFS;
 
 	exempt = capable(CAP_SYS_RESOURCE);
+	ret = kvtier_region_admit_early(tier, round_up(size, PAGE_SIZE) >>
+					PAGE_SHIFT, exempt);
+	if (ret)
+		return ret;
 	region = kvtier_region_create(tier, kf->inode,
 				      round_up(size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return PTR_ERR(region);
 	spin_lock(&tier->regions_lock);
-	ret = kvtier_quota_check(tier, region->owner, region->nr_pages, exempt);
+	ret = kvtier_region_admit(tier, region->owner, region->nr_pages, exempt);
 	if (!ret)
-		list_add_tail(&region->node, &tier->regions);
+		kvtier_region_link(region);
 	spin_unlock(&tier->regions_lock);
 	if (ret) {
 		kvtier_region_put_user(region);	/* never visible */
@@ -213,6 +219,8 @@ static const struct kvtier_knobs kvtier_knob_defaults = {
 	.discard = true,
 	.checksum = true,
 	.user_quota_mb = 0,
+	.max_regions = 1048576,
+	.user_max_regions = 65536,
 	.lease_interval_ms = 1000,
 };
 
@@ -220,9 +228,7 @@ static void kvtier_tier_release(struct device *dev)
 {
 	struct kvtier_tier *tier = dev_to_tier(dev);
 
-	/* Every file uncharged its pins when it was released. */
-	WARN_ON_ONCE(!xa_empty(&tier->pin_users));
-	xa_destroy(&tier->pin_users);
+	kvtier_users_destroy(tier);
 	kfree(tier);
 }
 
@@ -245,8 +251,7 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
 	atomic_long_set(&tier->nr_pinned, 0);
-	mutex_init(&tier->pin_users_lock);
-	xa_init(&tier->pin_users);
+	xa_init(&tier->users);
 	spin_lock_init(&tier->gpu_lock);
 	INIT_LIST_HEAD(&tier->gpu_ranges);
 	kvtier_store_init(&tier->store);

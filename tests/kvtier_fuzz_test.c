@@ -879,6 +879,8 @@ static const struct knob knobs[] = {
 	{ "discard", 0, 1, 1 },
 	{ "checksum", 0, 1, 1 },
 	{ "user_quota_mb", 0, 2147483647, 1 },
+	{ "max_regions", 0, 2147483647, 1 },
+	{ "user_max_regions", 0, 2147483647, 1 },
 };
 #define NR_KNOBS	(sizeof(knobs) / sizeof(knobs[0]))
 

@@ -4,8 +4,8 @@
  * detach, format, knobs, debugfs), reaches /dev/kvtierN only through its
  * group (as the udev rule installs it), cannot open or read another user's
  * private region by any path, and cannot take more of the tier than the
- * user_quota_mb knob allows (EDQUOT), and cannot unpin another's pins or
- * pin more than user_pin_mb.
+ * user_quota_mb knob allows (EDQUOT), own more regions than user_max_regions,
+ * unpin another's pins or pin more than user_pin_mb.
  *
  * Runs as root in the test VM (tests/run-suite.sh); each unprivileged step
  * runs in a forked child that drops to the test's uids and groups.
@@ -631,6 +631,99 @@ TEST_F_TIMEOUT(tier, pins_belong_to_their_binding, 300)
 	ASSERT_EQ(0, kvt_unlink_name(self->fd, PIN_NAME));
 	close(h.ready[0]);
 	close(h.go[1]);
+}
+
+/* Alice's side of region_count_bounds: 4 regions, then every path says no. */
+static int alice_counts(void *arg)
+{
+	int fd[5], i;
+	unsigned char buf[PAGE];
+
+	(void)arg;
+	for (i = 0; i < 5; i++) {
+		fd[i] = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		if (fd[i] < 0)
+			return 1;
+	}
+	for (i = 0; i < 4; i++)
+		if (create_region(fd[i], PAGE))
+			return 10 + i;
+	/* A fifth by any path: EDQUOT, and the file stays unbound. */
+	if (create_region(fd[4], PAGE) != -EDQUOT)
+		return 2;
+	if (mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd[4], 0) !=
+	    MAP_FAILED || errno != EDQUOT)
+		return 3;
+	if (kvt_bind_name(fd[4], "alice:fifth", PAGE, KVTIER_OPEN_CREATE, 0600) !=
+	    -EDQUOT)
+		return 4;
+	/* Her regions work. */
+	kvt_fill(buf, PAGE, 0, 71);
+	if (pwrite(fd[3], buf, PAGE, 0) != (ssize_t)PAGE ||
+	    kvt_pread_page(fd[3], 0, 71))
+		return 5;
+	/* One closed makes room for one. */
+	close(fd[0]);
+	if (create_region(fd[4], PAGE))
+		return 6;
+	for (i = 1; i < 5; i++)
+		close(fd[i]);
+	return 0;
+}
+
+/* Bob's side: root holds 5 of the tier's 6. */
+static int bob_counts(void *arg)
+{
+	int a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int b = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+
+	(void)arg;
+	if (a < 0 || b < 0)
+		return 1;
+	if (create_region(a, PAGE))
+		return 2;
+	/* The tier's bound, not his: ENOSPC. */
+	if (create_region(b, PAGE) != -ENOSPC)
+		return 3;
+	close(a);
+	close(b);
+	return 0;
+}
+
+/*
+ * user_max_regions bounds the regions one user owns (EDQUOT;
+ * CAP_SYS_RESOURCE exempt), max_regions the tier's (ENOSPC, for root
+ * too); both are checked before anything is allocated.
+ */
+TEST_F_TIMEOUT(tier, region_count_bounds, 300)
+{
+	int held[6], i;
+
+	ASSERT_EQ(1048576, kvt_tier_num(0, "max_regions"));
+	ASSERT_EQ(65536, kvt_tier_num(0, "user_max_regions"));
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "max_regions", "-1"));
+	ASSERT_EQ(-EINVAL, kvt_tier_write(0, "user_max_regions", "2147483648"));
+	ASSERT_EQ(0, kvt_tier_write(0, "user_max_regions", "4"));
+	ASSERT_EQ(0, kvt_tier_write(0, "max_regions", "6"));
+
+	ASSERT_EQ(0, as_user(ALICE, true, alice_counts, NULL));
+	/* Root is not bound by user_max_regions: 5 of the tier's 6. */
+	for (i = 0; i < 6; i++) {
+		held[i] = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		ASSERT_GE(held[i], 0);
+	}
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, create_region(held[i], PAGE));
+	ASSERT_EQ(0, as_user(BOB, true, bob_counts, NULL));
+	/* Bob's is gone again: root takes the sixth, and no seventh. */
+	ASSERT_EQ(0, create_region(held[5], PAGE));
+	ASSERT_EQ(-ENOSPC, create_region(self->fd, PAGE));
+	for (i = 0; i < 6; i++)
+		close(held[i]);
+	ASSERT_EQ(0, create_region(self->fd, PAGE));
+	ASSERT_EQ(0, kvt_tier_write(0, "max_regions", "0"));
+	ASSERT_EQ(0, kvt_tier_write(0, "user_max_regions", "0"));
+	ASSERT_EQ(0, as_user(BOB, true, use_device, &(bool){ true }));
 }
 
 TEST_HARNESS_MAIN

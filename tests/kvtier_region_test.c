@@ -830,6 +830,95 @@ static long long mem_free_kb(void)
 	return -1;
 }
 
+/* The last column (crc_bytes) of the only region in debugfs "regions". */
+static long long only_region_crc_bytes(void)
+{
+	char line[512], last[64] = "";
+	long long v = -1;
+	int n = 0;
+	FILE *f = fopen("/sys/kernel/debug/kvtier/kvtier0/regions", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *sp;
+
+		line[strcspn(line, "\n")] = 0;
+		sp = strrchr(line, ' ');
+		if (++n == 2 && (!sp || strcmp(sp + 1, "crc_bytes")))
+			break;		/* no such column */
+		if (n == 3 && sp)
+			snprintf(last, sizeof(last), "%s", sp + 1);
+	}
+	fclose(f);
+	if (n == 3 && last[0])
+		v = atoll(last);
+	return v;
+}
+
+/*
+ * A region's kernel memory follows what it holds, not its size: CRCs are
+ * kept in 256-byte chunks of 64 pages, made as pages are written back, so
+ * 64 fresh regions of nearly the namespace's size cost almost nothing (a
+ * dense CRC array was 4 bytes per page of each, at creation).
+ */
+TEST_F_TIMEOUT(tier, crcs_follow_what_is_written, 300)
+{
+	size_t len = 448 * MiB;
+	unsigned char buf[PAGE];
+	long long before, after;
+	int fds[64], i, fd;
+
+	before = mem_free_kb();
+	for (i = 0; i < 64; i++) {
+		struct kvtier_region_create rc = { .size = len };
+
+		fds[i] = tier_open();
+		ASSERT_GE(fds[i], 0);
+		ASSERT_EQ(0, ioctl(fds[i], KVTIER_IOC_REGION_CREATE, &rc));
+	}
+	after = mem_free_kb();
+	TH_LOG("64 regions of %zu MiB: MemFree %lld -> %lld KiB", len / MiB,
+	       before, after);
+	/* 28 MiB of CRC arrays before; a few KiB per region now. */
+	ASSERT_LT(before - after, 8 * 1024);
+	for (i = 0; i < 64; i++)
+		close(fds[i]);
+
+	/* One region: CRC room appears with what is written back. */
+	fd = tier_open();
+	ASSERT_GE(fd, 0);
+	{
+		struct kvtier_region_create rc = { .size = len };
+
+		ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_CREATE, &rc));
+	}
+	ASSERT_EQ(0, only_region_crc_bytes());
+	kvt_fill(buf, PAGE, 0, 141);
+	ASSERT_EQ((ssize_t)PAGE, pwrite(fd, buf, PAGE, 0));
+	kvt_fill(buf, PAGE, 256 * MiB, 141);
+	ASSERT_EQ((ssize_t)PAGE, pwrite(fd, buf, PAGE, 256 * MiB));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(2 * 256, only_region_crc_bytes());
+	/* 1 MiB dense from 0: 256 pages, chunks 0-3 (0 was there). */
+	{
+		unsigned char *p = map_region(fd, MiB);
+
+		ASSERT_NE(MAP_FAILED, p);
+		kvt_fill(p, MiB, 0, 142);
+		ASSERT_EQ(0, fsync(fd));
+		ASSERT_EQ(5 * 256, only_region_crc_bytes());
+		/* The CRCs check what comes back. */
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(-1, kvt_check(p, MiB, 0, 142));
+		munmap(p, MiB);
+	}
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_pread_page(fd, 256 * MiB, 141));
+	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+	close(fd);
+}
+
 /*
  * Evicted pages go back to the kernel: after 128 MiB went through a 4 MiB
  * pool twice (some 64000 evictions), free memory is back where it was once

@@ -30,6 +30,8 @@ static const struct knob knobs[] = {
 	{ "pin_budget_mb", 0, 0, 1 },
 	{ "user_pin_mb", 0, 0, 1 },
 	{ "user_quota_mb", 0, 2147483647, 1 },
+	{ "max_regions", 0, 2147483647, 1 },
+	{ "user_max_regions", 0, 2147483647, 1 },
 	{ "read_only", 0, 1, 1 },
 	{ "lease_interval_ms", 100, 60000, 1 },
 };

@@ -64,6 +64,8 @@ static const struct cmd cmds[] = {
 	  "  pin_budget_mb        0..RAM in MiB\n"
 	  "  user_pin_mb          0 (no per-user bound)..RAM in MiB\n"
 	  "  user_quota_mb        0 (unlimited)..2147483647\n"
+	  "  max_regions          0 (unlimited)..2147483647 regions in the tier\n"
+	  "  user_max_regions     0 (unlimited)..2147483647 regions per user\n"
 	  "  read_only            0 or 1, only while detached (next attach read-only)\n"
 	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n",
 	  cmd_set },

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A region's page CRCs, stored sparsely: chunks of KVT_CRCS_PER_CHUNK
+ * CRC32C values (one per page, by index) in an xarray, a chunk allocated
+ * when the first page it covers is written back or loaded. So the kernel
+ * memory of a region's CRCs follows what it holds, not its size: a 4 TiB
+ * region with 1 GiB written costs 1 MiB of CRCs if the gigabyte is dense,
+ * and at most 256 bytes per written page if it is scattered, instead of
+ * 4 GiB at creation. Chunks are charged to the memory cgroup of the task
+ * that writes (__GFP_ACCOUNT).
+ *
+ * Chunks are only added while the region lives and freed when it is
+ * destroyed, so a chunk found by xa_load() stays valid: readers and
+ * writers of a value need no lock of their own. The value of a page is
+ * set when its write-back completes and read at a commit's snapshot, both
+ * under the region's xa_lock (the pair slot + CRC changes together), and
+ * checked by the first user of a page read back (io.c).
+ */
+#include <linux/slab.h>
+#include <linux/xarray.h>
+
+#include "kvtier.h"
+
+#define KVT_CRCS_PER_CHUNK	64
+
+static u32 *kvtier_crcs_chunk(struct kvtier_region *region, pgoff_t index)
+{
+	return xa_load(&region->crcs, index / KVT_CRCS_PER_CHUNK);
+}
+
+/*
+ * Make room for the CRC of the page at @index, before its write-back is
+ * submitted or its record is loaded (the completion cannot allocate).
+ * Errors: -ENOMEM.
+ */
+int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp)
+{
+	u32 *chunk, *old;
+
+	if (kvtier_crcs_chunk(region, index))
+		return 0;
+	chunk = kcalloc(KVT_CRCS_PER_CHUNK, sizeof(u32),
+			gfp | __GFP_ACCOUNT | __GFP_NOWARN);
+	if (!chunk)
+		return -ENOMEM;
+	old = xa_cmpxchg(&region->crcs, index / KVT_CRCS_PER_CHUNK, NULL, chunk,
+			 gfp | __GFP_ACCOUNT | __GFP_NOWARN);
+	if (old) {
+		/* Another task's chunk won the race, or no memory. */
+		kfree(chunk);
+		return xa_is_err(old) ? xa_err(old) : 0;
+	}
+	atomic_long_inc(&region->nr_crc_chunks);
+	return 0;
+}
+
+/* Record the CRC of the page at @index; its room was reserved. */
+void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc)
+{
+	u32 *chunk = kvtier_crcs_chunk(region, index);
+
+	if (!WARN_ON_ONCE(!chunk))
+		chunk[index % KVT_CRCS_PER_CHUNK] = crc;
+}
+
+/*
+ * The CRC recorded for the page at @index. False if none was ever
+ * recorded: only a page that was written back has one, so the caller,
+ * which holds such a page, treats that as a mismatch.
+ */
+bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc)
+{
+	u32 *chunk = kvtier_crcs_chunk(region, index);
+
+	if (WARN_ON_ONCE(!chunk))
+		return false;
+	*crc = chunk[index % KVT_CRCS_PER_CHUNK];
+	return true;
+}
+
+/* Bytes of CRC storage the region holds (debugfs "regions"). */
+unsigned long kvtier_crcs_bytes(struct kvtier_region *region)
+{
+	return atomic_long_read(&region->nr_crc_chunks) *
+		KVT_CRCS_PER_CHUNK * sizeof(u32);
+}
+
+/* The region is being destroyed: free every chunk. */
+void kvtier_crcs_destroy(struct kvtier_region *region)
+{
+	unsigned long index;
+	void *chunk;
+
+	xa_for_each(&region->crcs, index, chunk) {
+		kfree(chunk);
+		cond_resched();
+	}
+	xa_destroy(&region->crcs);
+}

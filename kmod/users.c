@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What each user holds in a tier, and the bounds on it: the regions a uid
+ * owns and their sizes (user_max_regions, user_quota_mb; the tier's
+ * max_regions bounds everyone's together) and the pins of the files it
+ * opened (user_pin_mb, pin.c). Every member of the kvtier group may create
+ * regions, and named ones outlive the process: without these bounds one
+ * member could fill the kernel's memory with region structures or take
+ * the whole pin budget.
+ *
+ * One struct kvtier_user per uid that ever used the tier, in tier->users
+ * (indexed by the uid in the initial user namespace), created before the
+ * first charge by kvtier_user_prepare() in process context and freed with
+ * the tier: a user cannot make more uids, so the table stays small. Every
+ * count is read and changed under tier->regions_lock, which also makes a
+ * check and the link of the region it admits one step.
+ */
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+
+#include "kvtier.h"
+
+/**
+ * struct kvtier_user - one uid's share of a tier (under tier->regions_lock)
+ * @regions: linked regions it owns
+ * @pages: their sizes, in pages
+ * @pins: pins of the files it opened, one per file and page
+ */
+struct kvtier_user {
+	unsigned long regions;
+	unsigned long pages;
+	unsigned long pins;
+};
+
+static unsigned long kvtier_uid_index(kuid_t uid)
+{
+	return from_kuid(&init_user_ns, uid);
+}
+
+/* Make sure @uid has an entry, before a charge under the lock. */
+int kvtier_user_prepare(struct kvtier_tier *tier, kuid_t uid)
+{
+	struct kvtier_user *u;
+	void *old;
+
+	if (xa_load(&tier->users, kvtier_uid_index(uid)))
+		return 0;
+	u = kzalloc(sizeof(*u), GFP_KERNEL);
+	if (!u)
+		return -ENOMEM;
+	old = xa_cmpxchg(&tier->users, kvtier_uid_index(uid), NULL, u,
+			 GFP_KERNEL);
+	if (old) {
+		kfree(u);
+		return xa_is_err(old) ? xa_err(old) : 0;
+	}
+	return 0;
+}
+
+static struct kvtier_user *kvtier_user_find(struct kvtier_tier *tier,
+					    kuid_t uid)
+{
+	lockdep_assert_held(&tier->regions_lock);
+	return xa_load(&tier->users, kvtier_uid_index(uid));
+}
+
+/*
+ * Whether @owner may have a new region of @nr_pages: ENOSPC if the tier
+ * has max_regions already, EDQUOT if the owner would exceed
+ * user_max_regions or user_quota_mb (0: no bound; @exempt, CAP_SYS_RESOURCE
+ * checked by the caller outside the lock, passes those two), ENOMEM if no
+ * entry was prepared. Caller holds regions_lock and links the region under
+ * it, so two creations cannot both take the last room.
+ */
+int kvtier_region_admit(struct kvtier_tier *tier, kuid_t owner,
+			pgoff_t nr_pages, bool exempt)
+{
+	unsigned long max = READ_ONCE(tier->knobs.max_regions);
+	unsigned long user_max = READ_ONCE(tier->knobs.user_max_regions);
+	unsigned long quota = READ_ONCE(tier->knobs.user_quota_mb);
+	struct kvtier_user *u = kvtier_user_find(tier, owner);
+
+	if (!u)
+		return -ENOMEM;
+	if (max && tier->nr_regions >= max)
+		return -ENOSPC;
+	if (exempt)
+		return 0;
+	if (user_max && u->regions >= user_max)
+		return -EDQUOT;
+	if (quota && (u64)u->pages + nr_pages > (u64)quota << (20 - PAGE_SHIFT))
+		return -EDQUOT;
+	return 0;
+}
+
+/*
+ * kvtier_region_admit() for the caller as the owner of a region it is
+ * about to create, before anything is allocated for it: a refused create
+ * costs nothing. The check is made again when the region is linked.
+ */
+int kvtier_region_admit_early(struct kvtier_tier *tier, pgoff_t nr_pages,
+			      bool exempt)
+{
+	int ret = kvtier_user_prepare(tier, current_fsuid());
+
+	if (ret)
+		return ret;
+	spin_lock(&tier->regions_lock);
+	ret = kvtier_region_admit(tier, current_fsuid(), nr_pages, exempt);
+	spin_unlock(&tier->regions_lock);
+	return ret;
+}
+
+/*
+ * Link @region into the tier's list and charge it to its owner, whose entry
+ * was prepared. Caller holds regions_lock.
+ */
+void kvtier_region_link(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_user *u = kvtier_user_find(tier, region->owner);
+
+	list_add_tail(&region->node, &tier->regions);
+	tier->nr_regions++;
+	if (!WARN_ON_ONCE(!u)) {
+		u->regions++;
+		u->pages += region->nr_pages;
+	}
+}
+
+/* Undo kvtier_region_link(), if it was linked. Caller holds regions_lock. */
+void kvtier_region_unlink(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_user *u;
+
+	if (list_empty(&region->node))
+		return;
+	list_del_init(&region->node);
+	tier->nr_regions--;
+	u = kvtier_user_find(tier, region->owner);
+	if (!WARN_ON_ONCE(!u || !u->regions || u->pages < region->nr_pages)) {
+		u->regions--;
+		u->pages -= region->nr_pages;
+	}
+}
+
+/*
+ * Charge @nr pins to @uid: EDQUOT beyond user_pin_mb unless
+ * CAP_SYS_RESOURCE, ENOMEM. capable() is asked only when it matters: it
+ * audits every refusal, and may not run under the spinlock.
+ */
+int kvtier_user_charge_pins(struct kvtier_tier *tier, kuid_t uid,
+			    unsigned long nr)
+{
+	unsigned long limit = (unsigned long)READ_ONCE(tier->knobs.user_pin_mb)
+		<< (20 - PAGE_SHIFT);
+	struct kvtier_user *u;
+	bool over;
+	int ret;
+
+	ret = kvtier_user_prepare(tier, uid);
+	if (ret)
+		return ret;
+	spin_lock(&tier->regions_lock);
+	u = kvtier_user_find(tier, uid);
+	over = limit && u->pins + nr > limit;
+	if (!over)
+		u->pins += nr;
+	spin_unlock(&tier->regions_lock);
+	if (!over)
+		return 0;
+	if (!capable(CAP_SYS_RESOURCE))
+		return -EDQUOT;
+	spin_lock(&tier->regions_lock);
+	u->pins += nr;
+	spin_unlock(&tier->regions_lock);
+	return 0;
+}
+
+void kvtier_user_uncharge_pins(struct kvtier_tier *tier, kuid_t uid,
+			       unsigned long nr)
+{
+	struct kvtier_user *u;
+
+	if (!nr)
+		return;
+	spin_lock(&tier->regions_lock);
+	u = kvtier_user_find(tier, uid);
+	if (!WARN_ON_ONCE(!u || u->pins < nr))
+		u->pins -= nr;
+	spin_unlock(&tier->regions_lock);
+}
+
+/* The tier is being freed: every region and pin is gone. */
+void kvtier_users_destroy(struct kvtier_tier *tier)
+{
+	struct kvtier_user *u;
+	unsigned long index;
+
+	xa_for_each(&tier->users, index, u) {
+		WARN_ON_ONCE(u->regions || u->pages || u->pins);
+		kfree(u);
+	}
+	xa_destroy(&tier->users);
+}
