@@ -215,8 +215,9 @@ static struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 	ret = kvtier_pool_charge(tier, may_wait);
 	if (ret)
 		return ERR_PTR(ret);
+	/* Zeroed: a field added later (pins, crc) starts at 0, not garbage. */
 	kp = kvtier_should_fail(KVT_FAULT_PAGE_ALLOC) ? NULL :
-		kmem_cache_alloc(kvtier_page_cache, GFP_KERNEL);
+		kmem_cache_zalloc(kvtier_page_cache, GFP_KERNEL);
 	if (!kp)
 		goto err_uncharge;
 	kp->page = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
@@ -226,7 +227,6 @@ static struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 	kp->index = index;
 	kp->slot = KVTIER_NO_SLOT;
 	kp->wb_slot = KVTIER_NO_SLOT;
-	kp->flags = 0;
 	INIT_LIST_HEAD(&kp->lru);
 	if (WARN_ON_ONCE(!trylock_page(kp->page)))
 		goto err_page;
