@@ -80,9 +80,11 @@ static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
  * over Fabrics, up to ctrl_loss_tmo while the path reconnects), and a
  * fatal signal ends the wait. Only when no tier I/O is in flight (every
  * page pinned, or locked by other tasks that are not doing I/O) does it
- * give up, after about 2 s. Errors: -ENOMEM (full, !@may_wait, or nothing
- * evictable), -ENOSPC (only dirty pages, and no namespace space to write
- * them to), -EINTR (fatal signal while waiting).
+ * give up, after about 2 s. Errors: -ENOBUFS (the budget is full and
+ * !@may_wait, or nothing was evictable; not -ENOMEM, which is kept for an
+ * allocation that failed: a fault answers the two differently), -ENOSPC
+ * (only dirty pages, and no namespace space to write them to), -EINTR
+ * (fatal signal while waiting).
  */
 int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 {
@@ -92,7 +94,7 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 
 	while (!kvtier_pool_try_charge(tier)) {
 		if (!may_wait)
-			return -ENOMEM;
+			return -ENOBUFS;
 		if (!stalled) {
 			kvtier_count(tier, KVT_STAT_BUDGET_STALL, 1);
 			stalled = true;
@@ -116,7 +118,7 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 		if (atomic_long_read(&tier->inflight_bytes))
 			idle = 0;
 		else if (++idle > 100)
-			return -ENOMEM;
+			return -ENOBUFS;
 		if (wait_event_killable_timeout(tier->pool.wait,
 						tier->pool.nr_pages <
 						kvtier_budget_pages(tier),

@@ -391,7 +391,7 @@ static unsigned int kvtier_readahead_window(struct kvtier_region *region,
  * budget (never waits for it, never evicts). The pages are published
  * locked; the read completion unlocks them. Returns the pages submitted;
  * 0 when @index is not only on the namespace (resident, never written, or
- * taken by a racing read); -ENOMEM when the budget is full; another -errno
+ * taken by a racing read); -ENOBUFS when the budget is full; another -errno
  * when the bio could not be started (the pages are left failed, so the
  * next access reads them again).
  */
@@ -518,7 +518,8 @@ static void kvtier_ra_async(struct kvtier_region *region, pgoff_t index)
 /*
  * The page at @index, resident and up to date, locked, with a reference
  * for the caller. Reads it (with readahead) or zero-fills it as needed.
- * Errors: -EIO (read failed), -ENOSPC/-ENOMEM (no budget), -EINTR.
+ * Errors: -EIO (read failed or checksum mismatch), -ENOSPC/-ENOBUFS (no
+ * budget), -ENOMEM (an allocation failed), -EINTR.
  */
 struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 				    pgoff_t index, enum kvtier_get *how)
@@ -727,6 +728,27 @@ static const enum kvtier_stat kvtier_fault_stat[] = {
 	[KVT_GET_MAJOR] = KVT_STAT_FAULT_MAJOR,
 };
 
+/*
+ * What a fault answers for kvtier_get_page()'s error: an allocation that
+ * failed is the kernel's memory shortage (VM_FAULT_OOM: the memory cgroup
+ * or the core handles it and the access is retried, as for the page
+ * cache); a fatal signal needs no answer (the task dies before the access
+ * is retried); everything else - a read that failed or did not match its
+ * CRC, no namespace space, a budget nothing could be evicted from for
+ * about 2 s - is the data not being available: SIGBUS, as for a file.
+ */
+static vm_fault_t kvtier_fault_errno(long err)
+{
+	switch (err) {
+	case -ENOMEM:
+		return VM_FAULT_OOM;
+	case -EINTR:
+		return VM_FAULT_NOPAGE;
+	default:
+		return VM_FAULT_SIGBUS;
+	}
+}
+
 /* The page fault handler: where a KV page is served. */
 static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
 {
@@ -741,7 +763,7 @@ static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
 
 	kp = kvtier_get_page(region, vmf->pgoff, &how);
 	if (IS_ERR(kp))
-		return VM_FAULT_SIGBUS;
+		return kvtier_fault_errno(PTR_ERR(kp));
 	kvtier_fault_around(vmf, region);
 	kvtier_ra_async(region, vmf->pgoff);
 
