@@ -351,7 +351,7 @@ TEST_F_TIMEOUT(rd, failed_reads, 300)
 	TH_LOG("%ld accesses failed as they must, %ld got bytes; resident %lld pages",
 	       failed, wrong, kvt_stat(0, "resident_pages"));
 	ASSERT_EQ(0, wrong);
-	ASSERT_GT(failed, 1000);
+	ASSERT_GT(failed * kvt_time_scale(), 1000);
 	ASSERT_LE(kvt_stat(0, "resident_pages"), 4 * MiB / PAGE);
 
 	/* The bytes come back once the namespace holds them again. */
@@ -422,8 +422,9 @@ TEST_F_TIMEOUT(race, mkwrite_vs_evict, 300)
 					.stop = &stop };
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, mk_writer, &a[i]));
 	}
+	/* 3 s and 4 passes at least: a debug kernel may need 1 s a pass. */
 	end = time(NULL) + 3;
-	while (time(NULL) < end) {
+	while (time(NULL) < end || evictions < 4) {
 		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
 		evictions++;
 	}
@@ -432,7 +433,6 @@ TEST_F_TIMEOUT(race, mkwrite_vs_evict, 300)
 		pthread_join(th[i], NULL);
 	TH_LOG("%lu evictions of the region under %d writers; %lld pages written back",
 	       evictions, MK_WRITERS, kvt_stat(0, "writeback_pages"));
-	ASSERT_GT(evictions, 3);
 	for (i = 0; i < npages; i++)
 		ASSERT_EQ(last[i], map[i * (PAGE / 8)]);
 	/* And on the namespace: written back, dropped, read again. */
@@ -767,9 +767,9 @@ TEST_F_TIMEOUT(race, willneed_storm, 300)
 	       calls, ST_SECONDS, worst, exit_ms);
 	ASSERT_TRUE(WIFEXITED(st));
 	ASSERT_EQ(0, WEXITSTATUS(st));
-	ASSERT_LT(worst, 2000);
-	ASSERT_LT(exit_ms, 5000);
-	ASSERT_GT(calls, 1000);
+	ASSERT_LT(worst, 2000 * kvt_time_scale());
+	ASSERT_LT(exit_ms, 5000 * kvt_time_scale());
+	ASSERT_GT(calls * kvt_time_scale(), 1000);
 	free(buf);
 	ASSERT_EQ(0, kvt_run("dmsetup remove kvt-race-b"));
 }

@@ -656,6 +656,20 @@ static inline int kvt_kept_seeds(const char *test, struct kvt_seed *out)
 	return n ? n : -1;
 }
 
+/*
+ * How much slower than a Debian kernel this guest's kernel runs: the
+ * whole number in $KVTIER_TIME_SCALE (make check-debug sets it to its
+ * KVTIER_VM_TIMEOUT_SCALE, 4 by default), else 1. Time bounds and rates a
+ * test asserts are scaled by it; nothing else is.
+ */
+static inline long long kvt_time_scale(void)
+{
+	const char *v = getenv("KVTIER_TIME_SCALE");
+	long long s = v ? atoll(v) : 1;
+
+	return s >= 1 ? s : 1;
+}
+
 static sigjmp_buf kvt_sigbus_jmp;
 
 static inline void kvt_on_sigbus(int sig)

@@ -110,6 +110,7 @@ start=$SECONDS
 echo "# phase: suite on $kver"
 "$top/tests/vm/run.sh" --debug --kver "$kver" --cache "$cache" --out "$out" \
 	--mem "$KVTIER_VM_MEM" --nvme-count 2 --nvme-size 512M --timeout 1800 -- \
+	env KVTIER_TIME_SCALE="$KVTIER_VM_TIMEOUT_SCALE" \
 	"$top/tests/run-suite.sh" "$build" "$out" "$@"
 rc=$?
 if [[ -f $out/tap.log ]]; then
