@@ -11,7 +11,8 @@
 #
 # usage: tests/fuzz.sh BUILD
 #   KVTIER_FUZZ_SECONDS   how long to fuzz in each kernel (default 600)
-#   KVTIER_FUZZ_ITERS, KVTIER_FUZZ_SYSFS_ITERS, KVTIER_FUZZ_FLIPS
+#   KVTIER_FUZZ_ITERS, KVTIER_FUZZ_SYSFS_ITERS, KVTIER_FUZZ_FLIPS,
+#   KVTIER_FUZZ_HOSTILE_ITERS
 #                         the size of each round (kvtier_fuzz_test.c)
 #
 # Ends with "N passed, N failed" (rounds); exits 1 if any round failed or
@@ -28,7 +29,8 @@ secs=${KVTIER_FUZZ_SECONDS:-600}
 make -s -C "$top/tests" BUILD="$build" "$build/tests/kvtier_fuzz_test" || exit 1
 
 env_words=(KVTIER_FUZZ_RANDOM=1)
-for v in KVTIER_FUZZ_ITERS KVTIER_FUZZ_SYSFS_ITERS KVTIER_FUZZ_FLIPS; do
+for v in KVTIER_FUZZ_ITERS KVTIER_FUZZ_SYSFS_ITERS KVTIER_FUZZ_FLIPS \
+	 KVTIER_FUZZ_HOSTILE_ITERS; do
 	[[ -n ${!v:-} ]] && env_words+=("$v=${!v}")
 done
 

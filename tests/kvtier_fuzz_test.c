@@ -28,6 +28,14 @@
  *   unchanged after a refusal, the written value after a success (then
  *   restored). backing_dev and format get random paths (EINVAL, EBUSY,
  *   ENOENT and friends; the tier stays attached).
+ * - hostile users: a victim process (its own uid, a private region it
+ *   keeps checking, a pin) and four unprivileged users issuing random
+ *   REGION_OPENs of each other's names with every flag, creates,
+ *   mmap/munmap, pin/unpin, fadvise, pread/pwrite, fsync, unlink,
+ *   setflags, list and random ioctls against each other at once, each
+ *   for a kept number of operations: the victim's bytes and pin hold, the
+ *   root victims above are intact, every ioctl errno is documented
+ *   (KVTIER_FUZZ_HOSTILE_ITERS sets the operations per user).
  * - num_tiers at load: bad values fail the load with EINVAL and leave no
  *   module; good ones give that many devices.
  * - metadata: a tier with three persistent regions on a small loop
@@ -41,11 +49,13 @@
  * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
  */
 #include <ctype.h>
+#include <grp.h>
 #include <linux/kvtier.h>
 #include <linux/kvtier_format.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -853,6 +863,351 @@ TEST_F_TIMEOUT(fz, ioctls, 1200)
 	       z->by_errno[ENOTTY], z->by_errno[ENOENT], z->by_errno[ENXIO],
 	       z->by_errno[EBADF], z->by_errno[EEXIST], z->by_errno[EBUSY],
 	       z->by_errno[EACCES]);
+	munmap(z->map, VU_LEN);
+	for (k = 0; k < FD_KINDS; k++)
+		if (k != FD_CLOSED)
+			close(z->fd[k]);
+	close(z->admin);
+}
+
+/* ------------------------------------------------------------------ */
+/* hostile users                                                       */
+
+#define HU_GID		4242		/* the udev rule's "kvtier" group */
+#define HU_VICTIM	4101		/* uid of the victim process */
+#define HU_ATTACKERS	4		/* uids HU_VICTIM + 1 ... */
+#define HU_LEN		(2 * MiB)
+#define HU_PIN		(256 * 1024ULL)
+#define HU_SEED		61
+#define HU_SLOTS	4
+#define HU_SECONDS	240		/* the bound on one run's wall time */
+
+static const char * const hu_names[] = {
+	"victim:kv", "shared:a", "shared:b", "own:x", "own:y", VN_NAME, VP_NAME,
+};
+
+struct hu_shared {
+	volatile int stop;		/* set by the test when attackers are done */
+	volatile long long rounds;	/* victim verification rounds */
+};
+
+/*
+ * In a forked child: let go of what the test (root) holds - its files and
+ * its mapping of the unnamed victim - and become @uid in the kvtier group.
+ */
+static void hu_become(struct fz *z, uid_t uid)
+{
+	gid_t g = HU_GID;
+	int k;
+
+	munmap(z->map, VU_LEN);
+	for (k = 0; k < FD_KINDS; k++)
+		if (k != FD_CLOSED)
+			close(z->fd[k]);
+	close(z->admin);
+	if (setgroups(1, &g) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		_exit(99);
+}
+
+/*
+ * The victim: a private region (0600) of a pattern it keeps checking, by
+ * its mapping and by pread, with its first HU_PIN bytes pinned, until the
+ * test says stop; then once more from the namespace. Exit status: 0, or
+ * where it saw wrong bytes or lost its pin.
+ */
+static int hu_victim(struct fz *z, struct hu_shared *sh)
+{
+	static unsigned char buf[HU_LEN];
+	struct kvtier_pin pin = { .offset = 0, .length = HU_PIN };
+	struct kvtier_region_info ri;
+	unsigned char *p;
+	int fd;
+
+	hu_become(z, HU_VICTIM);
+	fd = open_tier(O_RDWR);
+	if (fd < 0 || kvt_bind_name(fd, "victim:kv", HU_LEN,
+				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
+		return 1;
+	p = mmap(NULL, HU_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 2;
+	kvt_fill(p, HU_LEN, 0, HU_SEED);
+	if (fsync(fd) || ioctl(fd, KVTIER_IOC_PIN, &pin))
+		return 3;
+	sh->rounds = 1;		/* ready */
+	while (!sh->stop) {
+		if (kvt_check(p, HU_LEN, 0, HU_SEED) != -1)
+			return 4;
+		if (pread(fd, buf, HU_LEN, 0) != (ssize_t)HU_LEN ||
+		    kvt_check(buf, HU_LEN, 0, HU_SEED) != -1)
+			return 5;
+		if (kvt_region_info(fd, &ri) || ri.pinned < HU_PIN)
+			return 6;
+		sh->rounds++;
+	}
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ||
+	    kvt_check(p, HU_LEN, 0, HU_SEED) != -1)
+		return 7;
+	munmap(p, HU_LEN);
+	close(fd);
+	return 0;
+}
+
+struct hu_map {
+	unsigned char *p;
+	size_t len;
+	int writable;
+};
+
+/* Store a byte at @p: 1 if that raised SIGBUS, 0 if it did not. */
+static int hu_store_or_sigbus(volatile unsigned char *p, unsigned char v)
+{
+	static volatile int got;
+
+	got = 0;
+	signal(SIGBUS, kvt_on_sigbus);
+	if (!sigsetjmp(kvt_sigbus_jmp, 1))
+		p[0] = v;
+	else
+		got = 1;
+	signal(SIGBUS, SIG_DFL);
+	return got;
+}
+
+/*
+ * One attacker: @iters random operations on its own files - REGION_OPEN
+ * of the others' names with every flag, creates, mmap/munmap, pin/unpin,
+ * fadvise, pread/pwrite, fsync, unlink, setflags, list, random ioctls -
+ * and every ioctl's errno must be one it documents. Exit status: 0, or
+ * 10 + the operation that returned an undocumented errno.
+ */
+static int hu_attacker(struct fz *z, unsigned int who, unsigned long long seed,
+		       unsigned long long iters)
+{
+	static unsigned char buf[256 * 1024];
+	static unsigned char arg[256];
+	struct hu_map maps[HU_SLOTS] = { 0 };
+	int fd[HU_SLOTS], op, k, j, ret, err;
+	unsigned long long it;
+
+	hu_become(z, HU_VICTIM + 1 + who);
+	rng_state = seed ^ (0x9e3779b97f4a7c15ULL * (who + 1));
+	for (k = 0; k < HU_SLOTS; k++)
+		fd[k] = open_tier(O_RDWR);
+	for (it = 0; it < iters; it++) {
+		struct kvtier_region_open o = { 0 };
+		struct kvtier_pin pn = { 0 };
+		unsigned int cmd = 0;
+
+		k = below(HU_SLOTS);
+		op = below(13);
+		ret = 0;
+		switch (op) {
+		case 0:		/* a fresh file */
+			if (maps[k].p)
+				munmap(maps[k].p, maps[k].len);
+			maps[k].p = NULL;
+			close(fd[k]);
+			fd[k] = open_tier(chance(80) ? O_RDWR : O_RDONLY);
+			break;
+		case 1:		/* bind by name, any flags */
+			strcpy(o.name, hu_names[below(sizeof(hu_names) / sizeof(hu_names[0]))]);
+			o.size = chance(70) ? (1 + below(HU_LEN / PAGE)) * PAGE : edge(HU_LEN);
+			o.flags = (unsigned int)below(32);
+			o.mode = chance(50) ? 0666 : (unsigned int)below(01000);
+			cmd = KVTIER_IOC_REGION_OPEN;
+			ret = ioctl(fd[k], cmd, &o);
+			break;
+		case 2: {
+			struct kvtier_region_create c = {
+				.size = chance(90) ? (1 + below(64)) * PAGE : edge(z->capacity),
+			};
+
+			cmd = KVTIER_IOC_REGION_CREATE;
+			ret = ioctl(fd[k], cmd, &c);
+			break;
+		}
+		case 3:		/* map, and write through it if we may */
+			if (maps[k].p) {
+				munmap(maps[k].p, maps[k].len);
+				maps[k].p = NULL;
+				break;
+			}
+			maps[k].len = (1 + below(64)) * PAGE;
+			maps[k].writable = 1;
+			maps[k].p = mmap(NULL, maps[k].len, PROT_READ | PROT_WRITE,
+					 MAP_SHARED, fd[k], 0);
+			if (maps[k].p == MAP_FAILED) {
+				maps[k].writable = 0;
+				maps[k].p = mmap(NULL, maps[k].len, PROT_READ,
+						 MAP_SHARED, fd[k], 0);
+			}
+			if (maps[k].p == MAP_FAILED) {
+				maps[k].p = NULL;
+				break;
+			}
+			for (j = 0; j < 8; j++) {
+				unsigned char *at = maps[k].p + below(maps[k].len);
+
+				if (maps[k].writable && chance(50))
+					hu_store_or_sigbus(at, (unsigned char)rnd());
+				else
+					kvt_touch_or_sigbus(at);
+			}
+			break;
+		case 4:
+		case 5:
+			pn.offset = chance(80) ? below(64) * PAGE : edge(HU_LEN);
+			pn.length = chance(80) ? (1 + below(64)) * PAGE : edge(HU_LEN);
+			cmd = op == 4 ? KVTIER_IOC_PIN : KVTIER_IOC_UNPIN;
+			ret = ioctl(fd[k], cmd, &pn);
+			break;
+		case 6: {
+			static const int adv[] = {
+				POSIX_FADV_NORMAL, POSIX_FADV_WILLNEED,
+				POSIX_FADV_DONTNEED, POSIX_FADV_SEQUENTIAL,
+			};
+
+			posix_fadvise(fd[k], below(64) * PAGE,
+				      chance(20) ? 0 : (1 + below(64)) * PAGE,
+				      adv[below(4)]);
+			break;
+		}
+		case 7:
+			if (chance(50)) {
+				kvt_fill(buf, sizeof(buf), 0, rnd());
+				if (pwrite(fd[k], buf, 1 + below(sizeof(buf)), below(64) * PAGE) < 0)
+					(void)errno;
+			} else if (pread(fd[k], buf, 1 + below(sizeof(buf)), below(64) * PAGE) < 0) {
+				(void)errno;
+			}
+			break;
+		case 8:
+			if (fsync(fd[k]))
+				(void)errno;
+			break;
+		case 9: {
+			struct kvtier_region_name n = { 0 };
+
+			strcpy(n.name, hu_names[below(sizeof(hu_names) / sizeof(hu_names[0]))]);
+			cmd = KVTIER_IOC_REGION_UNLINK;
+			ret = ioctl(fd[k], cmd, &n);
+			break;
+		}
+		case 10: {
+			struct kvtier_region_flags f = { 0 };
+
+			strcpy(f.name, hu_names[below(sizeof(hu_names) / sizeof(hu_names[0]))]);
+			f.set = chance(50) ? KVTIER_REGION_PINNED : 0;
+			f.clear = f.set ? 0 : KVTIER_REGION_PINNED;
+			cmd = KVTIER_IOC_REGION_SETFLAGS;
+			ret = ioctl(fd[k], cmd, &f);
+			break;
+		}
+		case 11: {
+			struct kvtier_region_entry e[8];
+			struct kvtier_region_list l = {
+				.entries = (uintptr_t)e, .count = below(9),
+			};
+
+			cmd = KVTIER_IOC_REGION_LIST;
+			ret = ioctl(fd[k], cmd, &l);
+			break;
+		}
+		default:	/* any known command, random bytes */
+			cmd = known_cmds[below(sizeof(known_cmds) / sizeof(known_cmds[0]))];
+			gen_arg(z, cmd, arg, _IOC_SIZE(cmd) < sizeof(arg) ?
+				_IOC_SIZE(cmd) : sizeof(arg));
+			ret = ioctl(fd[k], cmd, arg);
+			break;
+		}
+		err = errno;
+		if (cmd && ret && !allowed(cmd, err)) {
+			fprintf(stderr, "# attacker %u op %d (iteration %llu): ioctl 0x%x: %s\n",
+				who, op, it, cmd, strerror(err));
+			return 10 + op;
+		}
+	}
+	for (k = 0; k < HU_SLOTS; k++) {
+		if (maps[k].p)
+			munmap(maps[k].p, maps[k].len);
+		close(fd[k]);
+	}
+	return 0;
+}
+
+/* Remove every named region the attackers left behind. */
+static void hu_cleanup(int admin)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(hu_names) / sizeof(hu_names[0]); i++)
+		if (!victim_name(hu_names[i]))
+			kvt_unlink_name(admin, hu_names[i]);
+}
+
+/*
+ * Several unprivileged users at once against one victim process and the
+ * fixture's root-owned victims: the victim's bytes and pin hold, the
+ * root victims are intact, every errno is documented, and the guest's
+ * kernel log stays clean (tests/run-suite.sh checks it).
+ */
+static void fuzz_hostile(struct __test_metadata *_metadata, struct fz *z,
+			 unsigned long long seed, unsigned long long iters)
+{
+	struct hu_shared *sh;
+	pid_t victim, att[HU_ATTACKERS];
+	long long t0 = kvt_now_ms();
+	int status, i;
+
+	TH_LOG("seed %llu, %d attackers x %llu operations (replay: KVTIER_FUZZ_SEED=%llu KVTIER_FUZZ_HOSTILE_ITERS=%llu)",
+	       seed, HU_ATTACKERS, iters, seed, iters);
+	sh = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	victim = fork();
+	ASSERT_GE(victim, 0);
+	if (!victim)
+		_exit(hu_victim(z, sh));
+	while (!sh->rounds && waitpid(victim, &status, WNOHANG) == 0)
+		usleep(10000);
+	ASSERT_NE(0, sh->rounds);
+	for (i = 0; i < HU_ATTACKERS; i++) {
+		att[i] = fork();
+		ASSERT_GE(att[i], 0);
+		if (!att[i])
+			_exit(hu_attacker(z, i, seed, iters));
+	}
+	for (i = 0; i < HU_ATTACKERS; i++) {
+		ASSERT_EQ(att[i], waitpid(att[i], &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status));
+	}
+	sh->stop = 1;
+	ASSERT_EQ(victim, waitpid(victim, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	TH_LOG("victim checked its region %lld times; %lld ms", sh->rounds,
+	       kvt_now_ms() - t0);
+	EXPECT_LT(kvt_now_ms() - t0, HU_SECONDS * 1000LL);
+	EXPECT_EQ(-1, victims_intact(z));
+	/* Nobody else could unlink it. */
+	ASSERT_EQ(0, kvt_unlink_name(z->admin, "victim:kv"));
+	hu_cleanup(z->admin);
+	munmap(sh, PAGE);
+}
+
+TEST_F_TIMEOUT(fz, hostile_users, 900)
+{
+	struct fuzz_run runs[MAX_RUNS];
+	struct fz *z = &self->z;
+	int n, k;
+
+	ASSERT_EQ(0, chown("/dev/kvtier0", 0, HU_GID));
+	ASSERT_EQ(0, chmod("/dev/kvtier0", 0660));
+	n = fuzz_runs(_metadata, "hostile_users", "KVTIER_FUZZ_HOSTILE_ITERS", 6000, runs);
+	ASSERT_LT(0, n);
+	for (k = 0; k < n; k++)
+		fuzz_hostile(_metadata, z, runs[k].seed, runs[k].iters);
 	munmap(z->map, VU_LEN);
 	for (k = 0; k < FD_KINDS; k++)
 		if (k != FD_CLOSED)
