@@ -85,25 +85,7 @@ static int gpu_lines(char *buf, size_t len)
 /* The gpu_bytes column of region @id in debugfs regions, or -1. */
 static long long region_gpu_bytes(unsigned long long id)
 {
-	char line[512], *last;
-	long long v = -1;
-	FILE *f = fopen(DBG "regions", "re");
-
-	if (!f)
-		return -1;
-	if (!fgets(line, sizeof(line), f) || !fgets(line, sizeof(line), f) ||
-	    !strstr(line, " gpu_bytes\n")) {
-		fclose(f);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		if (strtoull(line, NULL, 10) != id)
-			continue;
-		last = strrchr(line, ' ');
-		v = last ? strtoll(last + 1, NULL, 10) : -1;
-	}
-	fclose(f);
-	return v;
+	return kvt_region_column(id, "gpu_bytes");
 }
 
 KVT_TIER_FIXTURE("", 4, , , );

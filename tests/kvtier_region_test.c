@@ -830,30 +830,10 @@ static long long mem_free_kb(void)
 	return -1;
 }
 
-/* The last column (crc_bytes) of the only region in debugfs "regions". */
+/* crc_bytes of the only region in debugfs "regions". */
 static long long only_region_crc_bytes(void)
 {
-	char line[512], last[64] = "";
-	long long v = -1;
-	int n = 0;
-	FILE *f = fopen("/sys/kernel/debug/kvtier/kvtier0/regions", "re");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		char *sp;
-
-		line[strcspn(line, "\n")] = 0;
-		sp = strrchr(line, ' ');
-		if (++n == 2 && (!sp || strcmp(sp + 1, "crc_bytes")))
-			break;		/* no such column */
-		if (n == 3 && sp)
-			snprintf(last, sizeof(last), "%s", sp + 1);
-	}
-	fclose(f);
-	if (n == 3 && last[0])
-		v = atoll(last);
-	return v;
+	return kvt_region_column(0, "crc_bytes");
 }
 
 /*

@@ -657,6 +657,45 @@ static inline int kvt_kept_seeds(const char *test, struct kvt_seed *out)
 }
 
 /*
+ * Column @col of debugfs "regions" (tier 0) for the region with id @id, or
+ * for the first region when @id is 0; -1 if the file, the column or the
+ * region is not there. Columns are found by the header's names: new ones
+ * are only ever added at the end.
+ */
+static inline long long kvt_region_column(unsigned long long id, const char *col)
+{
+	char line[1024], *tok, *save;
+	int want = -1, i;
+	long long v = -1;
+	FILE *f = fopen("/sys/kernel/debug/kvtier/kvtier0/regions", "re");
+
+	if (!f)
+		return -1;
+	if (!fgets(line, sizeof(line), f) || !fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return -1;
+	}
+	line[strcspn(line, "\n")] = 0;
+	for (i = 0, tok = strtok_r(line, " ", &save); tok;
+	     i++, tok = strtok_r(NULL, " ", &save))
+		if (!strcmp(tok, col))
+			want = i;
+	while (want >= 0 && v < 0 && fgets(line, sizeof(line), f)) {
+		if (id && strtoull(line, NULL, 10) != id)
+			continue;
+		for (i = 0, tok = strtok_r(line, " \n", &save); tok && i < want;
+		     i++, tok = strtok_r(NULL, " \n", &save))
+			;
+		if (tok)
+			v = strtoll(tok, NULL, 10);
+		if (!id)
+			break;
+	}
+	fclose(f);
+	return v;
+}
+
+/*
  * How much slower than a Debian kernel this guest's kernel runs: the
  * whole number in $KVTIER_TIME_SCALE (make check-debug sets it to its
  * KVTIER_VM_TIMEOUT_SCALE, 4 by default), else 1. Time bounds and rates a
