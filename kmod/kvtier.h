@@ -31,9 +31,12 @@
  * slot on the namespace, clean) -> evicted (only the slot remains; the
  * xarray holds the slot number) -> refaulted (read back from the slot).
  *
- * Lock order (outermost first):
+ * Lock order (outermost first; Documentation/kvtier-design.rst has the
+ * same list with what each lock is for):
  *   mmap_lock / per-VMA lock (fault path)
- *     kvtier_tier.lock (attach/detach, open/release only)
+ *     kvtier_file.lock (binding a region to a file), then
+ *     kvtier_tier.lock (attach/detach, open/release, region creation, a
+ *       knob write's cross-checks; never on the I/O path)
  *     kvtier_file.pin_lock (a file's pins)
  *     page lock (PG_locked of a resident page; held across its I/O)
  *       kvtier_store.lock (commits)
