@@ -193,7 +193,7 @@ DEFINE_SHOW_ATTRIBUTE(kvtier_stats);
 void kvtier_debugfs_init(void)
 {
 	kvtier_debugfs_root = debugfs_create_dir(KVTIER_NAME, NULL);
-	kvtier_fault_init(kvtier_debugfs_root);
+	kvtier_fail_inject_init(kvtier_debugfs_root);
 }
 
 void kvtier_debugfs_exit(void)

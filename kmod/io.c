@@ -111,7 +111,7 @@ static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
 {
 	struct kvtier_io *io;
 
-	if (kvtier_should_fail(KVT_FAULT_IO_ALLOC))
+	if (kvtier_should_fail(KVT_FAIL_IO_ALLOC))
 		return NULL;
 	io = kmalloc(struct_size(io, kps, nr), GFP_NOIO);
 	if (!io)
@@ -154,7 +154,7 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
  * it was written; a mismatch is an error like a failed read: the data is
  * never handed out. The read completion only marks the page KVT_PG_VERIFY;
  * its first user checks it here, with the page lock held, before anything
- * maps or copies it (region.c, kvtier_page_ready()). So the CRC is
+ * maps or copies it (page.c, kvtier_page_ready()). So the CRC is
  * computed in process context by the task that needs the page, in
  * parallel with the reads still in flight, not in the completion of a
  * whole bio.
@@ -372,7 +372,7 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 	void *start = buf;
 	int ret = 0;
 
-	if (op_is_write(opf) && kvtier_should_fail(KVT_FAULT_META_WRITE)) {
+	if (op_is_write(opf) && kvtier_should_fail(KVT_FAIL_META_WRITE)) {
 		ret = -EIO;
 		nr = 0;
 	}

@@ -2,27 +2,36 @@
 /*
  * kvtier internals shared by the files of kmod/.
  *
- * File map (where to look first):
- *   region.c   a region: mmap, the page fault handler (kvtier_vm_fault),
- *              page_mkwrite, pread/pwrite, fadvise, fsync
+ * File map (where to look first). The data path calls one way, down the
+ * list: file -> page -> pool -> writeback -> io/slots; the persistence
+ * layer (names, store) sits above it.
+ *   file.c     the file operations of /dev/kvtierN: open/release, ioctls,
+ *              mmap, the page fault handler (kvtier_vm_fault: where a KV
+ *              page is served), page_mkwrite, pread/pwrite, fsync, fadvise
+ *   page.c     finding a page (kvtier_get_page), reading it back and
+ *              checking its CRC, readahead, WILLNEED prefetch
+ *   region.c   a region's life: made, published, destroyed
  *   pin.c      KVTIER_IOC_PIN/UNPIN: pins per binding, their bounds
  *   crcs.c     a region's page CRCs, stored sparsely
  *   users.c    what each uid holds in a tier; the per-user bounds
- *   pool.c     the host page pool: budget, LRU, eviction (kvtier_evict_*),
- *              background write-back worker, shrinker
+ *   pool.c     the host page pool: budget, page alloc/free, LRU, eviction
+ *              (kvtier_evict_page: where a page is evicted), the
+ *              background worker, the shrinker
+ *   writeback.c  where dirty pages go to the namespace: slot assignment,
+ *              batches, completion, the range pass (fsync, DONTNEED)
  *   io.c       where bytes hit the namespace: read and write bios, flush,
  *              discard, the in-flight cap
  *   slots.c    namespace space: the slot allocator, deferred frees
  *   store.c    the on-namespace store: superblock, checkpoint, commit,
  *              format, load at attach, capacity reclaim of regions
  *   lease.c    the ownership lease: one read-write attach at a time
- *   tier.c     one tier: its character device and file operations
  *   names.c    named regions: bind by name, permissions, unlink, list
  *   gpu.c      GPU ranges the CUDA shim registers (accounting, debugfs)
+ *   tier.c     one tier: its character device, made and destroyed
  *   backing.c  attaching and detaching the namespace (block device)
  *   sysfs.c    /sys/class/kvtier/kvtierN/ attributes (knobs)
  *   debugfs.c  /sys/kernel/debug/kvtier/ (stats)
- *   fault.c    fault injection sites (CONFIG_FAULT_INJECTION_DEBUG_FS)
+ *   fail_inject.c  fault injection sites (CONFIG_FAULT_INJECTION_DEBUG_FS)
  *   main.c     module load/unload, the num_tiers parameter, the class
  *   compat.h   kernel API differences, from conftest.sh's HAVE_* probes
  *
@@ -332,7 +341,7 @@ struct kvtier_pool {
  * @inflight_wait: submitters waiting under max_inflight_kb
  * @meta_inflight: metadata and lease I/O submitted and not completed
  * @nr_prefetch: regions' WILLNEED prefetches queued or running, at most
- *               KVTIER_PREFETCH_MAX (region.c)
+ *               KVTIER_PREFETCH_MAX (page.c)
  * @io_progress: jiffies of the last I/O completion, or of the submission
  *               that found no I/O in flight; with I/O outstanding and no
  *               progress for KVTIER_STALL_MS the path is stalled (sysfs
@@ -448,7 +457,7 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @ra_seq: the last miss continued a sequential run: @ra_work may read
  *          ahead of the reader
  * @ra_start: index of the first miss of the current sequential run
- * @ra_work: asynchronous readahead (region.c): keeps reads submitted up
+ * @ra_work: asynchronous readahead (page.c): keeps reads submitted up
  *           to a few windows past @ra_pos, so a sequential reader does not
  *           wait for one window at a time. Queued holding a region
  *           reference, which it drops when done; the workqueue runs it at
@@ -468,7 +477,7 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  *            yet; @pf_last the last; @pf_first > @pf_last when none. Calls
  *            made while it is queued widen the range: one prefetch per
  *            region, however many calls
- * @pf_work: WILLNEED prefetch (region.c); queued holding a region
+ * @pf_work: WILLNEED prefetch (page.c); queued holding a region
  *           reference and a count in tier->nr_prefetch, dropped when done
  */
 struct kvtier_region {
@@ -526,7 +535,7 @@ enum kvtier_page_flag {
 	KVT_PG_GUP,		/* a GUP reference was held when write-back
 				 * took its snapshot: DMA may change the
 				 * page under the bio, so it stays dirty
-				 * (pool.c, under the page lock)
+				 * (writeback.c, under the page lock)
 				 */
 };
 
@@ -622,20 +631,13 @@ struct kvtier_file {
 	struct xarray pins;
 };
 
-/* tier.c */
+/* file.c: the file operations; where a page fault is served */
+extern const struct file_operations kvtier_fops;
 int kvtier_file_create_region(struct kvtier_file *kf, loff_t size);
-
-/* region.c */
-struct kvtier_region *kvtier_region_create(struct kvtier_tier *tier,
-					   struct inode *inode, loff_t size);
-int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma);
-ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to);
-ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from);
-int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
-		      int datasync);
-int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
-			int advice);
 struct kvtier_region *kvtier_file_region(struct file *file);
+struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma);
+
+/* page.c: finding, reading back and publishing pages; readahead */
 enum kvtier_get {
 	KVT_GET_MINOR,		/* was resident */
 	KVT_GET_ZERO,		/* never written: zero-filled, no I/O */
@@ -644,17 +646,21 @@ enum kvtier_get {
 
 struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 				    pgoff_t index, enum kvtier_get *how);
+bool kvtier_page_ready(struct kvtier_page *kp);
+void kvtier_ra_async(struct kvtier_region *region, pgoff_t index);
+void kvtier_ra_work(struct work_struct *work);
+void kvtier_prefetch(struct kvtier_region *region, pgoff_t first,
+		     pgoff_t last);
+void kvtier_prefetch_work(struct work_struct *work);
+
+/* region.c: a region's life */
+struct kvtier_region *kvtier_region_new(struct kvtier_tier *tier,
+					struct inode *inode, loff_t size);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
 int kvtier_region_publish(struct kvtier_region *region);
 void kvtier_region_put_user(struct kvtier_region *region);
-void kvtier_page_free(struct kvtier_page *kp);
-int kvtier_region_sync(struct kvtier_region *region);
 time64_t kvtier_region_last_used(struct kvtier_region *region);
-
-long kvtier_ioctl_region_info(struct file *file,
-			      struct kvtier_region_info __user *uinfo);
-struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma);
 
 /* users.c */
 int kvtier_user_prepare(struct kvtier_tier *tier, kuid_t uid);
@@ -662,8 +668,8 @@ int kvtier_region_admit(struct kvtier_tier *tier, kuid_t owner,
 			pgoff_t nr_pages, bool exempt);
 int kvtier_region_admit_early(struct kvtier_tier *tier, pgoff_t nr_pages,
 			      bool exempt);
-void kvtier_region_link(struct kvtier_region *region);
-void kvtier_region_unlink(struct kvtier_region *region);
+void kvtier_region_list_add(struct kvtier_region *region);
+void kvtier_region_list_del(struct kvtier_region *region);
 int kvtier_user_charge_pins(struct kvtier_tier *tier, kuid_t uid,
 			    unsigned long nr);
 void kvtier_user_uncharge_pins(struct kvtier_tier *tier, kuid_t uid,
@@ -705,7 +711,7 @@ bool kvtier_name_relink(struct kvtier_region *region);
 struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 				      const char *name);
 
-/* pool.c */
+/* pool.c: the budget, the LRU, eviction, page alloc/free, the shrinker */
 int kvtier_pool_init(struct kvtier_tier *tier);
 void kvtier_pool_exit(struct kvtier_tier *tier);
 int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait);
@@ -716,10 +722,18 @@ void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp);
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback);
 void kvtier_pool_kick(struct kvtier_tier *tier);
 int kvtier_evict_page(struct kvtier_page *kp, bool unmapped);
+struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
+				    pgoff_t index, bool may_wait);
+void kvtier_page_free(struct kvtier_page *kp);
+
+/* writeback.c: where dirty pages go to the namespace */
 int kvtier_writeback_locked(struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr);
+int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
+			    pgoff_t last, bool evict);
+int kvtier_region_evict_all(struct kvtier_region *region);
 
-/* io.c */
+/* io.c: where bytes hit the namespace (bios) */
 void kvtier_io_drain(struct kvtier_tier *tier);
 int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 		   unsigned int nr);
@@ -782,28 +796,28 @@ int kvtier_backing_detach(struct kvtier_tier *tier);
 extern const struct attribute_group *kvtier_tier_groups[];
 
 /*
- * fault.c: fault injection sites, each failing the allocation or write it
+ * fail_inject.c: fault injection sites, each failing the allocation or write it
  * names with the error that site documents; no-ops unless the kernel has
  * CONFIG_FAULT_INJECTION_DEBUG_FS.
  */
-enum kvtier_fault {
-	KVT_FAULT_PAGE_ALLOC,	/* a resident page: -ENOMEM */
-	KVT_FAULT_IO_ALLOC,	/* a data read/write descriptor: -ENOMEM */
-	KVT_FAULT_SLOT_ALLOC,	/* namespace slots: none free (-ENOSPC) */
-	KVT_FAULT_META_WRITE,	/* a store metadata write: -EIO, no I/O */
-	KVT_FAULT_NR,
+enum kvtier_fail_site {
+	KVT_FAIL_PAGE_ALLOC,	/* a resident page: -ENOMEM */
+	KVT_FAIL_IO_ALLOC,	/* a data read/write descriptor: -ENOMEM */
+	KVT_FAIL_SLOT_ALLOC,	/* namespace slots: none free (-ENOSPC) */
+	KVT_FAIL_META_WRITE,	/* a store metadata write: -EIO, no I/O */
+	KVT_FAIL_NR,
 };
 
 #ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
-bool kvtier_should_fail(enum kvtier_fault site);
-void kvtier_fault_init(struct dentry *root);
+bool kvtier_should_fail(enum kvtier_fail_site site);
+void kvtier_fail_inject_init(struct dentry *root);
 #else
-static inline bool kvtier_should_fail(enum kvtier_fault site)
+static inline bool kvtier_should_fail(enum kvtier_fail_site site)
 {
 	return false;
 }
 
-static inline void kvtier_fault_init(struct dentry *root)
+static inline void kvtier_fail_inject_init(struct dentry *root)
 {
 }
 #endif

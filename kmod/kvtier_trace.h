@@ -11,7 +11,7 @@
 
 #include <linux/tracepoint.h>
 
-/* kind: how the fault was served (enum kvtier_get in region.c). */
+/* kind: how the fault was served (enum kvtier_get in kvtier.h; page.c). */
 TRACE_EVENT(kvtier_fault,
 	TP_PROTO(unsigned int tier, u64 region, u64 offset, int kind,
 		 u64 latency_ns),

@@ -178,8 +178,8 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 					PAGE_SHIFT, exempt);
 	if (ret)
 		return ERR_PTR(ret);
-	region = kvtier_region_create(tier, kf->inode,
-				      round_up(arg->size, PAGE_SIZE));
+	region = kvtier_region_new(tier, kf->inode,
+				   round_up(arg->size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return region;
 	strscpy(region->name, arg->name, sizeof(region->name));
@@ -197,7 +197,7 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 		ret = kvtier_region_admit(tier, region->owner, region->nr_pages,
 					  exempt);
 	if (!ret && !other)
-		kvtier_region_link(region);
+		kvtier_region_list_add(region);
 	spin_unlock(&tier->regions_lock);
 	if (ret || other) {
 		/* Never visible: drop both references without a list. */
@@ -398,7 +398,7 @@ static int kvtier_region_seal(struct kvtier_region *region)
 	spin_unlock(&tier->regions_lock);
 	if (ret)
 		return ret;
-	ret = kvtier_region_sync(region);
+	ret = kvtier_region_evict_all(region);
 	if (ret)
 		WRITE_ONCE(region->sealed, false);
 	return ret;

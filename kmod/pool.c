@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The host page pool of a tier: the budget every resident or in-flight page
- * is charged to, the LRU eviction picks from, write-back of dirty pages in
- * batches, the background worker that keeps the pool between the
- * watermarks, and the shrinker that gives memory back to the kernel.
+ * is charged to, allocating and freeing pages, the LRU eviction picks from,
+ * the background worker that keeps the pool between the watermarks, and
+ * the shrinker that gives memory back to the kernel.
  *
  * Eviction of a page (kvtier_evict_page): with the page locked, unmap it
  * from every mapping of its region (unmap_mapping_range on the region's
  * address_space), then, if nobody else holds a reference (a GUP pin, a
  * concurrent lookup), replace its xarray entry by its slot number (or
  * nothing, if it never reached the namespace and so reads as zero) and
- * free it. A dirty page is written back first (kvtier_writeback_locked).
+ * free it. A dirty page is written back first (writeback.c).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -18,7 +18,6 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 
 #include "kvtier.h"
 #include "kvtier_trace.h"
@@ -179,6 +178,48 @@ void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp)
 	}
 }
 
+/* A new resident page for @index, locked, charged to the budget. */
+struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
+				    pgoff_t index, bool may_wait)
+{
+	struct kvtier_tier *tier = region->tier;
+	struct kvtier_page *kp;
+	int ret;
+
+	ret = kvtier_pool_charge(tier, may_wait);
+	if (ret)
+		return ERR_PTR(ret);
+	/* Zeroed: a field added later (pins, crc) starts at 0, not garbage. */
+	kp = kvtier_should_fail(KVT_FAIL_PAGE_ALLOC) ? NULL :
+		kmem_cache_zalloc(kvtier_page_cache, GFP_KERNEL);
+	if (!kp)
+		goto err_uncharge;
+	kp->page = alloc_page(GFP_HIGHUSER | __GFP_NOWARN);
+	if (!kp->page)
+		goto err_free;
+	kp->region = region;
+	kp->index = index;
+	kp->slot = KVTIER_NO_SLOT;
+	kp->wb_slot = KVTIER_NO_SLOT;
+	INIT_LIST_HEAD(&kp->lru);
+	if (WARN_ON_ONCE(!trylock_page(kp->page)))
+		goto err_page;
+	return kp;
+
+err_page:
+	__free_page(kp->page);
+err_free:
+	kvtier_page_free(kp);
+err_uncharge:
+	kvtier_pool_uncharge(tier, 1);
+	return ERR_PTR(-ENOMEM);
+}
+
+void kvtier_page_free(struct kvtier_page *kp)
+{
+	kmem_cache_free(kvtier_page_cache, kp);
+}
+
 static void kvtier_unmap_page(struct kvtier_page *kp)
 {
 	unmap_mapping_range(kp->region->inode->i_mapping,
@@ -239,207 +280,6 @@ int kvtier_evict_page(struct kvtier_page *kp, bool unmapped)
 out_unlock:
 	unlock_page(page);
 	put_page(page);
-	return ret;
-}
-
-static int kvtier_page_cmp(const void *a, const void *b)
-{
-	const struct kvtier_page *x = *(struct kvtier_page * const *)a;
-	const struct kvtier_page *y = *(struct kvtier_page * const *)b;
-
-	if (x->region != y->region)
-		return x->region < y->region ? -1 : 1;
-	if (x->index != y->index)
-		return x->index < y->index ? -1 : 1;
-	return 0;
-}
-
-/*
- * Does this write-back need a fresh slot? A page without one does, and so
- * does every page of a persistent region: its current slot may be named by
- * the last commit, so the new copy goes elsewhere (copy-on-write) and the
- * old slot is deferred when the write completes.
- */
-static bool kvtier_needs_slot(const struct kvtier_page *kp)
-{
-	return kp->slot == KVTIER_NO_SLOT || kp->region->persistent;
-}
-
-/*
- * Choose each page's wb_slot in a sorted batch: its own slot where it may
- * be overwritten in place, else a fresh one; one run of consecutive slots
- * for each run of consecutive indexes of one region, so the batch goes out
- * in few, large bios. When the namespace is full, the store is asked to
- * make room (commit, then reclaim an unused persistent region, the
- * writing region's owner's first). Pages with errs[i] set already are
- * skipped. Returns the error for the pages it could not place (errs[i]):
- * -ENOSPC, or the error of the commit that could not free slots (-EIO);
- * 0 otherwise.
- */
-static int kvtier_assign_slots(struct kvtier_tier *tier,
-			       struct kvtier_page **kps, unsigned int nr,
-			       int *errs)
-{
-	unsigned long slot, got;
-	unsigned int i = 0, j;
-	int ret = 0, err;
-
-	while (i < nr) {
-		if (errs[i]) {
-			i++;
-			continue;
-		}
-		if (!kvtier_needs_slot(kps[i])) {
-			kps[i]->wb_slot = kps[i]->slot;
-			i++;
-			continue;
-		}
-		for (j = i + 1; j < nr && !errs[j] && kvtier_needs_slot(kps[j]) &&
-		     kps[j]->region == kps[i]->region &&
-		     kps[j]->index == kps[j - 1]->index + 1; j++)
-			;
-		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
-		if (slot == KVTIER_NO_SLOT) {
-			err = kvtier_store_make_room(tier, kps[i]->region->owner);
-			if (!err)
-				continue;
-			for (; i < j; i++)
-				errs[i] = err;
-			ret = err;
-			continue;
-		}
-		for (j = 0; j < got; j++)
-			kps[i + j]->wb_slot = slot + j;
-		i += got;
-	}
-	return ret;
-}
-
-/*
- * Does someone besides the pool and the write-back (one reference each)
- * hold the page? Write-back has unmapped it and holds its lock, so that is
- * a GUP pin or get: an O_DIRECT read into the mapping, RDMA, an io_uring
- * fixed buffer. DMA may write the page during and after the write-back,
- * with no fault to mark it dirty again, so it stays dirty, as file systems
- * keep pinned pages: a later write-back writes what landed, and eviction
- * waits for it. Caller holds the page lock.
- */
-static bool kvtier_page_gup_held(struct kvtier_page *kp)
-{
-	return page_count(kp->page) > 2;
-}
-
-/*
- * A page's write-back to wb_slot ended with @err. On success the new copy
- * becomes the page's slot, with its CRC, under the xa_lock (a commit's
- * snapshot reads the pair there); a slot it replaces is deferred (a commit
- * may name it). On failure a fresh slot is given back: nothing names it.
- */
-static void kvtier_writeback_done(struct kvtier_tier *tier,
-				  struct kvtier_page *kp, int err)
-{
-	struct kvtier_region *region = kp->region;
-	unsigned long old = kp->slot;
-
-	if (err) {
-		if (kp->wb_slot != old)
-			kvtier_slots_free(&tier->slots, kp->wb_slot, 1);
-		/* No memory to start the write is not an I/O error: retried. */
-		if (err != -ENOMEM)
-			cmpxchg(&region->err, 0, err);
-		return;
-	}
-	xa_lock(&region->pages);
-	kp->slot = kp->wb_slot;
-	kvtier_crcs_set(region, kp->index, kp->crc);
-	xa_unlock(&region->pages);
-	if (old == KVTIER_NO_SLOT)
-		atomic_long_inc(&region->nr_slots);
-	else if (old != kp->slot)
-		kvtier_slots_defer(&tier->slots, old, 1);
-	if (region->persistent)
-		atomic64_inc(&tier->store.changes);
-	/* DMA may have changed it under the bio, or may still: stays dirty. */
-	if (kvt_pg_test_and_clear(kp, KVT_PG_GUP) || kvtier_page_gup_held(kp))
-		return;
-	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
-		atomic_long_dec(&tier->pool.nr_dirty);
-		atomic_long_dec(&region->nr_dirty);
-	}
-}
-
-/*
- * Write back a batch of dirty pages. The caller holds each page's lock (so
- * no write can change them while in flight: stable pages); their mappings
- * are write-protected here by unmapping, so a later write faults into
- * page_mkwrite and waits for the lock. @kps is reordered. On success a page
- * is clean; on failure it stays dirty and its region keeps the first error.
- * Pages stay locked. Returns the first error, or 0.
- */
-int kvtier_writeback_locked(struct kvtier_tier *tier,
-			    struct kvtier_page **kps, unsigned int nr)
-{
-	struct kvtier_page **wr;
-	unsigned int i, j, n = 0;
-	int *errs, *wr_errs;
-	int ret = 0, err;
-
-	wr = kmalloc_array(nr, sizeof(*wr), GFP_NOIO);
-	errs = kcalloc(2 * nr, sizeof(*errs), GFP_NOIO);
-	if (!wr || !errs) {
-		kfree(wr);
-		kfree(errs);
-		return -ENOMEM;
-	}
-	wr_errs = errs + nr;
-
-	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
-	/* One unmap per run of consecutive indexes of a region, not per page. */
-	for (i = 0; i < nr; i = j) {
-		for (j = i + 1; j < nr && kps[j]->region == kps[i]->region &&
-		     kps[j]->index == kps[j - 1]->index + 1; j++)
-			;
-		unmap_mapping_range(kps[i]->region->inode->i_mapping,
-				    (loff_t)kps[i]->index << PAGE_SHIFT,
-				    (loff_t)(j - i) << PAGE_SHIFT, 1);
-	}
-	/* Room for each CRC first: the completion cannot allocate it. */
-	for (i = 0; i < nr; i++) {
-		errs[i] = kvtier_crcs_reserve(kps[i]->region, kps[i]->index,
-					      GFP_NOIO);
-		if (errs[i])
-			ret = errs[i];
-	}
-	err = kvtier_assign_slots(tier, kps, nr, errs);
-	if (err)
-		ret = err;
-	for (i = 0; i < nr; i++) {
-		if (!errs[i]) {
-			void *data = kmap_local_page(kps[i]->page);
-
-			/*
-			 * Stable under the page lock, unless DMA into a GUP
-			 * reference changes it: then it stays dirty.
-			 */
-			if (kvtier_page_gup_held(kps[i]))
-				kvt_pg_set(kps[i], KVT_PG_GUP);
-			kps[i]->crc = kvtier_crc32c(data, PAGE_SIZE);
-			kunmap_local(data);
-			wr[n++] = kps[i];
-		} else if (errs[i] != -ENOMEM) {
-			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
-		}
-	}
-	if (n) {
-		int wret = kvtier_io_write(tier, wr, n, wr_errs);
-
-		if (wret)
-			ret = wret;
-	}
-	for (i = 0; i < n; i++)
-		kvtier_writeback_done(tier, wr[i], wr_errs[i]);
-	kfree(wr);
-	kfree(errs);
 	return ret;
 }
 

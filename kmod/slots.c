@@ -70,7 +70,7 @@ unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 {
 	unsigned long start, end;
 
-	if (kvtier_should_fail(KVT_FAULT_SLOT_ALLOC))
+	if (kvtier_should_fail(KVT_FAIL_SLOT_ALLOC))
 		return KVTIER_NO_SLOT;
 	spin_lock(&slots->lock);
 	start = find_next_zero_bit(slots->map, slots->nr, slots->hint);

@@ -661,7 +661,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
-	r = kvtier_region_create(tier, inode, size);
+	r = kvtier_region_new(tier, inode, size);
 	iput(inode);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
@@ -1005,7 +1005,7 @@ int kvtier_store_close(struct kvtier_tier *tier)
 
 	ret = kvtier_persistent_get(tier, &v, &n);
 	for (i = 0; i < n; i++) {
-		err = kvtier_region_sync(v[i]);
+		err = kvtier_region_evict_all(v[i]);
 		if (err && !ret)
 			ret = err;
 		kvtier_region_put(v[i]);

@@ -117,7 +117,7 @@ int kvtier_region_admit_early(struct kvtier_tier *tier, pgoff_t nr_pages,
  * Link @region into the tier's list and charge it to its owner, whose entry
  * was prepared. Caller holds regions_lock.
  */
-void kvtier_region_link(struct kvtier_region *region)
+void kvtier_region_list_add(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_user *u = kvtier_user_find(tier, region->owner);
@@ -130,8 +130,8 @@ void kvtier_region_link(struct kvtier_region *region)
 	}
 }
 
-/* Undo kvtier_region_link(), if it was linked. Caller holds regions_lock. */
-void kvtier_region_unlink(struct kvtier_region *region)
+/* Undo kvtier_region_list_add(), if it was linked. Caller holds regions_lock. */
+void kvtier_region_list_del(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_user *u;

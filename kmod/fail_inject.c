@@ -13,29 +13,29 @@
 
 #include "kvtier.h"
 
-static struct fault_attr kvtier_fault_attrs[KVT_FAULT_NR] = {
-	[0 ... KVT_FAULT_NR - 1] = FAULT_ATTR_INITIALIZER,
+static struct fault_attr kvtier_fail_attrs[KVT_FAIL_NR] = {
+	[0 ... KVT_FAIL_NR - 1] = FAULT_ATTR_INITIALIZER,
 };
 
-static const char * const kvtier_fault_names[KVT_FAULT_NR] = {
-	[KVT_FAULT_PAGE_ALLOC] = "fail_page_alloc",
-	[KVT_FAULT_IO_ALLOC] = "fail_io_alloc",
-	[KVT_FAULT_SLOT_ALLOC] = "fail_slot_alloc",
-	[KVT_FAULT_META_WRITE] = "fail_meta_write",
+static const char * const kvtier_fail_names[KVT_FAIL_NR] = {
+	[KVT_FAIL_PAGE_ALLOC] = "fail_page_alloc",
+	[KVT_FAIL_IO_ALLOC] = "fail_io_alloc",
+	[KVT_FAIL_SLOT_ALLOC] = "fail_slot_alloc",
+	[KVT_FAIL_META_WRITE] = "fail_meta_write",
 };
 
-bool kvtier_should_fail(enum kvtier_fault site)
+bool kvtier_should_fail(enum kvtier_fail_site site)
 {
-	return should_fail(&kvtier_fault_attrs[site], 1);
+	return should_fail(&kvtier_fail_attrs[site], 1);
 }
 
-void kvtier_fault_init(struct dentry *root)
+void kvtier_fail_inject_init(struct dentry *root)
 {
 	int i;
 
 	if (IS_ERR_OR_NULL(root))
 		return;
-	for (i = 0; i < KVT_FAULT_NR; i++)
-		fault_create_debugfs_attr(kvtier_fault_names[i], root,
-					  &kvtier_fault_attrs[i]);
+	for (i = 0; i < KVT_FAIL_NR; i++)
+		fault_create_debugfs_attr(kvtier_fail_names[i], root,
+					  &kvtier_fail_attrs[i]);
 }

@@ -1,0 +1,676 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The file operations of /dev/kvtierN: open and release, the ioctls, and a
+ * bound file's region as a file - mmap and the page fault handler
+ * (kvtier_vm_fault: where a KV page is served), page_mkwrite,
+ * pread/pwrite, fsync and fadvise - and REGION_INFO. Pins are in pin.c,
+ * named regions in names.c.
+ *
+ * Every mapping of a region shares the region's own address_space (a
+ * private anonymous inode, installed as the file's f_mapping at open), so
+ * eviction unmaps a page from every process with unmap_mapping_range(), as
+ * DRM GEM and TTM do.
+ *
+ * Dirty tracking: pages are mapped read-only first (the mapping wants
+ * write notification because it has page_mkwrite); the first write faults
+ * into kvtier_vm_mkwrite, which marks the page dirty under its page lock.
+ * Write-back unmaps a page before writing it, so every write after the
+ * write-back faults again: a page without KVT_PG_DIRTY has no writable PTE.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/fadvise.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include <linux/kvtier.h>
+
+#include "kvtier.h"
+#include "kvtier_trace.h"
+
+static int kvtier_open(struct inode *inode, struct file *file)
+{
+	struct kvtier_tier *tier = container_of(inode->i_cdev,
+						struct kvtier_tier, cdev);
+	struct kvtier_file *kf;
+
+	kf = kzalloc(sizeof(*kf), GFP_KERNEL);
+	if (!kf)
+		return -ENOMEM;
+	/*
+	 * Each file gets its own address_space before any mmap, so all
+	 * mappings of its region are linked into one i_mmap tree that
+	 * eviction can unmap through.
+	 */
+	kf->inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+	if (IS_ERR(kf->inode)) {
+		int ret = PTR_ERR(kf->inode);
+
+		kfree(kf);
+		return ret;
+	}
+	kf->tier = tier;
+	mutex_init(&kf->lock);
+	mutex_init(&kf->pin_lock);
+	xa_init(&kf->pins);
+	file->f_mapping = kf->inode->i_mapping;
+	file->private_data = kf;
+
+	mutex_lock(&tier->lock);
+	tier->nr_open++;
+	mutex_unlock(&tier->lock);
+	return 0;
+}
+
+static int kvtier_release(struct inode *inode, struct file *file)
+{
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_tier *tier = kf->tier;
+
+	kvtier_gpu_release(kf);
+	kvtier_pin_release(file);
+	if (kf->region)
+		kvtier_region_put_user(kf->region);
+	iput(kf->inode);
+	kfree(kf);
+
+	mutex_lock(&tier->lock);
+	tier->nr_open--;
+	mutex_unlock(&tier->lock);
+	return 0;
+}
+
+/*
+ * Give @kf its region. Caller holds kf->lock. Errors: EEXIST (already has
+ * one), EINVAL (size 0), ENODEV (no namespace attached), ENOSPC (larger
+ * than the namespace, or the tier has max_regions), EDQUOT (over
+ * user_quota_mb or user_max_regions), EROFS (read-only tier), ENOMEM.
+ * The bounds are checked before anything is allocated, and again when the
+ * region is linked.
+ */
+int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
+{
+	struct kvtier_tier *tier = kf->tier;
+	struct kvtier_region *region;
+	loff_t capacity;
+	bool exempt;
+	int ret;
+
+	lockdep_assert_held(&kf->lock);
+	if (kf->region)
+		return -EEXIST;
+	if (size <= 0)
+		return -EINVAL;
+
+	capacity = kvtier_backing_capacity(tier);
+	if (capacity < 0)
+		return capacity;
+	if (size > capacity)
+		return -ENOSPC;
+	if (tier->backing.read_only)
+		return -EROFS;
+
+	exempt = capable(CAP_SYS_RESOURCE);
+	ret = kvtier_region_admit_early(tier, round_up(size, PAGE_SIZE) >>
+					PAGE_SHIFT, exempt);
+	if (ret)
+		return ret;
+	region = kvtier_region_new(tier, kf->inode, round_up(size, PAGE_SIZE));
+	if (IS_ERR(region))
+		return PTR_ERR(region);
+	spin_lock(&tier->regions_lock);
+	ret = kvtier_region_admit(tier, region->owner, region->nr_pages, exempt);
+	if (!ret)
+		kvtier_region_list_add(region);
+	spin_unlock(&tier->regions_lock);
+	if (ret) {
+		kvtier_region_put_user(region);	/* never visible */
+		return ret;
+	}
+	kf->region = region;
+	return 0;
+}
+
+/* Neighbouring resident pages mapped by one fault (fault-around). */
+#define KVTIER_FAULT_AROUND_PAGES	16
+
+/*
+ * Map the already-resident neighbours of a fault read-only, so a
+ * sequential pass takes one fault per window, not one per page. Only pages
+ * that can be locked without waiting are mapped. One walk of the xarray
+ * under one xa_lock finds them (a fresh region's neighbours are absent,
+ * and a zero-fill fault then costs one short walk, not one lookup each).
+ */
+static void kvtier_fault_around(struct vm_fault *vmf,
+				struct kvtier_region *region)
+{
+	struct kvtier_page *kps[KVTIER_FAULT_AROUND_PAGES];
+	struct page *pages[KVTIER_FAULT_AROUND_PAGES];
+	pgoff_t idx[KVTIER_FAULT_AROUND_PAGES];
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t first = round_down(vmf->pgoff, KVTIER_FAULT_AROUND_PAGES);
+	pgoff_t last = first + KVTIER_FAULT_AROUND_PAGES - 1;
+	XA_STATE(xas, &region->pages, first);
+	unsigned int mapped = 0, n = 0, i;
+	void *entry;
+
+	/* Only indexes this VMA maps and the region has. */
+	first = max(first, vma->vm_pgoff);
+	last = min3(last, vma->vm_pgoff + vma_pages(vma) - 1,
+		    region->nr_pages - 1);
+	xas_set(&xas, first);
+	xa_lock(&region->pages);
+	xas_for_each(&xas, entry, last) {
+		if (xa_is_value(entry) || xas.xa_index == vmf->pgoff)
+			continue;
+		kps[n] = entry;
+		pages[n] = kps[n]->page;
+		idx[n] = xas.xa_index;
+		get_page(pages[n]);
+		n++;
+	}
+	xa_unlock(&region->pages);
+
+	for (i = 0; i < n; i++) {
+		struct kvtier_page *kp = kps[i];
+		struct page *page = pages[i];
+		pgoff_t index = idx[i];
+		unsigned long addr = vma->vm_start +
+			((index - vma->vm_pgoff) << PAGE_SHIFT);
+
+		/* kp may be freed once unlocked: compare before using it. */
+		if (trylock_page(page)) {
+			if (xa_load(&region->pages, index) == kp &&
+			    kp->page == page && kvtier_page_ready(kp) &&
+			    !vm_insert_page(vma, addr, page))
+				mapped++;
+			unlock_page(page);
+		}
+		put_page(page);
+	}
+	if (mapped)
+		kvtier_count(region->tier, KVT_STAT_FAULT_AROUND, mapped);
+}
+
+static const enum kvtier_hist_id kvtier_fault_hist[] = {
+	[KVT_GET_MINOR] = KVT_HIST_FAULT_MINOR,
+	[KVT_GET_ZERO] = KVT_HIST_FAULT_ZERO,
+	[KVT_GET_MAJOR] = KVT_HIST_FAULT_MAJOR,
+};
+
+static const enum kvtier_stat kvtier_fault_stat[] = {
+	[KVT_GET_MINOR] = KVT_STAT_FAULT_MINOR,
+	[KVT_GET_ZERO] = KVT_STAT_FAULT_ZERO,
+	[KVT_GET_MAJOR] = KVT_STAT_FAULT_MAJOR,
+};
+
+/*
+ * What a fault answers for kvtier_get_page()'s error: an allocation that
+ * failed is the kernel's memory shortage (VM_FAULT_OOM: the memory cgroup
+ * or the core handles it and the access is retried, as for the page
+ * cache); a fatal signal needs no answer (the task dies before the access
+ * is retried); everything else - a read that failed or did not match its
+ * CRC, no namespace space, a budget nothing could be evicted from for
+ * about 2 s - is the data not being available: SIGBUS, as for a file.
+ */
+static vm_fault_t kvtier_fault_errno(long err)
+{
+	switch (err) {
+	case -ENOMEM:
+		return VM_FAULT_OOM;
+	case -EINTR:
+		return VM_FAULT_NOPAGE;
+	default:
+		return VM_FAULT_SIGBUS;
+	}
+}
+
+/* The page fault handler: where a KV page is served. */
+static vm_fault_t kvtier_vm_fault(struct vm_fault *vmf)
+{
+	struct kvtier_region *region = vmf->vma->vm_private_data;
+	struct kvtier_tier *tier = region->tier;
+	u64 start = ktime_get_ns(), ns;
+	struct kvtier_page *kp;
+	enum kvtier_get how;
+
+	if (vmf->pgoff >= region->nr_pages)
+		return VM_FAULT_SIGBUS;
+
+	kp = kvtier_get_page(region, vmf->pgoff, &how);
+	if (IS_ERR(kp))
+		return kvtier_fault_errno(PTR_ERR(kp));
+	kvtier_fault_around(vmf, region);
+	kvtier_ra_async(region, vmf->pgoff);
+
+	ns = ktime_get_ns() - start;
+	kvtier_count(tier, kvtier_fault_stat[how], 1);
+	kvtier_hist_add(&tier->lat[kvtier_fault_hist[how]], ns);
+	atomic_long_inc(&region->nr_faults);
+	WRITE_ONCE(region->last_use, jiffies);
+	trace_kvtier_fault(tier->id, region->id,
+			   (u64)vmf->pgoff << PAGE_SHIFT, how, ns);
+
+	/* Our reference becomes the PTE's; the core unlocks the page. */
+	vmf->page = kp->page;
+	return VM_FAULT_LOCKED | (how == KVT_GET_MAJOR ? VM_FAULT_MAJOR : 0);
+}
+
+/* First write to a mapped page since it was mapped or written back. */
+static vm_fault_t kvtier_vm_mkwrite(struct vm_fault *vmf)
+{
+	struct kvtier_region *region = vmf->vma->vm_private_data;
+	struct page *page = vmf->page;
+	struct kvtier_page *kp;
+	void *entry;
+
+	lock_page(page);
+	/*
+	 * The entry may be another page's kp, which only its own page lock
+	 * keeps alive: look at it under the xa_lock, which every free of a
+	 * visible kp takes to remove it first. Ours (same page, locked here)
+	 * then stays.
+	 */
+	xa_lock(&region->pages);
+	entry = xa_load(&region->pages, vmf->pgoff);
+	kp = entry && !xa_is_value(entry) &&
+	     ((struct kvtier_page *)entry)->page == page ? entry : NULL;
+	xa_unlock(&region->pages);
+	if (!kp) {
+		/* Evicted meanwhile: let the access fault it in again. */
+		unlock_page(page);
+		return VM_FAULT_NOPAGE;
+	}
+	kvtier_pool_mark_dirty(region->tier, kp);
+	return VM_FAULT_LOCKED;
+}
+
+static const struct vm_operations_struct kvtier_vm_ops = {
+	.fault = kvtier_vm_fault,
+	.page_mkwrite = kvtier_vm_mkwrite,
+};
+
+/*
+ * mmap(MAP_SHARED) of a file without a region creates one of the mapping's
+ * length; later mappings map (part of) it. Errors: EINVAL (MAP_PRIVATE, a
+ * first mapping at a non-zero offset, beyond the region's end), ENODEV (no
+ * namespace), ENOSPC (larger than the namespace), ENOMEM.
+ */
+static int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct kvtier_file *kf = file->private_data;
+	unsigned long pages = vma_pages(vma);
+	struct kvtier_region *region;
+	int ret = 0;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	mutex_lock(&kf->lock);
+	if (!kf->region) {
+		if (vma->vm_pgoff) {
+			ret = -EINVAL;
+			goto out;
+		}
+		ret = kvtier_file_create_region(kf, (loff_t)pages << PAGE_SHIFT);
+		if (ret)
+			goto out;
+	}
+	region = kf->region;
+	if (vma->vm_pgoff >= region->nr_pages ||
+	    pages > region->nr_pages - vma->vm_pgoff) {
+		ret = -EINVAL;
+		goto out;
+	}
+	if (kf->readonly) {
+		/* Bound read-only: no writable mapping, now or by mprotect. */
+		if (vma->vm_flags & VM_WRITE) {
+			ret = -EACCES;
+			goto out;
+		}
+		kvtier_vm_flags_clear(vma, VM_MAYWRITE);
+	}
+	vma->vm_ops = &kvtier_vm_ops;
+	vma->vm_private_data = region;
+	/*
+	 * MIXEDMAP lets fault-around insert pages with vm_insert_page(); they
+	 * are ordinary refcounted pages (GUP and HMM see them). DONTEXPAND:
+	 * a region has a fixed size, mremap may move but not grow it.
+	 */
+	kvtier_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+out:
+	mutex_unlock(&kf->lock);
+	return ret;
+}
+
+/* The region @vma maps, or NULL if it is not a mapping of a kvtier file. */
+struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma)
+{
+	return vma->vm_ops == &kvtier_vm_ops ? vma->vm_private_data : NULL;
+}
+
+/* The region @file is bound to, or NULL. */
+struct kvtier_region *kvtier_file_region(struct file *file)
+{
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_region *region;
+
+	mutex_lock(&kf->lock);
+	region = kf->region;
+	mutex_unlock(&kf->lock);
+	return region;
+}
+
+/* pread: bytes of the region; absent pages read as zero without I/O. */
+static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	loff_t size, pos = iocb->ki_pos;
+	ssize_t done = 0;
+
+	if (!region)
+		return -ENXIO;
+	WRITE_ONCE(region->last_use, jiffies);
+	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	while (iov_iter_count(to) && pos < size) {
+		pgoff_t index = pos >> PAGE_SHIFT;
+		size_t off = offset_in_page(pos);
+		size_t n = min_t(size_t, PAGE_SIZE - off, iov_iter_count(to));
+		struct kvtier_page *kp;
+		enum kvtier_get how;
+		size_t copied;
+
+		n = min_t(loff_t, n, size - pos);
+		if (!xa_load(&region->pages, index)) {
+			copied = iov_iter_zero(n, to);
+		} else {
+			kp = kvtier_get_page(region, index, &how);
+			if (IS_ERR(kp)) {
+				if (!done)
+					done = PTR_ERR(kp);
+				break;
+			}
+			kvtier_ra_async(region, index);
+			/* Copy unlocked: the destination may be this very page. */
+			unlock_page(kp->page);
+			copied = copy_page_to_iter(kp->page, off, n, to);
+			put_page(kp->page);
+		}
+		pos += copied;
+		done += copied;
+		if (copied < n) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+	}
+	if (done > 0)
+		iocb->ki_pos = pos;
+	return done;
+}
+
+/*
+ * pwrite: user bytes are first copied into a bounce page, outside any page
+ * lock (the source may be a mapping of this region), then into the page.
+ * Writing at or past the end: -EFBIG; bound read-only: -EACCES.
+ */
+static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	struct kvtier_file *kf = iocb->ki_filp->private_data;
+	loff_t size, pos = iocb->ki_pos;
+	ssize_t done = 0;
+	void *bounce;
+
+	if (!region)
+		return -ENXIO;
+	if (kf->readonly)
+		return -EACCES;
+	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	if (iov_iter_count(from) && pos >= size)
+		return -EFBIG;
+	WRITE_ONCE(region->last_use, jiffies);
+	bounce = (void *)__get_free_page(GFP_KERNEL);
+	if (!bounce)
+		return -ENOMEM;
+	while (iov_iter_count(from) && pos < size) {
+		pgoff_t index = pos >> PAGE_SHIFT;
+		size_t off = offset_in_page(pos);
+		size_t n = min_t(size_t, PAGE_SIZE - off, iov_iter_count(from));
+		struct kvtier_page *kp;
+		enum kvtier_get how;
+
+		n = min_t(loff_t, n, size - pos);
+		if (copy_from_iter(bounce, n, from) != n) {
+			if (!done)
+				done = -EFAULT;
+			break;
+		}
+		kp = kvtier_get_page(region, index, &how);
+		if (IS_ERR(kp)) {
+			if (!done)
+				done = PTR_ERR(kp);
+			break;
+		}
+		memcpy_to_page(kp->page, off, bounce, n);
+		kvtier_pool_mark_dirty(region->tier, kp);
+		unlock_page(kp->page);
+		put_page(kp->page);
+		pos += n;
+		done += n;
+	}
+	free_page((unsigned long)bounce);
+	if (done > 0)
+		iocb->ki_pos = pos;
+	return done;
+}
+
+/*
+ * fsync/fdatasync/msync(MS_SYNC): every dirty page of the range reaches
+ * the namespace, and the device cache is flushed; for a persistent region
+ * a commit makes the pages (and every other persistent change) durable.
+ * Reports a write error that happened since the region was created
+ * (sticky, like a filesystem).
+ */
+static int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
+			     int datasync)
+{
+	struct kvtier_region *region = kvtier_file_region(file);
+	pgoff_t first, last;
+	int ret = 0, err;
+
+	if (!region)
+		return 0;
+	if (start < (loff_t)region->nr_pages << PAGE_SHIFT) {
+		first = start >> PAGE_SHIFT;
+		last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
+		ret = kvtier_region_writeback(region, first, last, false);
+	}
+	if (region->persistent)
+		err = kvtier_store_commit(region->tier);
+	else
+		err = kvtier_io_flush(region->tier);
+	if (!ret)
+		ret = err;
+	if (!ret)
+		ret = READ_ONCE(region->err);
+	return ret;
+}
+
+/*
+ * posix_fadvise: WILLNEED prefetches asynchronously into the pool;
+ * DONTNEED writes the range back and drops it from host memory (the data
+ * stays on the namespace). Errors: EINVAL (bad advice, negative offset or
+ * length, offset at or past the end), ENXIO (no region yet).
+ */
+static int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
+			       int advice)
+{
+	struct kvtier_region *region = kvtier_file_region(file);
+	loff_t size, end;
+
+	switch (advice) {
+	case POSIX_FADV_NORMAL:
+	case POSIX_FADV_RANDOM:
+	case POSIX_FADV_SEQUENTIAL:
+	case POSIX_FADV_NOREUSE:
+	case POSIX_FADV_WILLNEED:
+	case POSIX_FADV_DONTNEED:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (offset < 0 || len < 0)
+		return -EINVAL;
+	if (!region)
+		return -ENXIO;
+	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	if (offset >= size)
+		return -EINVAL;
+	end = (!len || len > size - offset) ? size - 1 : offset + len - 1;
+
+	switch (advice) {
+	case POSIX_FADV_WILLNEED:
+		kvtier_prefetch(region, offset >> PAGE_SHIFT, end >> PAGE_SHIFT);
+		return 0;
+	case POSIX_FADV_DONTNEED:
+		return kvtier_region_writeback(region, offset >> PAGE_SHIFT,
+					       end >> PAGE_SHIFT, true);
+	}
+	return 0;
+}
+
+static long kvtier_ioctl_region_create(struct kvtier_file *kf,
+				       struct kvtier_region_create __user *uarg)
+{
+	struct kvtier_region_create arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || !arg.size || arg.size > (u64)MAX_LFS_FILESIZE)
+		return -EINVAL;
+	mutex_lock(&kf->lock);
+	ret = kvtier_file_create_region(kf, arg.size);
+	mutex_unlock(&kf->lock);
+	return ret;
+}
+
+/* KVTIER_IOC_REGION_INFO. Errors: ENXIO (no region bound), EFAULT. */
+static long kvtier_ioctl_region_info(struct file *file,
+				     struct kvtier_region_info __user *uinfo)
+{
+	struct kvtier_file *kf = file->private_data;
+	struct kvtier_region *r = kvtier_file_region(file);
+	struct kvtier_region_info info = {};
+
+	if (!r)
+		return -ENXIO;
+	/* name and pinned change under the tier's names mutex: a snapshot. */
+	strscpy(info.name, r->name, sizeof(info.name));
+	info.id = r->id;
+	info.size = (u64)r->nr_pages << PAGE_SHIFT;
+	info.resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;
+	info.namespace = (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT;
+	info.dirty = (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT;
+	info.pinned = (u64)atomic_long_read(&r->nr_pinned) << PAGE_SHIFT;
+	info.faults = atomic_long_read(&r->nr_faults);
+	info.refaults = atomic_long_read(&r->nr_refaults);
+	info.gpu_bytes = atomic_long_read(&r->gpu_bytes);
+	info.owner = from_kuid_munged(&init_user_ns, r->owner);
+	info.mode = r->mode;
+	/* A linked name holds one user reference of its own. */
+	info.users = refcount_read(&r->users) - (READ_ONCE(r->linked) ? 1 : 0);
+	if (READ_ONCE(r->persistent))
+		info.flags |= KVTIER_OPEN_PERSISTENT;
+	if (READ_ONCE(r->pinned))
+		info.flags |= KVTIER_REGION_PINNED;
+	if (READ_ONCE(r->sealed))
+		info.flags |= KVTIER_REGION_SEALED;
+	if (kf->readonly)
+		info.flags |= KVTIER_OPEN_RDONLY;
+	info.error = READ_ONCE(r->err);
+
+	if (copy_to_user(uinfo, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long kvtier_ioctl_tier_info(struct kvtier_tier *tier,
+				   struct kvtier_tier_info __user *uinfo)
+{
+	struct kvtier_tier_info info = {
+		.abi_version = KVTIER_ABI_VERSION,
+		.tier_id = tier->id,
+	};
+
+	mutex_lock(&tier->lock);
+	if (kvtier_backing_attached(tier)) {
+		info.flags |= KVTIER_TIER_ATTACHED;
+		info.logical_block_size = tier->backing.lbs;
+		info.capacity_bytes = (u64)tier->backing.nr_sectors << SECTOR_SHIFT;
+	}
+	mutex_unlock(&tier->lock);
+
+	if (copy_to_user(uinfo, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long kvtier_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct kvtier_file *kf = file->private_data;
+
+	switch (cmd) {
+	case KVTIER_IOC_TIER_INFO:
+		return kvtier_ioctl_tier_info(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_CREATE:
+		return kvtier_ioctl_region_create(kf, (void __user *)arg);
+	case KVTIER_IOC_REGION_OPEN:
+		return kvtier_ioctl_region_open(file, (void __user *)arg);
+	case KVTIER_IOC_REGION_UNLINK:
+		return kvtier_ioctl_region_unlink(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_LIST:
+		return kvtier_ioctl_region_list(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_SETFLAGS:
+		return kvtier_ioctl_region_setflags(kf->tier, (void __user *)arg);
+	case KVTIER_IOC_REGION_INFO:
+		return kvtier_ioctl_region_info(file, (void __user *)arg);
+	case KVTIER_IOC_GPU_REGISTER:
+		return kvtier_ioctl_gpu_register(kf, (void __user *)arg);
+	case KVTIER_IOC_GPU_UNREGISTER:
+		return kvtier_ioctl_gpu_unregister(kf, (void __user *)arg);
+	case KVTIER_IOC_PIN:
+	case KVTIER_IOC_UNPIN: {
+		struct kvtier_pin pin;
+
+		if (copy_from_user(&pin, (void __user *)arg, sizeof(pin)))
+			return -EFAULT;
+		return kvtier_file_pin(file, &pin, cmd == KVTIER_IOC_PIN);
+	}
+	default:
+		return -ENOTTY;
+	}
+}
+
+const struct file_operations kvtier_fops = {
+	.owner = THIS_MODULE,
+	.open = kvtier_open,
+	.release = kvtier_release,
+	.unlocked_ioctl = kvtier_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = kvtier_file_mmap,
+	.read_iter = kvtier_file_read_iter,
+	.write_iter = kvtier_file_write_iter,
+	.fsync = kvtier_file_fsync,
+	.fadvise = kvtier_file_fadvise,
+	.llseek = default_llseek,
+};

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Write-back: where dirty pages go to the namespace.
+ *
+ * kvtier_writeback_locked() writes a batch of locked pages (for reclaim,
+ * the range pass and pins): it sorts them, write-protects them by
+ * unmapping, reserves room for their CRCs, gives each a slot (its own,
+ * or a fresh one: copy-on-write for persistent regions, one run of slots
+ * per run of indexes), computes the CRCs and submits the bios (io.c),
+ * then records each written page's new slot and CRC.
+ *
+ * The range pass (kvtier_region_writeback) walks a region's resident
+ * pages for fsync, DONTNEED (which also drops what came out clean,
+ * through pool.c's eviction) and detach.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+
+#include "kvtier.h"
+
+/*
+ * Evict a clean page for DONTNEED; counts in *@busy a page some transient
+ * reference (an LRU scan, a lookup) kept in place. Pinned pages stay.
+ */
+static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
+			     enum kvtier_stat stat, unsigned int *busy,
+			     bool unmapped)
+{
+	bool pinned = kvt_pg_test(kp, KVT_PG_PINNED);
+	int err = kvtier_evict_page(kp, unmapped);
+
+	if (!err)
+		kvtier_count(tier, stat, 1);
+	else if (err == -EBUSY && !pinned)
+		(*busy)++;
+}
+
+/*
+ * Write back a batch of locked dirty pages of a region; with @evict, drop
+ * those that came out clean. Releases every page's lock and reference.
+ */
+static int kvtier_region_flush_batch(struct kvtier_tier *tier,
+				     struct kvtier_page **batch,
+				     unsigned int nb, bool evict,
+				     unsigned int *busy)
+{
+	unsigned int i;
+	int ret;
+
+	ret = kvtier_writeback_locked(tier, batch, nb);
+	for (i = 0; i < nb; i++) {
+		struct kvtier_page *kp = batch[i];
+
+		if (evict && !kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			/* Written back with the lock held: unmapped still. */
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, busy,
+					 true);
+			continue;
+		}
+		unlock_page(kp->page);
+		put_page(kp->page);
+	}
+	return ret;
+}
+
+/* Entries a walk looks at under one hold of the xa_lock. */
+#define KVTIER_WALK_BATCH	1024
+
+/*
+ * The next resident page of @region at or after *@index, up to @last, with
+ * a reference; NULL when there is none. A mostly evicted region holds
+ * mostly slot entries: the walk lets go of the xa_lock (faults wait on it)
+ * and of the CPU every KVTIER_WALK_BATCH of them.
+ */
+static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
+						unsigned long *index,
+						pgoff_t last)
+{
+	XA_STATE(xas, &region->pages, *index);
+	struct kvtier_page *kp = NULL;
+	unsigned int seen = 0;
+	void *entry;
+
+	xas_lock(&xas);
+	xas_for_each(&xas, entry, last) {
+		if (xas_retry(&xas, entry))
+			continue;
+		if (!xa_is_value(entry)) {
+			kp = entry;
+			get_page(kp->page);
+			*index = xas.xa_index;
+			break;
+		}
+		if (++seen % KVTIER_WALK_BATCH == 0) {
+			xas_pause(&xas);
+			xas_unlock(&xas);
+			cond_resched();
+			xas_lock(&xas);
+		}
+	}
+	xas_unlock(&xas);
+	return kp;
+}
+
+/*
+ * One pass over [first, last]: write back the dirty pages in batches;
+ * with @evict, also drop every clean page. Returns the first error; *@busy
+ * counts pages that could not be dropped for a transient reference.
+ */
+static int kvtier_region_writeback_pass(struct kvtier_region *region,
+					pgoff_t first, pgoff_t last, bool evict,
+					struct kvtier_page **batch,
+					unsigned int batch_max,
+					unsigned int *busy)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned long index = first;
+	struct kvtier_page *kp;
+	unsigned int nb = 0;
+	int ret = 0, err;
+
+	while ((kp = kvtier_next_resident(region, &index, last))) {
+		struct page *page = kp->page;
+
+		lock_page(page);
+		if (xa_load(&region->pages, index) != kp || kp->page != page) {
+			/* Replaced while we waited: look at this index again. */
+			unlock_page(page);
+			put_page(page);
+			continue;
+		}
+		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			batch[nb++] = kp;
+			if (nb == batch_max) {
+				err = kvtier_region_flush_batch(tier, batch, nb,
+								evict, busy);
+				if (err && !ret)
+					ret = err;
+				nb = 0;
+			}
+		} else if (evict) {
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, busy,
+					 false);
+		} else {
+			unlock_page(page);
+			put_page(page);
+		}
+		if (index == last)
+			break;
+		index++;
+	}
+	if (nb) {
+		err = kvtier_region_flush_batch(tier, batch, nb, evict, busy);
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
+}
+
+/*
+ * Write back the dirty pages of [first, last]; with @evict, also drop every
+ * clean page of the range from the pool, going over the range again (a
+ * few times at most) for pages a transient reference kept. Such a
+ * reference is a task between unlock_page() and put_page() (the
+ * background worker after a batch, a racing lookup): on a loaded host it
+ * can be descheduled there for a while, so later passes first sleep a
+ * jiffy rather than only yield.
+ */
+int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
+			    pgoff_t last, bool evict)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
+				     >> (PAGE_SHIFT - 10));
+	struct kvtier_page **batch;
+	unsigned int busy, pass;
+	int ret = 0, err;
+
+	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
+	if (!batch)
+		return -ENOMEM;
+	for (pass = 0; pass < 8; pass++) {
+		busy = 0;
+		err = kvtier_region_writeback_pass(region, first, last, evict,
+						   batch, batch_max, &busy);
+		if (err && !ret)
+			ret = err;
+		if (!busy || fatal_signal_pending(current))
+			break;
+		if (pass)
+			schedule_timeout_uninterruptible(1);
+		else
+			cond_resched();
+	}
+	kfree(batch);
+	return ret;
+}
+
+/*
+ * Write back every dirty page of @region and drop its pages from the pool
+ * (detach: the region is about to be forgotten). Returns the first error.
+ */
+int kvtier_region_evict_all(struct kvtier_region *region)
+{
+	return kvtier_region_writeback(region, 0, region->nr_pages - 1, true);
+}
+
+static int kvtier_page_cmp(const void *a, const void *b)
+{
+	const struct kvtier_page *x = *(struct kvtier_page * const *)a;
+	const struct kvtier_page *y = *(struct kvtier_page * const *)b;
+
+	if (x->region != y->region)
+		return x->region < y->region ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Does this write-back need a fresh slot? A page without one does, and so
+ * does every page of a persistent region: its current slot may be named by
+ * the last commit, so the new copy goes elsewhere (copy-on-write) and the
+ * old slot is deferred when the write completes.
+ */
+static bool kvtier_needs_slot(const struct kvtier_page *kp)
+{
+	return kp->slot == KVTIER_NO_SLOT || kp->region->persistent;
+}
+
+/*
+ * Choose each page's wb_slot in a sorted batch: its own slot where it may
+ * be overwritten in place, else a fresh one; one run of consecutive slots
+ * for each run of consecutive indexes of one region, so the batch goes out
+ * in few, large bios. When the namespace is full, the store is asked to
+ * make room (commit, then reclaim an unused persistent region, the
+ * writing region's owner's first). Pages with errs[i] set already are
+ * skipped. Returns the error for the pages it could not place (errs[i]):
+ * -ENOSPC, or the error of the commit that could not free slots (-EIO);
+ * 0 otherwise.
+ */
+static int kvtier_assign_slots(struct kvtier_tier *tier,
+			       struct kvtier_page **kps, unsigned int nr,
+			       int *errs)
+{
+	unsigned long slot, got;
+	unsigned int i = 0, j;
+	int ret = 0, err;
+
+	while (i < nr) {
+		if (errs[i]) {
+			i++;
+			continue;
+		}
+		if (!kvtier_needs_slot(kps[i])) {
+			kps[i]->wb_slot = kps[i]->slot;
+			i++;
+			continue;
+		}
+		for (j = i + 1; j < nr && !errs[j] && kvtier_needs_slot(kps[j]) &&
+		     kps[j]->region == kps[i]->region &&
+		     kps[j]->index == kps[j - 1]->index + 1; j++)
+			;
+		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
+		if (slot == KVTIER_NO_SLOT) {
+			err = kvtier_store_make_room(tier, kps[i]->region->owner);
+			if (!err)
+				continue;
+			for (; i < j; i++)
+				errs[i] = err;
+			ret = err;
+			continue;
+		}
+		for (j = 0; j < got; j++)
+			kps[i + j]->wb_slot = slot + j;
+		i += got;
+	}
+	return ret;
+}
+
+/*
+ * Does someone besides the pool and the write-back (one reference each)
+ * hold the page? Write-back has unmapped it and holds its lock, so that is
+ * a GUP pin or get: an O_DIRECT read into the mapping, RDMA, an io_uring
+ * fixed buffer. DMA may write the page during and after the write-back,
+ * with no fault to mark it dirty again, so it stays dirty, as file systems
+ * keep pinned pages: a later write-back writes what landed, and eviction
+ * waits for it. Caller holds the page lock.
+ */
+static bool kvtier_page_gup_held(struct kvtier_page *kp)
+{
+	return page_count(kp->page) > 2;
+}
+
+/*
+ * A page's write-back to wb_slot ended with @err. On success the new copy
+ * becomes the page's slot, with its CRC, under the xa_lock (a commit's
+ * snapshot reads the pair there); a slot it replaces is deferred (a commit
+ * may name it). On failure a fresh slot is given back: nothing names it.
+ */
+static void kvtier_writeback_done(struct kvtier_tier *tier,
+				  struct kvtier_page *kp, int err)
+{
+	struct kvtier_region *region = kp->region;
+	unsigned long old = kp->slot;
+
+	if (err) {
+		if (kp->wb_slot != old)
+			kvtier_slots_free(&tier->slots, kp->wb_slot, 1);
+		/* No memory to start the write is not an I/O error: retried. */
+		if (err != -ENOMEM)
+			cmpxchg(&region->err, 0, err);
+		return;
+	}
+	xa_lock(&region->pages);
+	kp->slot = kp->wb_slot;
+	kvtier_crcs_set(region, kp->index, kp->crc);
+	xa_unlock(&region->pages);
+	if (old == KVTIER_NO_SLOT)
+		atomic_long_inc(&region->nr_slots);
+	else if (old != kp->slot)
+		kvtier_slots_defer(&tier->slots, old, 1);
+	if (region->persistent)
+		atomic64_inc(&tier->store.changes);
+	/* DMA may have changed it under the bio, or may still: stays dirty. */
+	if (kvt_pg_test_and_clear(kp, KVT_PG_GUP) || kvtier_page_gup_held(kp))
+		return;
+	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
+		atomic_long_dec(&tier->pool.nr_dirty);
+		atomic_long_dec(&region->nr_dirty);
+	}
+}
+
+/*
+ * Write back a batch of dirty pages. The caller holds each page's lock (so
+ * no write can change them while in flight: stable pages); their mappings
+ * are write-protected here by unmapping, so a later write faults into
+ * page_mkwrite and waits for the lock. @kps is reordered. On success a page
+ * is clean; on failure it stays dirty and its region keeps the first error.
+ * Pages stay locked. Returns the first error, or 0.
+ */
+int kvtier_writeback_locked(struct kvtier_tier *tier,
+			    struct kvtier_page **kps, unsigned int nr)
+{
+	struct kvtier_page **wr;
+	unsigned int i, j, n = 0;
+	int *errs, *wr_errs;
+	int ret = 0, err;
+
+	wr = kmalloc_array(nr, sizeof(*wr), GFP_NOIO);
+	errs = kcalloc(2 * nr, sizeof(*errs), GFP_NOIO);
+	if (!wr || !errs) {
+		kfree(wr);
+		kfree(errs);
+		return -ENOMEM;
+	}
+	wr_errs = errs + nr;
+
+	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
+	/* One unmap per run of consecutive indexes of a region, not per page. */
+	for (i = 0; i < nr; i = j) {
+		for (j = i + 1; j < nr && kps[j]->region == kps[i]->region &&
+		     kps[j]->index == kps[j - 1]->index + 1; j++)
+			;
+		unmap_mapping_range(kps[i]->region->inode->i_mapping,
+				    (loff_t)kps[i]->index << PAGE_SHIFT,
+				    (loff_t)(j - i) << PAGE_SHIFT, 1);
+	}
+	/* Room for each CRC first: the completion cannot allocate it. */
+	for (i = 0; i < nr; i++) {
+		errs[i] = kvtier_crcs_reserve(kps[i]->region, kps[i]->index,
+					      GFP_NOIO);
+		if (errs[i])
+			ret = errs[i];
+	}
+	err = kvtier_assign_slots(tier, kps, nr, errs);
+	if (err)
+		ret = err;
+	for (i = 0; i < nr; i++) {
+		if (!errs[i]) {
+			void *data = kmap_local_page(kps[i]->page);
+
+			/*
+			 * Stable under the page lock, unless DMA into a GUP
+			 * reference changes it: then it stays dirty.
+			 */
+			if (kvtier_page_gup_held(kps[i]))
+				kvt_pg_set(kps[i], KVT_PG_GUP);
+			kps[i]->crc = kvtier_crc32c(data, PAGE_SIZE);
+			kunmap_local(data);
+			wr[n++] = kps[i];
+		} else if (errs[i] != -ENOMEM) {
+			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
+		}
+	}
+	if (n) {
+		int wret = kvtier_io_write(tier, wr, n, wr_errs);
+
+		if (wret)
+			ret = wret;
+	}
+	for (i = 0; i < n; i++)
+		kvtier_writeback_done(tier, wr[i], wr_errs[i]);
+	kfree(wr);
+	kfree(errs);
+	return ret;
+}
