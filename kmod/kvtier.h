@@ -276,7 +276,8 @@ static inline unsigned long kvt_shadow_clock(const void *entry)
 extern const char * const kvtier_stat_names[KVT_STAT_NR];
 
 /**
- * struct kvtier_knobs - tunables, written through sysfs
+ * struct kvtier_knobs - tunables, written through sysfs; defaults, ranges
+ * and units are the knob table's (sysfs.c)
  *
  * Read without a lock (READ_ONCE): a change applies to the next decision.
  */
@@ -593,10 +594,26 @@ static inline bool kvt_pg_test_and_set(struct kvtier_page *kp,
 	return test_and_set_bit(f, &kp->flags);
 }
 
+/* The one conversion of the knobs' units (KiB, MiB) to pages. */
+static inline unsigned long kvtier_kb_pages(unsigned long kb)
+{
+	return kb >> (PAGE_SHIFT - 10);
+}
+
+static inline unsigned long kvtier_mb_pages(unsigned long mb)
+{
+	return (unsigned long)mb << (20 - PAGE_SHIFT);
+}
+
 static inline unsigned long kvtier_budget_pages(struct kvtier_tier *tier)
 {
-	return (unsigned long)READ_ONCE(tier->knobs.host_budget_mb)
-		<< (20 - PAGE_SHIFT);
+	return kvtier_mb_pages(READ_ONCE(tier->knobs.host_budget_mb));
+}
+
+/* Pages of one write-back batch (writeback_batch_kb), at least one. */
+static inline unsigned int kvtier_writeback_batch(struct kvtier_tier *tier)
+{
+	return max(1UL, kvtier_kb_pages(READ_ONCE(tier->knobs.writeback_batch_kb)));
 }
 
 static inline struct kvtier_tier *dev_to_tier(struct device *dev)
@@ -792,8 +809,10 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
 			  bool format);
 int kvtier_backing_detach(struct kvtier_tier *tier);
 
-/* sysfs.c */
+/* sysfs.c: the attributes, and the knob table (defaults, ranges, units) */
 extern const struct attribute_group *kvtier_tier_groups[];
+void kvtier_sysfs_init(void);
+void kvtier_knobs_init(struct kvtier_knobs *knobs);
 
 /*
  * fail_inject.c: fault injection sites, each failing the allocation or write it

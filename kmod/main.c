@@ -116,6 +116,7 @@ static int __init kvtier_init(void)
 		goto err_class;
 
 	kvtier_debugfs_init();
+	kvtier_sysfs_init();
 
 	for (i = 0; i < num_tiers; i++) {
 		struct kvtier_tier *tier;

@@ -152,8 +152,8 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
 static unsigned int kvtier_readahead_window(struct kvtier_region *region,
 					    pgoff_t index)
 {
-	unsigned int pages = 1 + (READ_ONCE(region->tier->knobs.readahead_kb) >>
-				  (PAGE_SHIFT - 10));
+	unsigned int pages = 1 +
+		kvtier_kb_pages(READ_ONCE(region->tier->knobs.readahead_kb));
 	bool seq = index == READ_ONCE(region->ra_next);
 
 	WRITE_ONCE(region->ra_seq, seq);
@@ -220,7 +220,7 @@ static unsigned long kvtier_ra_ahead(struct kvtier_tier *tier)
 		KVTIER_RA_ASYNC_WINDOWS;
 
 	kb = min(kb, (unsigned long)READ_ONCE(tier->knobs.max_inflight_kb) / 2);
-	return min(kb >> (PAGE_SHIFT - 10), kvtier_budget_pages(tier) / 4);
+	return min(kvtier_kb_pages(kb), kvtier_budget_pages(tier) / 4);
 }
 
 /*
@@ -235,8 +235,8 @@ void kvtier_ra_work(struct work_struct *work)
 						    ra_work);
 	struct kvtier_tier *tier = region->tier;
 	unsigned int win = clamp_t(unsigned int,
-				   READ_ONCE(tier->knobs.readahead_kb) >>
-				   (PAGE_SHIFT - 10), 1, BIO_MAX_VECS);
+				   kvtier_kb_pages(READ_ONCE(tier->knobs.readahead_kb)),
+				   1, BIO_MAX_VECS);
 	struct kvtier_page **kps;
 
 	kps = kmalloc_array(win, sizeof(*kps), GFP_KERNEL);

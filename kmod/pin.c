@@ -34,8 +34,7 @@
 /* Pages a tier may pin: pin_budget_mb, and never more than half the pool. */
 static unsigned long kvtier_pin_limit(struct kvtier_tier *tier)
 {
-	unsigned long pin = (unsigned long)READ_ONCE(tier->knobs.pin_budget_mb)
-		<< (20 - PAGE_SHIFT);
+	unsigned long pin = kvtier_mb_pages(READ_ONCE(tier->knobs.pin_budget_mb));
 
 	return min(pin, kvtier_budget_pages(tier) / 2);
 }

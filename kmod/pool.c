@@ -64,8 +64,7 @@ static bool kvtier_pool_try_charge(struct kvtier_tier *tier)
  */
 static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
 {
-	unsigned long batch = max(32U, READ_ONCE(tier->knobs.writeback_batch_kb) >>
-				  (PAGE_SHIFT - 10));
+	unsigned long batch = max(32U, kvtier_writeback_batch(tier));
 
 	return clamp(batch, 1UL, kvtier_budget_pages(tier) / 8);
 }
@@ -380,8 +379,7 @@ static long kvtier_reclaim_batch(struct kvtier_tier *tier,
  */
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 {
-	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
-				     >> (PAGE_SHIFT - 10));
+	unsigned int batch_max = kvtier_writeback_batch(tier);
 	unsigned long scan = 2 * READ_ONCE(tier->pool.nr_pages) + 16;
 	struct kvtier_page **batch = NULL;
 	struct kvtier_page *kp;

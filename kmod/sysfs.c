@@ -118,14 +118,23 @@ static ssize_t lease_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(lease);
 
 /*
- * Knobs: one table row each (unit in the name), validated against
- * [min, max] and a granularity. max == 0 means "total RAM in MiB". The
- * switches (discard, checksum) are 0 or 1.
+ * The knobs: one row each, and nothing about a knob anywhere else but its
+ * uses and its entry in Documentation/ABI/testing/sysfs-class-kvtier
+ * (tests/knobs-check.sh holds the two to each other). A write is a decimal
+ * (or 0x) unsigned integer in [min, max] and a multiple of align; max 0
+ * means the total RAM in MiB. A knob marked detached changes only while no
+ * namespace is attached (EBUSY). check() is asked under tier->lock, which
+ * orders the cross-checks of knobs that bound each other; apply() runs
+ * after the write, without it. Every write then kicks the pool's worker.
  */
 struct kvtier_knob {
 	struct device_attribute attr;
 	size_t offset;			/* in struct kvtier_knobs */
-	unsigned int min, max, align;
+	unsigned int def, min, max, align;
+	const char *unit;		/* as the ABI file says it */
+	bool detached;
+	int (*check)(struct kvtier_tier *tier, unsigned int v);
+	void (*apply)(struct kvtier_tier *tier);
 };
 
 static ssize_t knob_show(struct device *dev, struct device_attribute *attr,
@@ -133,34 +142,95 @@ static ssize_t knob_show(struct device *dev, struct device_attribute *attr,
 static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 			  const char *buf, size_t len);
 
+/* The watermarks bound each other: low < high. Caller holds tier->lock. */
+static int knob_check_wm_high(struct kvtier_tier *tier, unsigned int v)
+{
+	return v > tier->knobs.watermark_low ? 0 : -EINVAL;
+}
+
+static int knob_check_wm_low(struct kvtier_tier *tier, unsigned int v)
+{
+	return v < tier->knobs.watermark_high ? 0 : -EINVAL;
+}
+
+/* Pinned pages may hold at most half the pool: they cannot be evicted. */
+static int knob_check_budget(struct kvtier_tier *tier, unsigned int v)
+{
+	return kvtier_mb_pages(v) / 2 < atomic_long_read(&tier->nr_pinned) ?
+		-EBUSY : 0;
+}
+
+/* A lower budget takes effect now: evict down to it. */
+static void knob_apply_budget(struct kvtier_tier *tier)
+{
+	unsigned long budget = kvtier_budget_pages(tier);
+
+	while (READ_ONCE(tier->pool.nr_pages) > budget) {
+		if (kvtier_reclaim(tier, READ_ONCE(tier->pool.nr_pages) - budget,
+				   true) <= 0)
+			break;
+	}
+}
+
 #define KNOB_ATTR(name)	__ATTR(name, 0644, knob_show, knob_store)
 #define KNOB_OFF(name)	offsetof(struct kvtier_knobs, name)
+#define KB_ALIGN	(PAGE_SIZE >> 10)
 
 static struct kvtier_knob kvtier_knobs[] = {
-	{ KNOB_ATTR(host_budget_mb), KNOB_OFF(host_budget_mb), 1, 0, 1 },
-	{ KNOB_ATTR(watermark_high), KNOB_OFF(watermark_high), 1, 100, 1 },
-	{ KNOB_ATTR(watermark_low), KNOB_OFF(watermark_low), 0, 99, 1 },
-	{ KNOB_ATTR(readahead_kb), KNOB_OFF(readahead_kb), 0, 1024,
-	  PAGE_SIZE >> 10 },
+	{ KNOB_ATTR(host_budget_mb), KNOB_OFF(host_budget_mb),
+	  .def = 256, .min = 1, .max = 0, .align = 1, .unit = "MiB",
+	  .check = knob_check_budget, .apply = knob_apply_budget },
+	{ KNOB_ATTR(watermark_high), KNOB_OFF(watermark_high),
+	  .def = 90, .min = 1, .max = 100, .align = 1, .unit = "percent",
+	  .check = knob_check_wm_high },
+	{ KNOB_ATTR(watermark_low), KNOB_OFF(watermark_low),
+	  .def = 75, .min = 0, .max = 99, .align = 1, .unit = "percent",
+	  .check = knob_check_wm_low },
+	{ KNOB_ATTR(readahead_kb), KNOB_OFF(readahead_kb),
+	  .def = 512, .min = 0, .max = 1024, .align = KB_ALIGN, .unit = "KiB" },
 	{ KNOB_ATTR(writeback_batch_kb), KNOB_OFF(writeback_batch_kb),
-	  PAGE_SIZE >> 10, 65536, PAGE_SIZE >> 10 },
+	  .def = 1024, .min = KB_ALIGN, .max = 65536, .align = KB_ALIGN,
+	  .unit = "KiB" },
 	{ KNOB_ATTR(max_inflight_kb), KNOB_OFF(max_inflight_kb),
-	  PAGE_SIZE >> 10, 1048576, PAGE_SIZE >> 10 },
-	{ KNOB_ATTR(pin_budget_mb), KNOB_OFF(pin_budget_mb), 0, 0, 1 },
-	{ KNOB_ATTR(user_pin_mb), KNOB_OFF(user_pin_mb), 0, 0, 1 },
-	{ KNOB_ATTR(discard), KNOB_OFF(discard), 0, 1, 1 },
-	{ KNOB_ATTR(checksum), KNOB_OFF(checksum), 0, 1, 1 },
-	{ KNOB_ATTR(user_quota_mb), KNOB_OFF(user_quota_mb), 0, INT_MAX, 1 },
-	{ KNOB_ATTR(max_regions), KNOB_OFF(max_regions), 0, INT_MAX, 1 },
-	{ KNOB_ATTR(user_max_regions), KNOB_OFF(user_max_regions), 0, INT_MAX, 1 },
-	{ KNOB_ATTR(read_only), KNOB_OFF(read_only), 0, 1, 1 },
-	{ KNOB_ATTR(lease_interval_ms), KNOB_OFF(lease_interval_ms), 100, 60000, 1 },
+	  .def = 16384, .min = KB_ALIGN, .max = 1048576, .align = KB_ALIGN,
+	  .unit = "KiB" },
+	{ KNOB_ATTR(pin_budget_mb), KNOB_OFF(pin_budget_mb),
+	  .def = 64, .min = 0, .max = 0, .align = 1, .unit = "MiB" },
+	{ KNOB_ATTR(user_pin_mb), KNOB_OFF(user_pin_mb),
+	  .def = 32, .min = 0, .max = 0, .align = 1, .unit = "MiB" },
+	{ KNOB_ATTR(discard), KNOB_OFF(discard),
+	  .def = 1, .min = 0, .max = 1, .align = 1, .unit = "boolean" },
+	{ KNOB_ATTR(checksum), KNOB_OFF(checksum),
+	  .def = 1, .min = 0, .max = 1, .align = 1, .unit = "boolean" },
+	{ KNOB_ATTR(user_quota_mb), KNOB_OFF(user_quota_mb),
+	  .def = 0, .min = 0, .max = INT_MAX, .align = 1, .unit = "MiB" },
+	{ KNOB_ATTR(max_regions), KNOB_OFF(max_regions),
+	  .def = 1048576, .min = 0, .max = INT_MAX, .align = 1,
+	  .unit = "regions" },
+	{ KNOB_ATTR(user_max_regions), KNOB_OFF(user_max_regions),
+	  .def = 65536, .min = 0, .max = INT_MAX, .align = 1,
+	  .unit = "regions" },
+	{ KNOB_ATTR(read_only), KNOB_OFF(read_only),
+	  .def = 0, .min = 0, .max = 1, .align = 1, .unit = "boolean",
+	  .detached = true },
+	{ KNOB_ATTR(lease_interval_ms), KNOB_OFF(lease_interval_ms),
+	  .def = 1000, .min = 100, .max = 60000, .align = 1, .unit = "ms",
+	  .detached = true },
 };
 
-static unsigned int *knob_ptr(struct kvtier_tier *tier,
+static unsigned int *knob_ptr(struct kvtier_knobs *knobs,
 			      const struct kvtier_knob *k)
 {
-	return (unsigned int *)((char *)&tier->knobs + k->offset);
+	return (unsigned int *)((char *)knobs + k->offset);
+}
+
+/* A new tier's knobs: every row's default. */
+void kvtier_knobs_init(struct kvtier_knobs *knobs)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(kvtier_knobs); i++)
+		*knob_ptr(knobs, &kvtier_knobs[i]) = kvtier_knobs[i].def;
 }
 
 static ssize_t knob_show(struct device *dev, struct device_attribute *attr,
@@ -168,7 +238,8 @@ static ssize_t knob_show(struct device *dev, struct device_attribute *attr,
 {
 	struct kvtier_knob *k = container_of(attr, struct kvtier_knob, attr);
 
-	return sysfs_emit(buf, "%u\n", READ_ONCE(*knob_ptr(dev_to_tier(dev), k)));
+	return sysfs_emit(buf, "%u\n",
+			  READ_ONCE(*knob_ptr(&dev_to_tier(dev)->knobs, k)));
 }
 
 static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
@@ -177,7 +248,6 @@ static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 	struct kvtier_knob *k = container_of(attr, struct kvtier_knob, attr);
 	struct kvtier_tier *tier = dev_to_tier(dev);
 	unsigned int v, max = k->max;
-	unsigned long budget;
 	int ret;
 
 	ret = kstrtouint(buf, 0, &v);
@@ -188,41 +258,19 @@ static ssize_t knob_store(struct device *dev, struct device_attribute *attr,
 	if (v < k->min || v > max || v % k->align)
 		return -EINVAL;
 
-	/* tier->lock orders the cross-checks of the two watermarks. */
 	mutex_lock(&tier->lock);
-	/* How the namespace is opened: fixed while one is attached. */
-	if ((k->offset == offsetof(struct kvtier_knobs, read_only) ||
-	     k->offset == offsetof(struct kvtier_knobs, lease_interval_ms)) &&
-	    kvtier_backing_attached(tier)) {
-		mutex_unlock(&tier->lock);
-		return -EBUSY;
-	}
-	if ((k->offset == offsetof(struct kvtier_knobs, watermark_low) &&
-	     v >= tier->knobs.watermark_high) ||
-	    (k->offset == offsetof(struct kvtier_knobs, watermark_high) &&
-	     v <= tier->knobs.watermark_low)) {
-		mutex_unlock(&tier->lock);
-		return -EINVAL;
-	}
-	/* Pinned pages may hold at most half the pool: they cannot be evicted. */
-	if (k->offset == offsetof(struct kvtier_knobs, host_budget_mb) &&
-	    ((unsigned long)v << (20 - PAGE_SHIFT)) / 2 <
-	    atomic_long_read(&tier->nr_pinned)) {
-		mutex_unlock(&tier->lock);
-		return -EBUSY;
-	}
-	WRITE_ONCE(*knob_ptr(tier, k), v);
+	if (k->detached && kvtier_backing_attached(tier))
+		ret = -EBUSY;
+	else if (k->check)
+		ret = k->check(tier, v);
+	if (!ret)
+		WRITE_ONCE(*knob_ptr(&tier->knobs, k), v);
 	mutex_unlock(&tier->lock);
+	if (ret)
+		return ret;
 
-	/* A lower budget takes effect now: evict down to it. */
-	if (k->offset == offsetof(struct kvtier_knobs, host_budget_mb)) {
-		budget = kvtier_budget_pages(tier);
-		while (READ_ONCE(tier->pool.nr_pages) > budget) {
-			if (kvtier_reclaim(tier, READ_ONCE(tier->pool.nr_pages) -
-					   budget, true) <= 0)
-				break;
-		}
-	}
+	if (k->apply)
+		k->apply(tier);
 	kvtier_pool_kick(tier);
 	return len;
 }
@@ -279,21 +327,6 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_format.attr,
 	&dev_attr_state.attr,
 	&dev_attr_error.attr,
-	&kvtier_knobs[0].attr.attr,
-	&kvtier_knobs[1].attr.attr,
-	&kvtier_knobs[2].attr.attr,
-	&kvtier_knobs[3].attr.attr,
-	&kvtier_knobs[4].attr.attr,
-	&kvtier_knobs[5].attr.attr,
-	&kvtier_knobs[6].attr.attr,
-	&kvtier_knobs[7].attr.attr,
-	&kvtier_knobs[8].attr.attr,
-	&kvtier_knobs[9].attr.attr,
-	&kvtier_knobs[10].attr.attr,
-	&kvtier_knobs[11].attr.attr,
-	&kvtier_knobs[12].attr.attr,
-	&kvtier_knobs[13].attr.attr,
-	&kvtier_knobs[14].attr.attr,
 	&dev_attr_lease.attr,
 	&dev_attr_capacity.attr,
 	&dev_attr_used.attr,
@@ -302,14 +335,28 @@ static struct attribute *kvtier_tier_attrs[] = {
 	NULL,
 };
 
-/* Every knob of the table is listed above, once. */
-static_assert(ARRAY_SIZE(kvtier_tier_attrs) == ARRAY_SIZE(kvtier_knobs) + 10);
-
 static const struct attribute_group kvtier_tier_group = {
 	.attrs = kvtier_tier_attrs,
 };
 
+/* The knobs' attributes, from the table (kvtier_sysfs_init()). */
+static struct attribute *kvtier_knob_attrs[ARRAY_SIZE(kvtier_knobs) + 1];
+
+static const struct attribute_group kvtier_knob_group = {
+	.attrs = kvtier_knob_attrs,
+};
+
 const struct attribute_group *kvtier_tier_groups[] = {
 	&kvtier_tier_group,
+	&kvtier_knob_group,
 	NULL,
 };
+
+/* At module load, before any tier is made. */
+void kvtier_sysfs_init(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(kvtier_knobs); i++)
+		kvtier_knob_attrs[i] = &kvtier_knobs[i].attr.attr;
+}

@@ -16,24 +16,6 @@
 
 #include "kvtier.h"
 
-/* Defaults of the sysfs knobs, documented in sysfs-class-kvtier. */
-static const struct kvtier_knobs kvtier_knob_defaults = {
-	.host_budget_mb = 256,
-	.watermark_high = 90,
-	.watermark_low = 75,
-	.readahead_kb = 512,
-	.writeback_batch_kb = 1024,
-	.max_inflight_kb = 16384,
-	.pin_budget_mb = 64,
-	.user_pin_mb = 32,
-	.discard = true,
-	.checksum = true,
-	.user_quota_mb = 0,
-	.max_regions = 1048576,
-	.user_max_regions = 65536,
-	.lease_interval_ms = 1000,
-};
-
 static void kvtier_tier_release(struct device *dev)
 {
 	struct kvtier_tier *tier = dev_to_tier(dev);
@@ -53,7 +35,7 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 
 	tier->id = id;
 	mutex_init(&tier->lock);
-	tier->knobs = kvtier_knob_defaults;
+	kvtier_knobs_init(&tier->knobs);
 	atomic_long_set(&tier->inflight_bytes, 0);
 	init_waitqueue_head(&tier->inflight_wait);
 	atomic_set(&tier->meta_inflight, 0);

@@ -90,7 +90,7 @@ int kvtier_region_admit(struct kvtier_tier *tier, kuid_t owner,
 		return 0;
 	if (user_max && u->regions >= user_max)
 		return -EDQUOT;
-	if (quota && (u64)u->pages + nr_pages > (u64)quota << (20 - PAGE_SHIFT))
+	if (quota && (u64)u->pages + nr_pages > kvtier_mb_pages(quota))
 		return -EDQUOT;
 	return 0;
 }
@@ -155,8 +155,7 @@ void kvtier_region_list_del(struct kvtier_region *region)
 int kvtier_user_charge_pins(struct kvtier_tier *tier, kuid_t uid,
 			    unsigned long nr)
 {
-	unsigned long limit = (unsigned long)READ_ONCE(tier->knobs.user_pin_mb)
-		<< (20 - PAGE_SHIFT);
+	unsigned long limit = kvtier_mb_pages(READ_ONCE(tier->knobs.user_pin_mb));
 	struct kvtier_user *u;
 	bool over;
 	int ret;

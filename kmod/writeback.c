@@ -175,8 +175,7 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
 {
 	struct kvtier_tier *tier = region->tier;
-	unsigned int batch_max = max(1U, READ_ONCE(tier->knobs.writeback_batch_kb)
-				     >> (PAGE_SHIFT - 10));
+	unsigned int batch_max = kvtier_writeback_batch(tier);
 	struct kvtier_page **batch;
 	unsigned int busy, pass;
 	int ret = 0, err;

@@ -61,13 +61,15 @@ static const struct cmd cmds[] = {
 	  "  writeback_batch_kb   4..65536, multiple of 4\n"
 	  "  max_inflight_kb      4..1048576, multiple of 4\n"
 	  "  discard              0 or 1\n"
+	  "  checksum             0 or 1\n"
 	  "  pin_budget_mb        0..RAM in MiB\n"
 	  "  user_pin_mb          0 (no per-user bound)..RAM in MiB\n"
 	  "  user_quota_mb        0 (unlimited)..2147483647\n"
 	  "  max_regions          0 (unlimited)..2147483647 regions in the tier\n"
 	  "  user_max_regions     0 (unlimited)..2147483647 regions per user\n"
 	  "  read_only            0 or 1, only while detached (next attach read-only)\n"
-	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n",
+	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n"
+	  "units, defaults and effects: kvtier-pool(7), kvtier-io(7)\n",
 	  cmd_set },
 	{ "persist", "ls [TIER] | rm|pin|unpin|seal [-t TIER] NAME",
 	  "persistent regions: list, remove, pin against reclaim, unpin, seal",
