@@ -492,7 +492,7 @@ static int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
 	if (start < (loff_t)region->nr_pages << PAGE_SHIFT) {
 		first = start >> PAGE_SHIFT;
 		last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
-		ret = kvtier_region_writeback(region, first, last, false);
+		ret = kvtier_store_writeback(region, first, last, false);
 	}
 	if (region->persistent)
 		err = kvtier_store_commit(region->tier);
@@ -542,7 +542,7 @@ static int kvtier_file_fadvise(struct file *file, loff_t offset, loff_t len,
 		kvtier_prefetch(region, offset >> PAGE_SHIFT, end >> PAGE_SHIFT);
 		return 0;
 	case POSIX_FADV_DONTNEED:
-		return kvtier_region_writeback(region, offset >> PAGE_SHIFT,
+		return kvtier_store_writeback(region, offset >> PAGE_SHIFT,
 					       end >> PAGE_SHIFT, true);
 	}
 	return 0;

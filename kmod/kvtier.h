@@ -46,9 +46,11 @@
  *     kvtier_file.lock (binding a region to a file), then
  *     kvtier_tier.lock (attach/detach, open/release, region creation, a
  *       knob write's cross-checks; never on the I/O path)
+ *     kvtier_store.lock (commits; never taken under a page lock, and
+ *       none is taken under it: a write-back that finds the namespace
+ *       full queues the store's room work, kvtier_store_need_room())
  *     kvtier_file.pin_lock (a file's pins)
  *     page lock (PG_locked of a resident page; held across its I/O)
- *       kvtier_store.lock (commits)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
  *       kvtier_tier.regions_lock
  *         kvtier_region.pages xa_lock
@@ -133,6 +135,11 @@ struct kvtier_slots {
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
  * @commit_work: commits in the background (slots a region let go of)
+ * @room_work: makes room when a write-back found the namespace full
+ *             (kvtier_store_need_room()), outside every page lock
+ * @room_owner: owner of the region whose write-back asked for room last
+ *              (its unused regions are reclaimed first; racy, a hint)
+ * @room_err: what @room_work's last run did (kvtier_store_wait_room())
  * @dropping: persistent regions are being forgotten, not deleted: their
  *            slots are freed in memory only (detach, failed attach); set
  *            only while kvtier_store_drop_regions() runs
@@ -172,6 +179,9 @@ struct kvtier_store {
 	atomic64_t changes;
 	s64 committed_changes;
 	struct work_struct commit_work;
+	struct work_struct room_work;
+	kuid_t room_owner;
+	int room_err;
 	bool dropping;
 	int bad_copy;
 	bool has_sealed;
@@ -748,7 +758,6 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr);
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict);
-int kvtier_region_evict_all(struct kvtier_region *region);
 
 /* io.c: where bytes hit the namespace (bios) */
 void kvtier_io_drain(struct kvtier_tier *tier);
@@ -783,7 +792,10 @@ int kvtier_store_close(struct kvtier_tier *tier);
 void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
 void kvtier_store_kick(struct kvtier_tier *tier);
-int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner);
+void kvtier_store_need_room(struct kvtier_tier *tier, kuid_t owner);
+int kvtier_store_wait_room(struct kvtier_tier *tier);
+int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
+			   pgoff_t last, bool evict);
 
 /* lease.c: the ownership lease (single read-write attach) */
 void kvtier_lease_init(struct kvtier_store *st);

@@ -398,7 +398,7 @@ static int kvtier_region_seal(struct kvtier_region *region)
 	spin_unlock(&tier->regions_lock);
 	if (ret)
 		return ret;
-	ret = kvtier_region_evict_all(region);
+	ret = kvtier_store_writeback(region, 0, region->nr_pages - 1, true);
 	if (ret)
 		WRITE_ONCE(region->sealed, false);
 	return ret;

@@ -104,9 +104,21 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 			idle = 0;
 			continue;
 		}
+		/*
+		 * Only dirty pages, and the namespace is full: the store makes
+		 * room on its own work (no page lock of ours is held there);
+		 * wait for it as for I/O, and try again if it made some.
+		 */
 		if (freed == -ENOSPC) {
-			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
-			return -ENOSPC;
+			int err = kvtier_store_wait_room(tier);
+
+			if (!err)
+				continue;
+			if (err == -ENOSPC) {
+				kvtier_count(tier, KVT_STAT_NOSPACE, 1);
+				return -ENOSPC;
+			}
+			/* A commit failed: nothing reclaimed; as below. */
 		}
 		/*
 		 * Everything is locked or pinned. Tier I/O in flight will

@@ -500,12 +500,13 @@ static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
  * unlinked until the commit that records it is on the media, and named
  * again if that commit fails: a region destroyed before would be unlinked
  * for good by the first commit that succeeds, and each retry of the writer
- * took the next one (an NVMe-oF path flap emptied a namespace so). Called
- * from write-back with page locks held. Returns 0 if slots were freed or
- * can be after one more commit (try again), -ENOSPC if nothing can be
- * freed, or the error of the commit that failed (nothing reclaimed).
+ * took the next one (an NVMe-oF path flap emptied a namespace so). Runs on
+ * the room work only, never under a page lock. Returns 0 if slots were
+ * freed or can be after one more commit (try again), -ENOSPC if nothing
+ * can be freed, or the error of the commit that failed (nothing
+ * reclaimed).
  */
-int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
+static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
 {
 	struct kvtier_slots *slots = &tier->slots;
 	unsigned long used = READ_ONCE(slots->used);
@@ -542,6 +543,68 @@ int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
 	/* ...which this commit frees (or a later one, if it fails). */
 	kvtier_store_commit(tier);
 	return 0;
+}
+
+static void kvtier_room_work(struct work_struct *work)
+{
+	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+						store.room_work);
+	int ret = kvtier_store_make_room(tier, READ_ONCE(tier->store.room_owner));
+
+	WRITE_ONCE(tier->store.room_err, ret);
+	/* Stalled charges look again; with room, the background worker too. */
+	wake_up_all(&tier->pool.wait);
+	if (!ret)
+		kvtier_pool_kick(tier);
+}
+
+/*
+ * A write-back found no free slot for a page of a region of @owner: queue
+ * the room work. Never waits: write-back calls it with page locks held,
+ * and the store's commits must not run under them.
+ */
+void kvtier_store_need_room(struct kvtier_tier *tier, kuid_t owner)
+{
+	WRITE_ONCE(tier->store.room_owner, owner);
+	queue_work(kvtier_wq, &tier->store.room_work);
+}
+
+/*
+ * Wait for the room work that a write-back which returned -ENOSPC to the
+ * caller queued, and return what it did: 0 if it freed slots or a retry
+ * may find some, -ENOSPC if nothing can be freed, or the error of the
+ * commit that failed (nothing was reclaimed). It does not queue the work
+ * again: every run may reclaim a region. No page lock may be held.
+ */
+int kvtier_store_wait_room(struct kvtier_tier *tier)
+{
+	flush_work(&tier->store.room_work);
+	return READ_ONCE(tier->store.room_err);
+}
+
+/*
+ * Write back [@first, @last] of @region (kvtier_region_writeback(); with
+ * @evict, drop it from the pool), waiting for the room work whenever the
+ * namespace was full, until the pages are written or no room can be made.
+ * For fsync, DONTNEED, seal and detach. Returns the first error, as
+ * kvtier_region_writeback() and kvtier_store_wait_room() do; -EINTR on a
+ * fatal signal.
+ */
+int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
+			   pgoff_t last, bool evict)
+{
+	int ret, err;
+
+	for (;;) {
+		ret = kvtier_region_writeback(region, first, last, evict);
+		if (ret != -ENOSPC)
+			return ret;
+		err = kvtier_store_wait_room(region->tier);
+		if (err)
+			return err;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
 }
 
 /* Format @nr_blocks: zero the signature blocks and commit an empty store. */
@@ -984,6 +1047,7 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 		kvtier_region_put_user(r);
 	}
 	cancel_work_sync(&tier->store.commit_work);
+	cancel_work_sync(&tier->store.room_work);
 	/*
 	 * Only these were forgotten. A fallback attach to the other
 	 * superblock copy goes on with this store: from now on a destroyed
@@ -1005,7 +1069,7 @@ int kvtier_store_close(struct kvtier_tier *tier)
 
 	ret = kvtier_persistent_get(tier, &v, &n);
 	for (i = 0; i < n; i++) {
-		err = kvtier_region_evict_all(v[i]);
+		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, true);
 		if (err && !ret)
 			ret = err;
 		kvtier_region_put(v[i]);
@@ -1028,5 +1092,6 @@ void kvtier_store_init(struct kvtier_store *st)
 	mutex_init(&st->lock);
 	atomic64_set(&st->changes, 0);
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
+	INIT_WORK(&st->room_work, kvtier_room_work);
 	kvtier_lease_init(st);
 }

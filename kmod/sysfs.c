@@ -160,14 +160,21 @@ static int knob_check_budget(struct kvtier_tier *tier, unsigned int v)
 		-EBUSY : 0;
 }
 
-/* A lower budget takes effect now: evict down to it. */
+/*
+ * A lower budget takes effect now: evict down to it, waiting for the store
+ * to make room when only dirty pages are left and the namespace is full.
+ */
 static void knob_apply_budget(struct kvtier_tier *tier)
 {
 	unsigned long budget = kvtier_budget_pages(tier);
+	long freed;
 
 	while (READ_ONCE(tier->pool.nr_pages) > budget) {
-		if (kvtier_reclaim(tier, READ_ONCE(tier->pool.nr_pages) - budget,
-				   true) <= 0)
+		freed = kvtier_reclaim(tier, READ_ONCE(tier->pool.nr_pages) -
+				       budget, true);
+		if (freed == -ENOSPC && !kvtier_store_wait_room(tier))
+			continue;
+		if (freed <= 0)
 			break;
 	}
 }

@@ -200,15 +200,6 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 	return ret;
 }
 
-/*
- * Write back every dirty page of @region and drop its pages from the pool
- * (detach: the region is about to be forgotten). Returns the first error.
- */
-int kvtier_region_evict_all(struct kvtier_region *region)
-{
-	return kvtier_region_writeback(region, 0, region->nr_pages - 1, true);
-}
-
 static int kvtier_page_cmp(const void *a, const void *b)
 {
 	const struct kvtier_page *x = *(struct kvtier_page * const *)a;
@@ -236,12 +227,12 @@ static bool kvtier_needs_slot(const struct kvtier_page *kp)
  * Choose each page's wb_slot in a sorted batch: its own slot where it may
  * be overwritten in place, else a fresh one; one run of consecutive slots
  * for each run of consecutive indexes of one region, so the batch goes out
- * in few, large bios. When the namespace is full, the store is asked to
- * make room (commit, then reclaim an unused persistent region, the
- * writing region's owner's first). Pages with errs[i] set already are
- * skipped. Returns the error for the pages it could not place (errs[i]):
- * -ENOSPC, or the error of the commit that could not free slots (-EIO);
- * 0 otherwise.
+ * in few, large bios. When the namespace is full the pages that did not
+ * fit get -ENOSPC and the store's room work is queued (a commit, then
+ * capacity reclaim, the writing region's owner's regions first); it runs
+ * outside these pages' locks, and the caller waits for it if it must
+ * (kvtier_store_wait_room()). Pages with errs[i] set already are skipped.
+ * Returns -ENOSPC if a page could not be placed, 0 otherwise.
  */
 static int kvtier_assign_slots(struct kvtier_tier *tier,
 			       struct kvtier_page **kps, unsigned int nr,
@@ -249,7 +240,7 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 {
 	unsigned long slot, got;
 	unsigned int i = 0, j;
-	int ret = 0, err;
+	int ret = 0;
 
 	while (i < nr) {
 		if (errs[i]) {
@@ -267,12 +258,12 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 			;
 		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
 		if (slot == KVTIER_NO_SLOT) {
-			err = kvtier_store_make_room(tier, kps[i]->region->owner);
-			if (!err)
-				continue;
+			if (!ret)
+				kvtier_store_need_room(tier,
+						       kps[i]->region->owner);
 			for (; i < j; i++)
-				errs[i] = err;
-			ret = err;
+				errs[i] = -ENOSPC;
+			ret = -ENOSPC;
 			continue;
 		}
 		for (j = 0; j < got; j++)
