@@ -41,8 +41,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 #define REG_LEN		(64 * MiB)
 #define SMALL_LEN	(1 * MiB)
 
@@ -102,7 +100,7 @@ static int small_roundtrip(unsigned long long seed)
 	unsigned long long off;
 	int fd, ret = 0;
 
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd < 0)
 		return -errno;
 	if (ioctl(fd, KVTIER_IOC_REGION_CREATE,

@@ -19,7 +19,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB	(1024ULL * 1024)
 #define RANGES	"/sys/kernel/debug/kvtier/kvtier0/gpu_ranges"
 /* The double's device 0: UUID bytes "kvt-double-gpu-0", as %pUb prints them. */
 #define DOUBLE_GPU "GPU-6b76742d-646f-7562-6c65-2d6770752d30"

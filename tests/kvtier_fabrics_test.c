@@ -35,8 +35,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 #define STATE		"KVT_NVMET_STATE=/run/kvtier-nvmet-fabrics-test"
 #define NQN		"nqn.2024-11.io.kvtier:fabrics-test"
 #define SVC		"4421"
@@ -388,7 +386,7 @@ static unsigned char *cold_region(struct __test_metadata *_metadata, int *fdp,
 	unsigned char *p;
 	int fd;
 
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd < 0)
 		return NULL;
 	p = mmap(NULL, STORM_MB * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -747,7 +745,7 @@ TEST_F_TIMEOUT(fabric, publish, 300)
 	ASSERT_STRNE(self->dev, dev_b);
 
 	/* A publishes. */
-	a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	a = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(a, 0);
 	ASSERT_EQ(0, region_bind(a, "prefix:sys", PREFIX_MB * MiB,
 				 KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT));
@@ -755,7 +753,7 @@ TEST_F_TIMEOUT(fabric, publish, 300)
 	ASSERT_EQ((ssize_t)(PREFIX_MB * MiB), pwrite(a, buf, PREFIX_MB * MiB, 0));
 	ASSERT_EQ(0, fsync(a));
 	close(a);
-	a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	a = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(a, 0);
 	strcpy(rf.name, "prefix:sys");
 	ASSERT_EQ(0, ioctl(a, KVTIER_IOC_REGION_SETFLAGS, &rf));
@@ -772,7 +770,7 @@ TEST_F_TIMEOUT(fabric, publish, 300)
 	EXPECT_NE(NULL, strstr(lease, " tier=0 "));
 
 	/* B maps it by name: the same bytes. */
-	b = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+	b = kvt_tier_open(1, O_RDWR);
 	ASSERT_GE(b, 0);
 	ASSERT_EQ(-EROFS, region_bind(b, "prefix:sys", 0, 0));
 	ASSERT_EQ(0, region_bind(b, "prefix:sys", 0, KVTIER_OPEN_RDONLY));
@@ -785,7 +783,7 @@ TEST_F_TIMEOUT(fabric, publish, 300)
 	EXPECT_EQ(-1, pwrite(b, buf, PAGE, 0));
 	EXPECT_EQ(EACCES, errno);
 	{
-		int c = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+		int c = kvt_tier_open(1, O_RDWR);
 
 		ASSERT_GE(c, 0);
 		EXPECT_EQ(-EROFS, region_bind(c, "prefix:new", MiB,
@@ -806,7 +804,7 @@ TEST_F_TIMEOUT(fabric, publish, 300)
 		EXPECT_EQ(0, ioctl(a, KVTIER_IOC_REGION_UNLINK, &rn));
 	}
 	close(a);
-	a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	a = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(a, 0);
 	ASSERT_EQ(0, region_bind(a, "other:kv", 2 * PREFIX_MB * MiB,
 				 KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT));

@@ -20,8 +20,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB	(1024ULL * 1024)
-#define PAGE	4096ULL
 #define FAIL	"/sys/kernel/debug/kvtier/"
 
 /* Arm @site to fail this task's next @times hits (-1: every hit). */
@@ -216,7 +214,7 @@ TEST_F_TIMEOUT(tier, meta_write, 300)
 	ASSERT_EQ((ssize_t)PAGE, pwrite(self->fd, buf, PAGE, 0));
 	ASSERT_EQ(0, fsync(self->fd));
 
-	fd2 = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd2, 0);
 	ASSERT_EQ(0, fail_arm("fail_meta_write", -1));
 	ASSERT_EQ(-EIO, bind_persistent(fd2, "fault:lost", create));
@@ -228,7 +226,7 @@ TEST_F_TIMEOUT(tier, meta_write, 300)
 	close(fd2);
 
 	/* The failed create left nothing; the kept region commits again. */
-	fd2 = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-ENOENT, bind_persistent(fd2, "fault:lost", 0));
 	close(fd2);
 	ASSERT_EQ(0, fsync(self->fd));
@@ -241,7 +239,7 @@ TEST_F_TIMEOUT(tier, meta_write, 300)
 	ASSERT_EQ(0, bind_persistent(self->fd, "fault:kept", 0));
 	ASSERT_EQ((ssize_t)PAGE, pread(self->fd, buf, PAGE, 0));
 	ASSERT_EQ(-1, kvt_check(buf, PAGE, 0, 8));
-	fd2 = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-ENOENT, bind_persistent(fd2, "fault:lost", 0));
 	close(fd2);
 	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_UNLINK,

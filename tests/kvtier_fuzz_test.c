@@ -61,8 +61,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 
 /* xorshift64*: seeded, replayable. */
 static unsigned long long rng_state;
@@ -193,11 +191,6 @@ struct fz {
 	unsigned long long calls, ok, by_errno[256];
 };
 
-static int open_tier(int flags)
-{
-	return open("/dev/kvtier0", flags | O_CLOEXEC);
-}
-
 static int gpu_lines(void)
 {
 	char line[512];
@@ -293,7 +286,7 @@ static int victims_intact(struct fz *z)
 	}
 	if (kvt_check(z->map, VU_LEN, 0, 7) != -1)
 		return FD_UNNAMED;
-	fd = open_tier(O_RDWR);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd < 0 || kvt_bind_name(fd, VP_NAME, 0, 0, 0) ||
 	    pread(fd, buf, VP_LEN, 0) != (ssize_t)VP_LEN ||
 	    kvt_check(buf, VP_LEN, 0, 9) != -1) {
@@ -528,7 +521,7 @@ static int reopen(struct fz *z, int k)
 {
 	if (z->fd[k] >= 0)
 		close(z->fd[k]);
-	z->fd[k] = open_tier(k == FD_TIER_RDONLY ? O_RDONLY : O_RDWR);
+	z->fd[k] = kvt_tier_open(0, k == FD_TIER_RDONLY ? O_RDONLY : O_RDWR);
 	return z->fd[k];
 }
 
@@ -598,16 +591,16 @@ FIXTURE_SETUP(fz)
 	ASSERT_EQ(0, kvt_load(""));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", kvt_ns("KVTIER_NS0")));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 64));
-	z->admin = open_tier(O_RDWR);
+	z->admin = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(z->admin, 0);
 	ASSERT_EQ(0, ioctl(z->admin, KVTIER_IOC_TIER_INFO, &ti));
 	z->capacity = ti.capacity_bytes;
 
 	buf = malloc(VU_LEN);
 	ASSERT_NE(NULL, buf);
-	z->fd[FD_UNBOUND] = open_tier(O_RDWR);
-	z->fd[FD_TIER_RDONLY] = open_tier(O_RDONLY);
-	z->fd[FD_UNNAMED] = open_tier(O_RDWR);
+	z->fd[FD_UNBOUND] = kvt_tier_open(0, O_RDWR);
+	z->fd[FD_TIER_RDONLY] = kvt_tier_open(0, O_RDONLY);
+	z->fd[FD_UNNAMED] = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, ioctl(z->fd[FD_UNNAMED], KVTIER_IOC_REGION_CREATE, &c));
 	kvt_fill(buf, VU_LEN, 0, 7);
 	ASSERT_EQ((ssize_t)VU_LEN, pwrite(z->fd[FD_UNNAMED], buf, VU_LEN, 0));
@@ -615,15 +608,15 @@ FIXTURE_SETUP(fz)
 		      z->fd[FD_UNNAMED], 0);
 	ASSERT_NE(MAP_FAILED, z->map);
 
-	z->fd[FD_NAMED] = open_tier(O_RDWR);
+	z->fd[FD_NAMED] = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(z->fd[FD_NAMED], VN_NAME, VN_LEN,
 			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0644));
 	kvt_fill(buf, VN_LEN, 0, 8);
 	ASSERT_EQ((ssize_t)VN_LEN, pwrite(z->fd[FD_NAMED], buf, VN_LEN, 0));
-	z->fd[FD_NAMED_RO] = open_tier(O_RDWR);
+	z->fd[FD_NAMED_RO] = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(z->fd[FD_NAMED_RO], VN_NAME, 0, KVTIER_OPEN_RDONLY, 0));
 
-	fd = open_tier(O_RDWR);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fd, VP_NAME, VP_LEN, KVTIER_OPEN_CREATE |
 			       KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT, 0600));
 	kvt_fill(buf, VP_LEN, 0, 9);
@@ -659,7 +652,7 @@ FIXTURE_TEARDOWN_PARENT(fz)
 
 	if (!kvt_loaded())
 		return;
-	fd = open_tier(O_RDWR);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd >= 0) {
 		kvt_unlink_name(fd, VN_NAME);
 		kvt_unlink_name(fd, VP_NAME);
@@ -905,7 +898,7 @@ static void hu_become(struct fz *z, uid_t uid)
 		if (k != FD_CLOSED)
 			close(z->fd[k]);
 	close(z->admin);
-	if (setgroups(1, &g) || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+	if (kvt_become(uid, uid, &g, 1))
 		_exit(99);
 }
 
@@ -924,7 +917,7 @@ static int hu_victim(struct fz *z, struct hu_shared *sh)
 	int fd;
 
 	hu_become(z, HU_VICTIM);
-	fd = open_tier(O_RDWR);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd < 0 || kvt_bind_name(fd, "victim:kv", HU_LEN,
 				KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
 		return 1;
@@ -959,21 +952,6 @@ struct hu_map {
 	int writable;
 };
 
-/* Store a byte at @p: 1 if that raised SIGBUS, 0 if it did not. */
-static int hu_store_or_sigbus(volatile unsigned char *p, unsigned char v)
-{
-	static volatile int got;
-
-	got = 0;
-	signal(SIGBUS, kvt_on_sigbus);
-	if (!sigsetjmp(kvt_sigbus_jmp, 1))
-		p[0] = v;
-	else
-		got = 1;
-	signal(SIGBUS, SIG_DFL);
-	return got;
-}
-
 /*
  * One attacker: @iters random operations on its own files - REGION_OPEN
  * of the others' names with every flag, creates, mmap/munmap, pin/unpin,
@@ -993,7 +971,7 @@ static int hu_attacker(struct fz *z, unsigned int who, unsigned long long seed,
 	hu_become(z, HU_VICTIM + 1 + who);
 	rng_state = seed ^ (0x9e3779b97f4a7c15ULL * (who + 1));
 	for (k = 0; k < HU_SLOTS; k++)
-		fd[k] = open_tier(O_RDWR);
+		fd[k] = kvt_tier_open(0, O_RDWR);
 	for (it = 0; it < iters; it++) {
 		struct kvtier_region_open o = { 0 };
 		struct kvtier_pin pn = { 0 };
@@ -1008,7 +986,7 @@ static int hu_attacker(struct fz *z, unsigned int who, unsigned long long seed,
 				munmap(maps[k].p, maps[k].len);
 			maps[k].p = NULL;
 			close(fd[k]);
-			fd[k] = open_tier(chance(80) ? O_RDWR : O_RDONLY);
+			fd[k] = kvt_tier_open(0, chance(80) ? O_RDWR : O_RDONLY);
 			break;
 		case 1:		/* bind by name, any flags */
 			strcpy(o.name, hu_names[below(sizeof(hu_names) / sizeof(hu_names[0]))]);
@@ -1050,7 +1028,7 @@ static int hu_attacker(struct fz *z, unsigned int who, unsigned long long seed,
 				unsigned char *at = maps[k].p + below(maps[k].len);
 
 				if (maps[k].writable && chance(50))
-					hu_store_or_sigbus(at, (unsigned char)rnd());
+					kvt_store_or_sigbus(at, (unsigned char)rnd());
 				else
 					kvt_touch_or_sigbus(at);
 			}
@@ -1651,7 +1629,7 @@ static void fuzz_flips(struct __test_metadata *_metadata, struct flips *fl,
 		if (older)
 			fallbacks++;
 		for (i = 0; i < NR_PREG; i++) {
-			fd = open_tier(O_RDWR);
+			fd = kvt_tier_open(0, O_RDWR);
 			ASSERT_GE(fd, 0);
 			if (kvt_bind_name(fd, pregions[i].name, 0, 0, 0)) {
 				close(fd);
@@ -1711,7 +1689,7 @@ TEST_F_TIMEOUT(fz, metadata_flips, 1200)
 	for (i = 0; i < NR_PREG; i++) {
 		unsigned char *buf = malloc(pregions[i].len);
 
-		fd = open_tier(O_RDWR);
+		fd = kvt_tier_open(0, O_RDWR);
 		ASSERT_EQ(0, kvt_bind_name(fd, pregions[i].name, pregions[i].len,
 				       KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0644));
 		kvt_fill(buf, pregions[i].len, 0, pregions[i].seed);

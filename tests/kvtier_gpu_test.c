@@ -15,8 +15,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB	(1024ULL * 1024)
-#define PAGE	4096ULL
 #define DBG	"/sys/kernel/debug/kvtier/kvtier0/"
 
 static const unsigned char uuid[16] = {
@@ -239,7 +237,7 @@ TEST_F_TIMEOUT(tier, ownership_file_and_process, 300)
 	int fd2, status;
 	pid_t pid;
 
-	fd2 = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd2, 0);
 	r = range(va, MiB, KVTIER_GPU_MANAGED, "one");
 	ASSERT_EQ(0, reg(self->fd, &r));
@@ -322,7 +320,7 @@ TEST_F_TIMEOUT(tier, region_info, 300)
 	munmap(p, len);
 
 	/* Named, persistent, bound read-only by a second file. */
-	fd2 = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd2, 0);
 	ASSERT_EQ(0, ioctl(fd2, KVTIER_IOC_REGION_OPEN, &ro));
 	page = malloc(PAGE);
@@ -330,7 +328,7 @@ TEST_F_TIMEOUT(tier, region_info, 300)
 	kvt_fill(page, PAGE, MiB, 6);
 	ASSERT_EQ((ssize_t)PAGE, pwrite(fd2, page, PAGE, MiB));
 	close(fd2);
-	fd2 = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ro.flags = KVTIER_OPEN_RDONLY;
 	ro.size = 0;
 	ro.mode = 0;

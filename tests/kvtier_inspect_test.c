@@ -16,8 +16,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 #define DBG		"/sys/kernel/debug/kvtier/kvtier0/"
 #define TRACEFS		"/sys/kernel/tracing/"
 
@@ -192,7 +190,7 @@ TEST_F_TIMEOUT(tier, refaults_stop_when_budget_fits, 300)
 	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 128));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 1));
 	close(self->fd);
-	self->fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	self->fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(self->fd, 0);
 	len = 16 * MiB;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
@@ -254,28 +252,21 @@ TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
 {
 	const char *ns1 = kvt_ns("KVTIER_NS1");
 	size_t len = 2 * MiB;
-	char table[256], buf[64];
-	unsigned long long sectors;
+	const char *why = kvt_dm_missing("error");
 	unsigned char *p;
-	int fd1, dfd;
+	char buf[64];
+	int fd1;
 
 	if (!ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
-	dfd = open(ns1, O_RDONLY | O_CLOEXEC);
-	ASSERT_GE(dfd, 0);
-	ASSERT_EQ(0, ioctl(dfd, BLKGETSIZE64, &sectors));
-	close(dfd);
-	sectors /= 512;
-	snprintf(table, sizeof(table),
-		 "dmsetup create kvt-err --table '0 %llu linear %s 0'", sectors, ns1);
-	ASSERT_EQ(0, system(table));
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, kvt_dm_linear("kvt-err", ns1));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/kvt-err"));
 	ASSERT_EQ(0, kvt_tier_read(1, "error", buf, sizeof(buf)));
 	ASSERT_STREQ("0", buf);
 
-	fd1 = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+	fd1 = kvt_tier_open(1, O_RDWR);
 	ASSERT_GE(fd1, 0);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd1, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -283,10 +274,7 @@ TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
 	ASSERT_EQ(0, fsync(fd1));
 	ASSERT_EQ(0, posix_fadvise(fd1, 0, 0, POSIX_FADV_DONTNEED));
 
-	snprintf(table, sizeof(table),
-		 "dmsetup suspend kvt-err && dmsetup load kvt-err --table '0 %llu error' && dmsetup resume kvt-err",
-		 sectors);
-	ASSERT_EQ(0, system(table));
+	ASSERT_EQ(0, kvt_dm_table("kvt-err", ns1, "error"));
 
 	ASSERT_EQ(1, kvt_touch_or_sigbus(p + PAGE));
 	ASSERT_EQ(-1, pread(fd1, buf, 8, 3 * PAGE));
@@ -302,10 +290,7 @@ TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
 	ASSERT_STREQ("attached", buf);
 
 	/* Reads work again once the device does: nothing stuck. */
-	snprintf(table, sizeof(table),
-		 "dmsetup suspend kvt-err && dmsetup load kvt-err --table '0 %llu linear %s 0' && dmsetup resume kvt-err",
-		 sectors, ns1);
-	ASSERT_EQ(0, system(table));
+	ASSERT_EQ(0, kvt_dm_table("kvt-err", ns1, "linear %s 0", ns1));
 	ASSERT_EQ(-1, kvt_check(p, len, 0, 6));
 	/* The first error is kept until detach. */
 	ASSERT_EQ(0, kvt_tier_read(1, "error", buf, sizeof(buf)));
@@ -316,7 +301,7 @@ TEST_F_TIMEOUT(tier, read_error_is_sticky, 300)
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_tier_read(1, "state", buf, sizeof(buf)));
 	ASSERT_STREQ("detached", buf);
-	ASSERT_EQ(0, system("dmsetup remove kvt-err"));
+	ASSERT_EQ(0, kvt_dm_remove("kvt-err"));
 }
 
 /*
@@ -340,7 +325,7 @@ TEST_F_TIMEOUT(tier, checksum_catches_corruption, 300)
 	ASSERT_EQ(0, fsync(self->fd));
 	/* The first write-back of a fresh tier takes slots 0..255. */
 	ASSERT_EQ((long long)MiB, kvt_tier_num(0, "used"));
-	fb = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fb = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fb, 0);
 	b = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
 	ASSERT_NE(MAP_FAILED, b);

@@ -41,36 +41,19 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 #define DM_NAME		"kvt-ioerr"
 #define DM_DEV		"/dev/mapper/" DM_NAME
 #define BUDGET_MB	4
-
 
 static unsigned long long ns1_sectors(void)
 {
 	return kvt_dev_size(kvt_ns("KVTIER_NS1")) / 512;
 }
 
-/* Swap the live table to "0 SECTORS @target" (suspend, load, resume). */
-static int table(const char *target_fmt, ...)
-{
-	char t[512], tgt[400];
-	va_list ap;
-
-	va_start(ap, target_fmt);
-	vsnprintf(tgt, sizeof(tgt), target_fmt, ap);
-	va_end(ap);
-	snprintf(t, sizeof(t), "0 %llu %s", ns1_sectors(), tgt);
-	return kvt_run("dmsetup suspend " DM_NAME " && dmsetup load " DM_NAME
-		   " --table '%s' 2>/dev/null && dmsetup resume " DM_NAME
-		   " || { dmsetup resume " DM_NAME "; false; }", t);
-}
-
 static int linear(void)
 {
-	return table("linear %s 0", kvt_ns("KVTIER_NS1"));
+	return kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "linear %s 0",
+			    kvt_ns("KVTIER_NS1"));
 }
 
 /*
@@ -79,14 +62,8 @@ static int linear(void)
  */
 static int flakey(const char *features)
 {
-	return table("flakey %s 0 0 3600%s%s", kvt_ns("KVTIER_NS1"),
-		     *features ? " " : "", features);
-}
-
-static int has_target(const char *name)
-{
-	return !kvt_run("modprobe -q dm-%s 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw %s",
-		    name, name);
+	return kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "flakey %s 0 0 3600%s%s",
+			    kvt_ns("KVTIER_NS1"), *features ? " " : "", features);
 }
 
 FIXTURE(ioerr) {
@@ -96,19 +73,19 @@ FIXTURE(ioerr) {
 /* kvtier loaded; NS1 behind a linear dm table, formatted as tier 0. */
 FIXTURE_SETUP(ioerr)
 {
-	const char *ns1 = kvt_ns("KVTIER_NS1");
+	const char *ns1 = kvt_ns("KVTIER_NS1"), *why;
 
 	if (!getenv("KVTIER_KO"))
 		SKIP(return, "KVTIER_KO not set");
 	if (!ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
+	why = kvt_dm_missing("linear");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_FALSE(kvt_exists(DM_DEV));
 	ASSERT_GT(ns1_sectors(), 0);
-	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
-			 ns1_sectors(), ns1));
+	ASSERT_EQ(0, kvt_dm_linear(DM_NAME, ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=1"));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
@@ -126,7 +103,7 @@ FIXTURE_TEARDOWN_PARENT(ioerr)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
-		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_dm_remove(DM_NAME));
 }
 
 FIXTURE_VARIANT(ioerr) {
@@ -151,7 +128,7 @@ TEST_F_TIMEOUT(ioerr, reads_fail, 300)
 	int fa, fb, i, sigbus = 0, eio = 0;
 	char buf[32];
 
-	if (!strcmp(variant->how, "flakey") && !has_target("flakey"))
+	if (!strcmp(variant->how, "flakey") && kvt_dm_missing("flakey"))
 		SKIP(return, "no dm-flakey target");
 	a = kvt_map_filled(&fa, A_LEN, 1);
 	ASSERT_NE(NULL, a);
@@ -166,7 +143,7 @@ TEST_F_TIMEOUT(ioerr, reads_fail, 300)
 	msgs0 = kvt_kmsg_count("kvtier0: read error");
 
 	if (!strcmp(variant->how, "error")) {
-		ASSERT_EQ(0, table("error"));
+		ASSERT_EQ(0, kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "error"));
 	} else if (flakey("1 error_reads")) {
 		/* 6.1: no error_reads; a down flakey without features fails all. */
 		TH_LOG("dm-flakey without error_reads: plain down interval");
@@ -221,14 +198,14 @@ TEST_F_TIMEOUT(ioerr, detach_while_failing, 300)
 	unsigned char *a;
 	int fa, ret;
 
-	if (!strcmp(variant->how, "flakey") && !has_target("flakey"))
+	if (!strcmp(variant->how, "flakey") && kvt_dm_missing("flakey"))
 		SKIP(return, "no dm-flakey target");
 	a = kvt_map_filled(&fa, A_LEN, 4);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
 	if (!strcmp(variant->how, "error")) {
-		ASSERT_EQ(0, table("error"));
+		ASSERT_EQ(0, kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "error"));
 	} else if (flakey("1 error_reads")) {
 		ASSERT_EQ(0, flakey(""));
 	}
@@ -250,20 +227,20 @@ FIXTURE(wr) {
 
 FIXTURE_SETUP(wr)
 {
-	const char *ns1 = kvt_ns("KVTIER_NS1");
+	const char *ns1 = kvt_ns("KVTIER_NS1"), *why;
 
 	if (!getenv("KVTIER_KO"))
 		SKIP(return, "KVTIER_KO not set");
 	if (!ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
-	if (!has_target("flakey"))
+	why = kvt_dm_missing("linear");
+	if (why)
+		SKIP(return, "%s", why);
+	if (kvt_dm_missing("flakey"))
 		SKIP(return, "no dm-flakey target");
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_FALSE(kvt_exists(DM_DEV));
-	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
-			 ns1_sectors(), ns1));
+	ASSERT_EQ(0, kvt_dm_linear(DM_NAME, ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=1"));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", BUDGET_MB));
@@ -280,7 +257,7 @@ FIXTURE_TEARDOWN_PARENT(wr)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
-		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_dm_remove(DM_NAME));
 }
 
 /*
@@ -462,11 +439,11 @@ TEST_F_TIMEOUT(wr, slow_device_bounded_inflight, 300)
 	double t, slowest = 0, fastest = 1e9;
 	int fa, n = 0;
 
-	if (!has_target("delay"))
+	if (kvt_dm_missing("delay"))
 		SKIP(return, "no dm-delay target");
 	ASSERT_EQ(0, kvt_knob(0, "max_inflight_kb", INFLIGHT_KB));
 	ASSERT_EQ(0, kvt_knob(0, "writeback_batch_kb", BATCH_KB));
-	ASSERT_EQ(0, table("delay %s 0 %d", kvt_ns("KVTIER_NS1"), DELAY_MS));
+	ASSERT_EQ(0, kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "delay %s 0 %d", kvt_ns("KVTIER_NS1"), DELAY_MS));
 	ASSERT_EQ(0, pthread_create(&th, NULL, sample_inflight, &s));
 
 	/* Twice the budget through the mapping: write-back under the delay. */

@@ -28,8 +28,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024UL * 1024)
-#define PAGE		4096UL
 #define DM_NAME		"kvt-lat"
 #define DM_DEV		"/dev/mapper/" DM_NAME
 #define BUDGET_MB	4
@@ -128,6 +126,7 @@ FIXTURE_SETUP(lat)
 {
 	char path[PATH_MAX + 32];
 	unsigned long long bytes;
+	const char *why;
 	int fd;
 
 	/* Nothing to undo yet: a failed setup gets no teardown. */
@@ -144,10 +143,9 @@ FIXTURE_SETUP(lat)
 	snprintf(path, sizeof(path), "%s/tools/kvtierctl", kvt_repo_root());
 	if (access(path, X_OK))
 		SKIP(return, "tools/kvtierctl not built (make tools)");
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
-	if (kvt_run("modprobe -q dm-delay 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw delay"))
-		SKIP(return, "no dm-delay target (modprobe dm-delay failed)");
+	why = kvt_dm_missing("delay");
+	if (why)
+		SKIP(return, "%s", why);
 	if (!kvt_exists("/sys/kernel/debug"))
 		SKIP(return, "debugfs not available");
 	fd = open(self->ns1, O_RDONLY | O_CLOEXEC);
@@ -173,7 +171,7 @@ FIXTURE_TEARDOWN(lat)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (self->dm_created)
-		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_dm_remove(DM_NAME));
 }
 
 /* Read delay @ms on every read of the dm device (writes: none). */
@@ -330,7 +328,7 @@ TEST_F_TIMEOUT(lat, delay_moves_p99, 600)
 	/* Every miss reads its page alone: every fault of the scan is major. */
 	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
 
-	self->fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	self->fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(self->fd, 0);
 	self->map = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_SHARED,
 			 self->fd, 0);

@@ -24,7 +24,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
 #define PATH_A		"/dev/mapper/kvt-lease-a"
 #define PATH_B		"/dev/mapper/kvt-lease-b"
 #define IV_MS		100
@@ -186,23 +185,20 @@ FIXTURE(lease) {
 /* kvtier loaded with two tiers; NS1 formatted, behind paths A and B. */
 FIXTURE_SETUP(lease)
 {
-	const char *ns1 = kvt_ns("KVTIER_NS1");
+	const char *ns1 = kvt_ns("KVTIER_NS1"), *why;
 	int i;
 
 	if (!getenv("KVTIER_KO"))
 		SKIP(return, "KVTIER_KO not set");
 	if (!ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
-	if (kvt_run("modprobe -q dm-linear 2>/dev/null; dmsetup targets 2>/dev/null | grep -qw linear"))
-		SKIP(return, "no dm-linear target");
+	why = kvt_dm_missing("linear");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_GT(kvt_dev_size(ns1), 0);
-	ASSERT_EQ(0, kvt_run("dmsetup create kvt-lease-a --table '0 %llu linear %s 0'",
-			 kvt_dev_size(ns1) / 512, ns1));
-	ASSERT_EQ(0, kvt_run("dmsetup create kvt-lease-b --table '0 %llu linear %s 0'",
-			 kvt_dev_size(ns1) / 512, ns1));
+	ASSERT_EQ(0, kvt_dm_linear("kvt-lease-a", ns1));
+	ASSERT_EQ(0, kvt_dm_linear("kvt-lease-b", ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=2"));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, kvt_knob(i, "lease_interval_ms", IV_MS));
@@ -220,9 +216,9 @@ FIXTURE_TEARDOWN_PARENT(lease)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(PATH_A))
-		EXPECT_EQ(0, kvt_run("dmsetup remove kvt-lease-a"));
+		EXPECT_EQ(0, kvt_dm_remove("kvt-lease-a"));
 	if (kvt_exists(PATH_B))
-		EXPECT_EQ(0, kvt_run("dmsetup remove kvt-lease-b"));
+		EXPECT_EQ(0, kvt_dm_remove("kvt-lease-b"));
 }
 
 /*
@@ -417,7 +413,7 @@ TEST_F_TIMEOUT(lease, fenced, 120)
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, attach(0, PATH_A, NULL));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	strcpy(ro.name, "lease:fenced");
 	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_OPEN, &ro));

@@ -23,8 +23,6 @@
 #include "kvtier_util.h"
 #include "kvtier.h"
 
-#define MiB	(1024ULL * 1024)
-#define PAGE	4096ULL
 
 FIXTURE(lib) {
 	struct kvtier_tier *t;

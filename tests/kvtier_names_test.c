@@ -13,13 +13,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB	(1024ULL * 1024)
-#define PAGE	4096ULL
-
-static int tier_open(void)
-{
-	return open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-}
 
 /* Bind @fd to @name; returns 0 or -errno. */
 
@@ -52,7 +45,7 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	kvt_fill(a, len, 0, 1);
 
 	/* A second file by name sees the same bytes, both ways, live. */
-	fb = tier_open();
+	fb = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fb, "prefix:sys-prompt-0", 0, 0, 0));
 	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
 	ASSERT_NE(MAP_FAILED, b);
@@ -66,7 +59,7 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	munmap(b, len);
 	close(fb);
 	close(self->fd);
-	self->fd = tier_open();
+	self->fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(1, list_names(self->fd, e, 4));
 	ASSERT_STREQ("prefix:sys-prompt-0", e[0].name);
 	ASSERT_EQ(len, e[0].size);
@@ -79,9 +72,9 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	/* No file, no mapping: the (non-persistent) named region keeps it attached. */
 	close(self->fd);
 	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
-	self->fd = tier_open();
+	self->fd = kvt_tier_open(0, O_RDWR);
 
-	fc = tier_open();
+	fc = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fc, "prefix:sys-prompt-0", len, 0, 0));
 	a = mmap(NULL, len, PROT_READ, MAP_SHARED, fc, 0);
 	ASSERT_NE(MAP_FAILED, a);
@@ -96,7 +89,7 @@ TEST_F_TIMEOUT(tier, share_and_outlive_files, 300)
 	ASSERT_EQ(-1, kvt_check(a, len, 0, 1));
 	ASSERT_GT(kvt_tier_num(0, "used"), 0);
 	/* The name can be used again at once, for a new region. */
-	fb = tier_open();
+	fb = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fb, "prefix:sys-prompt-0", MiB,
 			       KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
 	close(fb);
@@ -114,7 +107,7 @@ TEST_F_TIMEOUT(tier, list_counts_and_truncates, 300)
 {
 	struct kvtier_region_entry e[2];
 	struct kvtier_region_list rl = { 0 };
-	int f1 = tier_open(), f2 = tier_open();
+	int f1 = kvt_tier_open(0, O_RDWR), f2 = kvt_tier_open(0, O_RDWR);
 
 	ASSERT_EQ(0, kvt_bind_name(f1, "one", MiB, KVTIER_OPEN_CREATE, 0640));
 	ASSERT_EQ(0, kvt_bind_name(f2, "two", 2 * MiB, KVTIER_OPEN_CREATE, 0600));
@@ -180,7 +173,7 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 
 	ASSERT_EQ(0, kvt_bind_name(self->fd, long_name + 1, MiB, KVTIER_OPEN_CREATE, 0600));
 	ASSERT_EQ(-EBUSY, kvt_bind_name(self->fd, "other", MiB, KVTIER_OPEN_CREATE, 0600));
-	fd2 = tier_open();
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-EEXIST, kvt_bind_name(fd2, long_name + 1, MiB,
 				     KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600));
 	ASSERT_EQ(-EINVAL, kvt_bind_name(fd2, long_name + 1, 2 * MiB, 0, 0));
@@ -197,29 +190,24 @@ TEST_F_TIMEOUT(tier, open_errors, 300)
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	fd2 = tier_open();
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-ENODEV, kvt_bind_name(fd2, "ok", MiB, KVTIER_OPEN_CREATE, 0600));
 	close(fd2);
 }
 
-/* Run @fn as uid/gid 1000 in a child; returns its exit status. */
-static int as_user(int (*fn)(int), int fd)
+/*
+ * Run @fn(&@fd) as uid/gid 1000 (keeping root's supplementary groups) in a
+ * child; returns its exit status.
+ */
+static int as_user(int (*fn)(void *), int fd)
 {
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (setresgid(1000, 1000, 1000) || setresuid(1000, 1000, 1000))
-			_exit(99);
-		_exit(fn(fd));
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	return kvt_as_user(1000, 1000, NULL, -1, fn, &fd);
 }
 
-static int user_private(int fd)
+static int user_private(void *arg)
 {
+	int fd = *(int *)arg;
+
 	/* 0600 root's: neither read-write nor read-only, and no unlink. */
 	if (kvt_bind_name(fd, "private", 0, 0, 0) != -EACCES)
 		return 1;
@@ -230,8 +218,9 @@ static int user_private(int fd)
 	return 0;
 }
 
-static int user_shared_ro(int fd)
+static int user_shared_ro(void *arg)
 {
+	int fd = *(int *)arg;
 	unsigned char *p;
 	char buf[8];
 
@@ -255,8 +244,10 @@ static int user_shared_ro(int fd)
 	return 0;
 }
 
-static int user_creates(int fd)
+static int user_creates(void *arg)
 {
+	int fd = *(int *)arg;
+
 	/* A user's own region: owned by it, and it may unlink it. */
 	if (kvt_bind_name(fd, "mine", MiB, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL, 0600))
 		return 1;
@@ -269,9 +260,9 @@ TEST_F_TIMEOUT(tier, permissions, 300)
 	unsigned char *p;
 	int fp, fs, fu, n, i;
 
-	fp = tier_open();
+	fp = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fp, "private", MiB, KVTIER_OPEN_CREATE, 0600));
-	fs = tier_open();
+	fs = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fs, "shared", MiB, KVTIER_OPEN_CREATE, 0644));
 	p = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fs, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -279,13 +270,13 @@ TEST_F_TIMEOUT(tier, permissions, 300)
 	munmap(p, MiB);
 
 	/* The device is opened as root; the uid is checked at bind time. */
-	fu = tier_open();
+	fu = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, as_user(user_private, fu));
 	close(fu);
-	fu = tier_open();
+	fu = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, as_user(user_shared_ro, fu));
 	close(fu);
-	fu = tier_open();
+	fu = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, as_user(user_creates, fu));
 	close(fu);
 	n = list_names(self->fd, e, 4);
@@ -294,7 +285,7 @@ TEST_F_TIMEOUT(tier, permissions, 300)
 		if (!strcmp(e[i].name, "mine"))
 			ASSERT_EQ(1000U, e[i].owner);
 	/* Root overrides the mode, as for files. */
-	fu = tier_open();
+	fu = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fu, "mine", 0, 0, 0));
 	close(fu);
 	close(fp);

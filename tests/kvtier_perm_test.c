@@ -23,8 +23,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB	(1024ULL * 1024)
-#define PAGE	4096ULL
 #define KVT_GID	4242		/* stands in for the udev rule's "kvtier" group */
 #define ALICE	4001
 #define BOB	4002
@@ -33,19 +31,9 @@
 /* Run @fn(@arg) as @uid with primary group @uid and, if @in_group, KVT_GID. */
 static int as_user(uid_t uid, bool in_group, int (*fn)(void *), void *arg)
 {
-	gid_t groups[1] = { KVT_GID };
-	int status;
-	pid_t pid = fork();
+	static const gid_t groups[1] = { KVT_GID };
 
-	if (pid == 0) {
-		if (setgroups(in_group ? 1 : 0, groups) ||
-		    setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-			_exit(99);
-		_exit(fn(arg));
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	return kvt_as_user(uid, uid, groups, in_group ? 1 : 0, fn, arg);
 }
 
 static int create_region(int fd, unsigned long long size)
@@ -117,7 +105,7 @@ static int use_device(void *arg)
 {
 	bool expect_ok = *(bool *)arg;
 	unsigned char *p;
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 
 	if (!expect_ok)
 		return fd < 0 && errno == EACCES ? 0 : 1;
@@ -154,7 +142,7 @@ struct new_region {
 static int creates_region(void *arg)
 {
 	const struct new_region *nr = arg;
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	unsigned char buf[PAGE];
 
 	if (fd < 0 || kvt_bind_name(fd, nr->name, MiB,
@@ -172,7 +160,7 @@ static int bob_tries(void *arg)
 	struct kvtier_region_name rn = { .name = "alice:private" };
 	struct kvtier_region_entry e[8];
 	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = 8 };
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	unsigned char buf[PAGE];
 	unsigned int i;
 
@@ -218,7 +206,7 @@ TEST_F_TIMEOUT(tier, private_region_stays_private, 300)
 	ASSERT_EQ(0, as_user(ALICE, true, creates_region, &private));
 	ASSERT_EQ(0, as_user(BOB, true, bob_tries, NULL));
 	/* Alice's bytes are intact; root may read them. */
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fd, "alice:private", 0, KVTIER_OPEN_RDONLY, 0));
 	ASSERT_EQ((ssize_t)PAGE, pread(fd, buf, PAGE, 0));
 	ASSERT_EQ(-1, kvt_check(buf, PAGE, 0, 22));
@@ -261,7 +249,7 @@ static int bob_races_binds(void *arg)
 	pthread_t t;
 
 	while (kvt_now_ms() < end) {
-		mr.fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		mr.fd = kvt_tier_open(0, O_RDWR);
 		mr.stop = false;
 		if (mr.fd < 0 || pthread_create(&t, NULL, mmap_loop, &mr))
 			return 1;
@@ -276,7 +264,7 @@ static int bob_races_binds(void *arg)
 
 static int alice_maps(void *arg)
 {
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	unsigned char *p;
 
 	if (fd < 0 || kvt_bind_name(fd, "alice:shared", MiB, KVTIER_OPEN_CREATE,
@@ -316,7 +304,7 @@ static int listed(char names[8][KVTIER_NAME_MAX])
 {
 	struct kvtier_region_entry e[8];
 	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = 8 };
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	unsigned int i;
 
 	if (fd < 0 || ioctl(fd, KVTIER_IOC_REGION_LIST, &rl))
@@ -341,7 +329,7 @@ static int alice_opens_squatted(void *arg)
 {
 	char names[8][KVTIER_NAME_MAX];
 	unsigned char buf[PAGE];
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	int n;
 
 	(void)arg;
@@ -365,11 +353,11 @@ static int alice_opens_squatted(void *arg)
 		return 6;
 	close(fd);
 	/* Her own private region, then CREATE again: hers, so it opens. */
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd < 0 || kvt_bind_name(fd, "alice:mine", MiB, KVTIER_OPEN_CREATE, 0600))
 		return 7;
 	close(fd);
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	if (fd < 0 || kvt_bind_name(fd, "alice:mine", MiB, KVTIER_OPEN_CREATE, 0600))
 		return 8;
 	close(fd);
@@ -412,9 +400,9 @@ TEST_F_TIMEOUT(tier, names_resist_squatting, 300)
 
 static int alice_quota(void *arg)
 {
-	int a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	int b = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	int c = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int a = kvt_tier_open(0, O_RDWR);
+	int b = kvt_tier_open(0, O_RDWR);
+	int c = kvt_tier_open(0, O_RDWR);
 	unsigned char *p;
 
 	(void)arg;
@@ -454,8 +442,8 @@ static int alice_quota(void *arg)
 
 static int bob_fills_own_quota(void *arg)
 {
-	int a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	int b = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int a = kvt_tier_open(0, O_RDWR);
+	int b = kvt_tier_open(0, O_RDWR);
 
 	(void)arg;
 	if (a < 0 || b < 0)
@@ -485,7 +473,7 @@ TEST_F_TIMEOUT(tier, user_quota, 300)
 	ASSERT_EQ(0, as_user(ALICE, true, alice_quota, NULL));
 	ASSERT_EQ(0, as_user(BOB, true, bob_fills_own_quota, NULL));
 	/* Root (CAP_SYS_RESOURCE) is not limited. */
-	big = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	big = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, create_region(big, 64 * MiB));
 	close(big);
 	/* 0: unlimited again. */
@@ -519,7 +507,7 @@ struct pin_holder {
 static int alice_holds_pins(void *arg)
 {
 	struct pin_holder *h = arg;
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	unsigned char *p;
 	char c = 'r';
 
@@ -552,7 +540,7 @@ static int alice_holds_pins(void *arg)
 /* Bob, bound read-only to Alice's region, cannot undo or crowd her pins. */
 static int bob_pins_too(void *arg)
 {
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 	unsigned char buf[PAGE];
 
 	(void)arg;
@@ -615,7 +603,7 @@ TEST_F_TIMEOUT(tier, pins_belong_to_their_binding, 300)
 	ASSERT_EQ((long long)MiB, pinned_bytes());
 
 	/* Root is not bound by user_pin_mb; the tier's limit still holds. */
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, kvt_bind_name(fd, PIN_NAME, 0, KVTIER_OPEN_RDONLY, 0));
 	ASSERT_EQ(0, pin(fd, KVTIER_IOC_PIN, 0, 3 * MiB));
 	ASSERT_EQ(3 * (long long)MiB, pinned_bytes());
@@ -641,7 +629,7 @@ static int alice_counts(void *arg)
 
 	(void)arg;
 	for (i = 0; i < 5; i++) {
-		fd[i] = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		fd[i] = kvt_tier_open(0, O_RDWR);
 		if (fd[i] < 0)
 			return 1;
 	}
@@ -674,8 +662,8 @@ static int alice_counts(void *arg)
 /* Bob's side: root holds 5 of the tier's 6. */
 static int bob_counts(void *arg)
 {
-	int a = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-	int b = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int a = kvt_tier_open(0, O_RDWR);
+	int b = kvt_tier_open(0, O_RDWR);
 
 	(void)arg;
 	if (a < 0 || b < 0)
@@ -709,7 +697,7 @@ TEST_F_TIMEOUT(tier, region_count_bounds, 300)
 	ASSERT_EQ(0, as_user(ALICE, true, alice_counts, NULL));
 	/* Root is not bound by user_max_regions: 5 of the tier's 6. */
 	for (i = 0; i < 6; i++) {
-		held[i] = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		held[i] = kvt_tier_open(0, O_RDWR);
 		ASSERT_GE(held[i], 0);
 	}
 	for (i = 0; i < 5; i++)

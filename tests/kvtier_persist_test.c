@@ -24,8 +24,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 #define NOBODY		65534
 #define PERSIST		KVTIER_OPEN_PERSISTENT
 #define NEW_PERSIST	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT)
@@ -317,20 +315,9 @@ static const struct kvtier_disk_region *ckpt_region(const struct ckpt *c,
  * @fds are files of the tier opened as root (the device node is root's).
  * Returns the child's exit status, 99 if it could not change ids.
  */
-static int as_user(uid_t uid, gid_t gid, int (*fn)(int *fds), int *fds)
+static int as_user(uid_t uid, gid_t gid, int (*fn)(void *fds), int *fds)
 {
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
-		    setresuid(uid, uid, uid))
-			_exit(99);
-		_exit(fn(fds));
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
+	return kvt_as_user(uid, gid, NULL, 0, fn, fds);
 }
 
 static void open_fds(int *fds, int n)
@@ -757,8 +744,10 @@ TEST_F_TIMEOUT(persist, open_rules_and_names, 300)
 	ASSERT_EQ(-1, check_name(0, "durable", PAGE, 33));
 }
 
-static int nobody_after_reload(int *fds)
+static int nobody_after_reload(void *arg)
 {
+	int *fds = arg;
+
 	unsigned char *p;
 
 	/* root's 0600: nothing, and no unlink or flags. */
@@ -798,8 +787,10 @@ static int nobody_after_reload(int *fds)
 	return 0;
 }
 
-static int group_root_reads(int *fds)
+static int group_root_reads(void *arg)
 {
+	int *fds = arg;
+
 	/* uid nobody, gid root: the group bits of "grp" (0640) apply. */
 	if (kvt_bind_name(fds[0], "grp", 0, 0, 0) != -EACCES)
 		return 1;
@@ -810,8 +801,10 @@ static int group_root_reads(int *fds)
 	return 0;
 }
 
-static int nobody_creates(int *fds)
+static int nobody_creates(void *arg)
 {
+	int *fds = arg;
+
 	if (kvt_bind_name(fds[0], "own", MiB, NEW_PERSIST, 0600))
 		return 1;
 	if (fill_fd(fds[0], 0, MiB, 43) || fsync(fds[0]))
@@ -873,8 +866,10 @@ TEST_F_TIMEOUT(persist, permissions_survive_reload, 300)
 	ASSERT_EQ(-1, check_name(0, "grp", MiB, 42));
 }
 
-static int nobody_sets_flags(int *fds)
+static int nobody_sets_flags(void *arg)
 {
+	int *fds = arg;
+
 	return set_flags(fds[0], "pin-me", KVTIER_REGION_PINNED, 0, 0) == -EPERM ? 0 : 1;
 }
 
@@ -1072,8 +1067,7 @@ static int persistent_as(uid_t uid, const char *name, size_t len,
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-		    setresuid(uid, uid, uid))
+		if (kvt_become(uid, uid, NULL, 0))
 			_exit(99);
 		if (!pin)
 			_exit(make_persistent(1, name, len, 0600, seed) ? 1 : 0);
@@ -1168,19 +1162,18 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 {
 	const char *dm = "/dev/mapper/" DUR_DM;
 	size_t size = 16 * MiB, len = 8 * MiB, half = len / 2, i;
-	unsigned long long sectors = size / 512;
+	const char *why = kvt_dm_missing("linear");
 	unsigned char *img, *p;
 	long long a, c;
 	char dev[32], buf[PAGE];
 	int lfd, fd, stale = 0;
 
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, system("modprobe -q loop"));
 	lfd = kvt_loop_attach(DUR_IMG, size, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, kvt_run("dmsetup create " DUR_DM " --table '0 %llu linear %s 0'",
-			     sectors, dev));
+	ASSERT_EQ(0, kvt_dm_linear(DUR_DM, dev));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 4));
 
@@ -1236,19 +1229,12 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 	ASSERT_EQ(-1, check_name(1, "durable", len, 4));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, kvt_run("dmsetup remove " DUR_DM));
+	ASSERT_EQ(0, kvt_dm_remove(DUR_DM));
 	loop_detach(lfd, DUR_IMG);
 }
 
 #define CE_IMG		"/tmp/kvt-commiterr.img"
 #define CE_DM		"kvt-commiterr"
-
-static int ce_table(unsigned long long sectors, const char *target, const char *dev)
-{
-	return kvt_run("dmsetup suspend " CE_DM " && dmsetup load " CE_DM
-		       " --table '0 %llu %s%s%s' && dmsetup resume " CE_DM,
-		       sectors, target, *dev ? " " : "", dev);
-}
 
 /*
  * A commit that cannot reach the media: the namespace turns into a
@@ -1261,19 +1247,17 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 {
 	const char *dm = "/dev/mapper/" CE_DM;
 	size_t size = 16 * MiB, len = 2 * MiB;
-	unsigned long long sectors = size / 512;
+	const char *why = kvt_dm_missing("error");
 	long long gen;
-	char dev[32], lin[64];
+	char dev[32];
 	int lfd, fd;
 
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_EQ(0, system("modprobe -q loop"));
 	lfd = kvt_loop_attach(CE_IMG, size, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
-	snprintf(lin, sizeof(lin), "%s 0", dev);
-	ASSERT_EQ(0, kvt_run("dmsetup create " CE_DM " --table '0 %llu linear %s'",
-			     sectors, lin));
+	ASSERT_EQ(0, kvt_dm_linear(CE_DM, dev));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 
 	fd = open_name(1, "committed", len, NEW_PERSIST, 0600);
@@ -1284,7 +1268,7 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 	ASSERT_GT(gen, 0);
 
 	ASSERT_EQ(0, fill_fd(fd, 0, len, SEED(2)));
-	ASSERT_EQ(0, ce_table(sectors, "error", ""));
+	ASSERT_EQ(0, kvt_dm_table(CE_DM, dev, "error"));
 	ASSERT_EQ(-1, fsync(fd));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_TRUE(tier_state_is(1, "error"));
@@ -1297,12 +1281,12 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 	ASSERT_EQ(-EIO, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_TRUE(tier_state_is(1, "detached"));
 
-	ASSERT_EQ(0, ce_table(sectors, "linear", lin));
+	ASSERT_EQ(0, kvt_dm_table(CE_DM, dev, "linear %s 0", dev));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 	ASSERT_EQ(gen, kvt_stat(1, "generation"));
 	ASSERT_EQ(-1, check_name(1, "committed", len, SEED(1)));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, kvt_run("dmsetup remove " CE_DM));
+	ASSERT_EQ(0, kvt_dm_remove(CE_DM));
 	loop_detach(lfd, CE_IMG);
 }
 

@@ -83,8 +83,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 #define DM_NAME		"kvt-race"
 #define DM_DEV		"/dev/mapper/" DM_NAME
 
@@ -103,11 +101,8 @@ static int table(const char *lines)
 
 static int linear(void)
 {
-	char t[256];
-
-	snprintf(t, sizeof(t), "0 %llu linear %s 0\\n", ns1_sectors(),
-		 kvt_ns("KVTIER_NS1"));
-	return table(t);
+	return kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "linear %s 0",
+			    kvt_ns("KVTIER_NS1"));
 }
 
 /* Writes (and reads) of blocks [0, @blocks) fail; the rest is linear. */
@@ -126,7 +121,7 @@ static int meta_error(unsigned long long blocks)
 static int region_fd(unsigned long long len)
 {
 	struct kvtier_region_create c = { .size = len };
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 
 	if (fd < 0)
 		return -errno;
@@ -174,7 +169,7 @@ static long long check_fd(int fd, unsigned long long len, unsigned long long see
 static int persistent_filled(const char *name, unsigned long long len,
 			     unsigned long long seed)
 {
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC), ret;
+	int fd = kvt_tier_open(0, O_RDWR), ret;
 
 	if (fd < 0)
 		return -errno;
@@ -192,19 +187,19 @@ FIXTURE(race) {
 /* kvtier loaded; NS1 behind a linear dm table, formatted as tier 0. */
 static void tier_up(struct __test_metadata *_metadata)
 {
-	const char *ns1 = kvt_ns("KVTIER_NS1");
+	const char *ns1 = kvt_ns("KVTIER_NS1"), *why;
 
 	if (!getenv("KVTIER_KO"))
 		SKIP(return, "KVTIER_KO not set");
 	if (!ns1)
 		SKIP(return, "no second namespace in KVTIER_NS1");
-	if (system("command -v dmsetup >/dev/null"))
-		SKIP(return, "dmsetup not installed");
+	why = kvt_dm_missing("error");
+	if (why)
+		SKIP(return, "%s", why);
 	ASSERT_FALSE(kvt_loaded());
 	ASSERT_FALSE(kvt_exists(DM_DEV));
 	ASSERT_GT(ns1_sectors(), 0);
-	ASSERT_EQ(0, kvt_run("dmsetup create " DM_NAME " --table '0 %llu linear %s 0'",
-			     ns1_sectors(), ns1));
+	ASSERT_EQ(0, kvt_dm_linear(DM_NAME, ns1));
 	ASSERT_EQ(0, kvt_load("num_tiers=1"));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
@@ -221,7 +216,7 @@ static void tier_down(struct __test_metadata *_metadata)
 		EXPECT_EQ(0, kvt_unload());
 	}
 	if (kvt_exists(DM_DEV))
-		EXPECT_EQ(0, kvt_run("dmsetup remove " DM_NAME));
+		EXPECT_EQ(0, kvt_dm_remove(DM_NAME));
 }
 
 FIXTURE_SETUP(race)
@@ -643,7 +638,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	free(area);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
 	ASSERT_EQ((long long)gen - 1, kvt_stat(0, "generation"));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, kvt_bind_name(fd, "fb-a", 0, 0, 0));
 	ASSERT_EQ(-1, check_fd(fd, alen, 51));
@@ -651,7 +646,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 
 	/* Commits fail from now on: the unlink stays uncommitted. */
 	ASSERT_EQ(0, meta_error(le64toh(sb.data_start)));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	ret = kvt_unlink_name(fd, "fb-a");
 	TH_LOG("unlink with commits failing: %s", ret ? strerror(-ret) : "ok");
@@ -671,7 +666,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ(0, linear());
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
 	ASSERT_EQ((long long)gen - 1, kvt_stat(0, "generation"));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, kvt_bind_name(fd, "fb-a", 0, 0, 0));
 	ASSERT_EQ(-1, check_fd(fd, alen, 51));
@@ -724,8 +719,7 @@ TEST_F_TIMEOUT(race, willneed_storm, 300)
 	ASSERT_EQ(0, kvt_load("num_tiers=2"));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
-	ASSERT_EQ(0, kvt_run("dmsetup create kvt-race-b --table '0 %llu linear %s 0'",
-			     ns1_sectors(), kvt_ns("KVTIER_NS1")));
+	ASSERT_EQ(0, kvt_dm_linear("kvt-race-b", kvt_ns("KVTIER_NS1")));
 	buf = malloc(8 * MiB);
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, pipe(p));
@@ -771,7 +765,7 @@ TEST_F_TIMEOUT(race, willneed_storm, 300)
 	ASSERT_LT(exit_ms, 5000 * kvt_time_scale());
 	ASSERT_GT(calls * kvt_time_scale(), 1000);
 	free(buf);
-	ASSERT_EQ(0, kvt_run("dmsetup remove kvt-race-b"));
+	ASSERT_EQ(0, kvt_dm_remove("kvt-race-b"));
 }
 
 /* ------------------------------------------------------------------ */
@@ -824,7 +818,7 @@ TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
 	for (i = 0; i < RC_REGIONS; i++) {
 		snprintf(name, sizeof(name), "rc-%d", i);
-		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		fd = kvt_tier_open(0, O_RDWR);
 		ASSERT_GE(fd, 0);
 		ret = kvt_bind_name(fd, name, 0, 0, 0);
 		if (ret)

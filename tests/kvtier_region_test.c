@@ -18,19 +18,7 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
 #define BUDGET_MB	4
-#define PAGE		4096ULL
-
-static int tier_open(void)
-{
-	return open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-}
-
-static void *map_region(int fd, size_t len)
-{
-	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-}
 
 static void dump_stats(struct __test_metadata *_metadata, int id)
 {
@@ -103,7 +91,7 @@ TEST_F_TIMEOUT(integrity, mapping_round_trip, 300)
 	unsigned char *p;
 	size_t *order;
 
-	p = map_region(self->fd, len);
+	p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 
 	/* A fresh region reads as zero. */
@@ -167,7 +155,7 @@ TEST_F_TIMEOUT(integrity, pread_pwrite_round_trip, 300)
 		ASSERT_EQ(-1, kvt_check(buf, n, off, 23));
 	}
 	/* The mapping sees what pwrite wrote, and pread what it writes. */
-	map = map_region(self->fd, len);
+	map = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(-1, kvt_check(map, len, 0, 23));
 	kvt_fill(map + PAGE, PAGE, PAGE, 24);
@@ -251,7 +239,7 @@ static int run_processes(unsigned char *p, size_t len, void *(*fn)(void *))
 TEST_F_TIMEOUT(tier, concurrent_storm, 300)
 {
 	size_t len = 4 * BUDGET_MB * MiB;
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, run_processes(p, len, storm_thread));
@@ -265,7 +253,7 @@ TEST_F_TIMEOUT(tier, concurrent_storm, 300)
 TEST_F_TIMEOUT(tier, budget_is_a_ceiling, 300)
 {
 	size_t len = 4 * BUDGET_MB * MiB;
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	long long max = 0, r;
 	int status;
 	pid_t pid;
@@ -301,7 +289,7 @@ TEST_F_TIMEOUT(tier, budget_is_a_ceiling, 300)
 TEST_F_TIMEOUT(tier, clean_pages_evict_without_io, 300)
 {
 	size_t len = 2 * BUDGET_MB * MiB;
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	long long wb, clean;
 
 	ASSERT_NE(MAP_FAILED, p);
@@ -346,7 +334,7 @@ TEST_F_TIMEOUT(tier, clean_pages_evict_without_io, 300)
 TEST_F_TIMEOUT(tier, fsync_and_dontneed_write_back, 300)
 {
 	size_t len = BUDGET_MB * MiB / 2;
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	long long wb;
 
 	ASSERT_NE(MAP_FAILED, p);
@@ -377,8 +365,8 @@ TEST_F_TIMEOUT(tier, kill_mid_storm, 300)
 
 		ASSERT_GE(pid, 0);
 		if (pid == 0) {
-			int fd = tier_open();
-			unsigned char *p = map_region(fd, len);
+			int fd = kvt_tier_open(0, O_RDWR);
+			unsigned char *p = kvt_map_region(fd, len, PROT_READ | PROT_WRITE);
 
 			if (p == MAP_FAILED)
 				_exit(1);
@@ -399,7 +387,7 @@ TEST_F_TIMEOUT(tier, kill_mid_storm, 300)
 TEST_F_TIMEOUT(tier, shared_mapping_semantics, 300)
 {
 	size_t len = 2 * BUDGET_MB * MiB;
-	unsigned char *p = map_region(self->fd, len), *q;
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE), *q;
 	int status;
 	pid_t pid;
 
@@ -454,7 +442,7 @@ TEST_F_TIMEOUT(tier, mmap_errors, 300)
 				   self->fd, 0));
 	ASSERT_EQ(ENOSPC, errno);
 
-	p = map_region(self->fd, MiB);
+	p = kvt_map_region(self->fd, MiB, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 	/* Beyond the region's size. */
 	ASSERT_EQ(MAP_FAILED, mmap(NULL, 2 * MiB, PROT_READ, MAP_SHARED, self->fd, 0));
@@ -480,7 +468,7 @@ TEST_F_TIMEOUT(tier, mmap_errors, 300)
 
 	/* Without a namespace: ENODEV. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	fd2 = tier_open();
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd2, 0);
 	ASSERT_EQ(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_SHARED, fd2, 0));
 	ASSERT_EQ(ENODEV, errno);
@@ -571,12 +559,12 @@ TEST_F_TIMEOUT(tier, full_namespace, 300)
 	ASSERT_GE(lfd, 0);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 1));
-	fa = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
-	fb = open("/dev/kvtier1", O_RDWR | O_CLOEXEC);
+	fa = kvt_tier_open(1, O_RDWR);
+	fb = kvt_tier_open(1, O_RDWR);
 	ASSERT_GE(fa, 0);
 	ASSERT_GE(fb, 0);
-	a = map_region(fa, len);
-	b = map_region(fb, len);
+	a = kvt_map_region(fa, len, PROT_READ | PROT_WRITE);
+	b = kvt_map_region(fb, len, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, a);
 	ASSERT_NE(MAP_FAILED, b);
 
@@ -612,7 +600,7 @@ TEST_F_TIMEOUT(tier, full_namespace, 300)
 TEST_F_TIMEOUT(tier, sequential_pass_batches, 300)
 {
 	size_t len = 4 * BUDGET_MB * MiB, pass = 2 * MiB;
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	long long faults, bios, pages;
 
 	ASSERT_NE(MAP_FAILED, p);
@@ -669,7 +657,7 @@ TEST_F_TIMEOUT(tier, shrinker_gives_back_clean_pages, 300)
 	int fd;
 
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 32));
-	p = map_region(self->fd, len);
+	p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 	kvt_fill(p, len, 0, 111);
 	ASSERT_EQ(0, fsync(self->fd));
@@ -707,7 +695,7 @@ TEST_F_TIMEOUT(tier, pin_keeps_pages_resident, 300)
 {
 	size_t len = 4 * BUDGET_MB * MiB;
 	struct kvtier_pin pin = { .offset = MiB, .length = MiB };
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	long long major;
 
 	ASSERT_NE(MAP_FAILED, p);
@@ -761,7 +749,7 @@ TEST_F_TIMEOUT(tier, pin_keeps_pages_resident, 300)
 
 	/* A pin on a fresh fd without a region: ENXIO. */
 	{
-		int fd2 = tier_open();
+		int fd2 = kvt_tier_open(0, O_RDWR);
 
 		ASSERT_EQ(-1, ioctl(fd2, KVTIER_IOC_PIN, &pin));
 		ASSERT_EQ(ENXIO, errno);
@@ -782,7 +770,7 @@ TEST_F_TIMEOUT(tier, pinned_dirty_pages_wait_for_fsync, 300)
 	size_t len = 4 * BUDGET_MB * MiB;
 	struct kvtier_pin pin = { .offset = 0, .length = MiB };
 	struct kvtier_region_info ri;
-	unsigned char *p = map_region(self->fd, len);
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
@@ -853,7 +841,7 @@ TEST_F_TIMEOUT(tier, crcs_follow_what_is_written, 300)
 	for (i = 0; i < 64; i++) {
 		struct kvtier_region_create rc = { .size = len };
 
-		fds[i] = tier_open();
+		fds[i] = kvt_tier_open(0, O_RDWR);
 		ASSERT_GE(fds[i], 0);
 		ASSERT_EQ(0, ioctl(fds[i], KVTIER_IOC_REGION_CREATE, &rc));
 	}
@@ -866,7 +854,7 @@ TEST_F_TIMEOUT(tier, crcs_follow_what_is_written, 300)
 		close(fds[i]);
 
 	/* One region: CRC room appears with what is written back. */
-	fd = tier_open();
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	{
 		struct kvtier_region_create rc = { .size = len };
@@ -882,7 +870,7 @@ TEST_F_TIMEOUT(tier, crcs_follow_what_is_written, 300)
 	ASSERT_EQ(2 * 256, only_region_crc_bytes());
 	/* 1 MiB dense from 0: 256 pages, chunks 0-3 (0 was there). */
 	{
-		unsigned char *p = map_region(fd, MiB);
+		unsigned char *p = kvt_map_region(fd, MiB, PROT_READ | PROT_WRITE);
 
 		ASSERT_NE(MAP_FAILED, p);
 		kvt_fill(p, MiB, 0, 142);
@@ -915,7 +903,7 @@ TEST_F_TIMEOUT(tier, evicted_pages_are_freed, 300)
 
 	before = mem_free_kb();
 	ASSERT_GT(before, 0);
-	p = map_region(self->fd, len);
+	p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 	kvt_fill(p, len, 0, 131);
 	ASSERT_EQ(-1, kvt_check(p, len, 0, 131));

@@ -15,14 +15,7 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB	(1024ULL * 1024)
-#define PAGE	4096ULL
 #define NEW_PERSIST	(KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT)
-
-static int tier_open(void)
-{
-	return open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
-}
 
 static int bind_name(int fd, const char *name, unsigned long long size,
 		     unsigned int flags)
@@ -54,7 +47,7 @@ static int unlink_name(int fd, const char *name)
 static int make_region(const char *name, size_t len, unsigned long long seed)
 {
 	unsigned char *buf = malloc(len);
-	int fd = tier_open(), ret;
+	int fd = kvt_tier_open(0, O_RDWR), ret;
 
 	if (!buf || fd < 0)
 		return -ENOMEM;
@@ -71,7 +64,7 @@ static int make_region(const char *name, size_t len, unsigned long long seed)
 static int check_region(const char *name, size_t len, unsigned long long seed)
 {
 	unsigned char *p;
-	int fd = tier_open(), ret;
+	int fd = kvt_tier_open(0, O_RDWR), ret;
 
 	ret = bind_name(fd, name, 0, KVTIER_OPEN_RDONLY);
 	if (ret) {
@@ -125,12 +118,12 @@ TEST_F_TIMEOUT(tier, seal, 300)
 
 	ASSERT_EQ(0, make_region("share:sealed", 8 * MiB, 31));
 	/* Volatile regions cannot be sealed; bound ones neither. */
-	fd = tier_open();
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, bind_name(fd, "share:volatile", MiB, KVTIER_OPEN_CREATE));
 	ASSERT_EQ(-EINVAL, set_flags(self->fd, "share:volatile", KVTIER_REGION_SEALED, 0));
 	ASSERT_EQ(0, unlink_name(self->fd, "share:volatile"));
 	close(fd);
-	fd = tier_open();
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, bind_name(fd, "share:sealed", 0, KVTIER_OPEN_RDONLY));
 	ASSERT_EQ(-EBUSY, set_flags(self->fd, "share:sealed", KVTIER_REGION_SEALED, 0));
 	close(fd);
@@ -144,7 +137,7 @@ TEST_F_TIMEOUT(tier, seal, 300)
 	ASSERT_LT(i, rl.count);
 	ASSERT_EQ((unsigned int)(KVTIER_OPEN_PERSISTENT | KVTIER_REGION_SEALED), e[i].flags);
 
-	fd = tier_open();
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-EPERM, bind_name(fd, "share:sealed", 0, 0));
 	ASSERT_EQ(0, bind_name(fd, "share:sealed", 0, KVTIER_OPEN_RDONLY));
 	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_INFO, &ri));
@@ -159,7 +152,7 @@ TEST_F_TIMEOUT(tier, seal, 300)
 	ASSERT_EQ(-1, kvt_check(p, 8 * MiB, 0, 31));
 	munmap(p, 8 * MiB);
 	/* Pinning against reclaim stays the owner's to change, file bound or not. */
-	fd2 = tier_open();
+	fd2 = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, set_flags(fd2, "share:sealed", KVTIER_REGION_PINNED, 0));
 	close(fd2);
 	close(fd);
@@ -174,7 +167,7 @@ TEST_F_TIMEOUT(tier, seal, 300)
 		  le64toh(sb.feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_LEASE);
 	self->fd = kvt_start("", 4);
 	ASSERT_GE(self->fd, 0);
-	fd = tier_open();
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-EPERM, bind_name(fd, "share:sealed", 0, 0));
 	close(fd);
 	ASSERT_EQ(0, check_region("share:sealed", 8 * MiB, 31));
@@ -217,7 +210,7 @@ TEST_F_TIMEOUT(tier, read_only_attach, 300)
 	before = dev_crc(ns, dev_len);
 	ASSERT_NE(0U, before);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
-	self->fd = tier_open();
+	self->fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(self->fd, 0);
 
 	/* The sealed region reads back, through eviction (16 MiB, 4 MiB pool). */
@@ -229,7 +222,7 @@ TEST_F_TIMEOUT(tier, read_only_attach, 300)
 	ASSERT_EQ(wb, kvt_stat(0, "writeback_pages"));
 
 	/* Everything else: EROFS. */
-	fd = tier_open();
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(-EROFS, bind_name(fd, "share:prefix", 0, 0));
 	ASSERT_EQ(-EROFS, bind_name(fd, "share:open", 0, KVTIER_OPEN_RDONLY));
 	ASSERT_EQ(-EROFS, bind_name(fd, "share:new", MiB, NEW_PERSIST));
@@ -273,7 +266,7 @@ TEST_F_TIMEOUT(tier, read_only_attach, 300)
 	/* Read-write again: the regions are as they were; clean up. */
 	ASSERT_EQ(0, kvt_tier_write(0, "read_only", "0"));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
-	self->fd = tier_open();
+	self->fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, check_region("share:open", MiB, 33));
 	ASSERT_EQ(0, unlink_name(self->fd, "share:prefix"));
 	ASSERT_EQ(0, unlink_name(self->fd, "share:open"));
@@ -334,14 +327,14 @@ TEST_F_TIMEOUT(tier, feature_bits, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
 	ASSERT_EQ(0, kvt_tier_read(0, "state", state, sizeof(state)));
 	ASSERT_STREQ("degraded", state);
-	self->fd = tier_open();
+	self->fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_EQ(0, check_region("share:feat", MiB, 34));
 	ASSERT_EQ(0, unlink_name(self->fd, "share:feat"));
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
-	self->fd = tier_open();
+	self->fd = kvt_tier_open(0, O_RDWR);
 }
 
 TEST_HARNESS_MAIN

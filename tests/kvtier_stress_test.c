@@ -36,8 +36,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024ULL * 1024)
-#define PAGE		4096ULL
 
 static unsigned long long rng_state;
 
@@ -76,7 +74,7 @@ static double now_s(void)
 
 static int open_name(const char *name, unsigned long long size, unsigned int flags)
 {
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 
 	if (fd < 0)
 		return -1;
@@ -248,7 +246,7 @@ TEST_F_TIMEOUT(st, memory_pressure, 600)
 	double t0;
 
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", MP_BUDGET_MB));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	p = mmap(NULL, MP_REGION, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -345,7 +343,7 @@ TEST_F_TIMEOUT(st, willneed_then_close, 300)
 	buf = malloc(2 * MiB);
 	ASSERT_NE(NULL, buf);
 	for (r = 0; r < 100; r++) {
-		fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+		fd = kvt_tier_open(0, O_RDWR);
 		ASSERT_GE(fd, 0);
 		ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_CREATE,
 				   &(struct kvtier_region_create){ .size = 2 * MiB }));
@@ -501,7 +499,7 @@ TEST_F_TIMEOUT(st, kill9, 600)
 	ASSERT_EQ(0, settle("slots_used", 0, 10));
 
 	/* A fresh region goes through the namespace and back. */
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	kvt_fill(buf, K_LEN, 0, 6);
 	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_CREATE,
@@ -590,13 +588,13 @@ TEST_F_TIMEOUT(st, device_removal, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "format", ns1));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
 
-	fa = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fa = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fa, 0);
 	a = mmap(NULL, 16 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fa, 0);
 	ASSERT_NE(MAP_FAILED, a);
 	kvt_fill(a, 16 * MiB, 0, 50);
 	ASSERT_EQ(0, fsync(fa));
-	fb = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fb = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fb, 0);
 	b = mmap(NULL, MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
 	ASSERT_NE(MAP_FAILED, b);

@@ -168,7 +168,7 @@ TEST_F(tiers, attach_detach)
 	ASSERT_EQ(0, kvt_tier_read(0, "state", buf, sizeof(buf)));
 	ASSERT_STREQ("attached", buf);
 
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	memset(&info, 0xff, sizeof(info));
 	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_TIER_INFO, &info));
@@ -187,7 +187,7 @@ TEST_F(tiers, attach_detach)
 	ASSERT_EQ(0, kvt_tier_read(0, "backing_dev", buf, sizeof(buf)));
 	ASSERT_STREQ("none", buf);
 
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_TIER_INFO, &info));
 	EXPECT_EQ(0U, info.flags);
@@ -234,7 +234,7 @@ TEST_F(tiers, busy_while_open)
 	int fd;
 
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_tier_read(0, "state", buf, sizeof(buf)));
@@ -289,7 +289,7 @@ TEST_F(tiers, two_namespaces)
 
 TEST_F(tiers, ioctl_errors)
 {
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(-1, ioctl(fd, KVTIER_IOC_TIER_INFO, (void *)8));

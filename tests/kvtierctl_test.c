@@ -34,7 +34,6 @@
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
 
-#define MiB		(1024UL * 1024)
 #define OUT_LEN		65536
 #define MNT		"/tmp/kvtierctl-mnt"
 #define SMALL_IMG	"/tmp/kvtierctl-small.img"
@@ -437,7 +436,7 @@ TEST_F_TIMEOUT(ctl, stat_lines, 300)
 
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 4));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	pid = busy_child(fd, 32 * MiB);
 	ASSERT_GT(pid, 0);
@@ -545,7 +544,7 @@ TEST_F_TIMEOUT(ctl, regions_and_top, 300)
 	if (!kvt_exists("/sys/kernel/debug/kvtier/kvtier0/regions"))
 		SKIP(return, "no debugfs regions file");
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
@@ -609,7 +608,7 @@ TEST_F_TIMEOUT(ctl, regions_and_top, 300)
 static int region_open(const char *name, unsigned int flags, size_t size)
 {
 	struct kvtier_region_open ro = { .size = size, .flags = flags, .mode = 0640 };
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	int fd = kvt_tier_open(0, O_RDWR);
 
 	if (fd < 0)
 		return -1;
@@ -624,7 +623,7 @@ static int region_open(const char *name, unsigned int flags, size_t size)
 static int region_unlink(const char *name)
 {
 	struct kvtier_region_name rn = { { 0 } };
-	int fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC), ret;
+	int fd = kvt_tier_open(0, O_RDWR), ret;
 
 	if (fd < 0)
 		return -errno;
@@ -648,8 +647,7 @@ static int ctl_as_nobody(char *out, const char *args, const char *want)
 	if (pid < 0)
 		return -1;
 	if (!pid) {
-		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-		    setresuid(NOBODY, NOBODY, NOBODY))
+		if (kvt_become(NOBODY, NOBODY, NULL, 0))
 			_exit(10);
 		st = ctl(out, "%s", args);
 		fprintf(stderr, "# as uid %d: kvtierctl %s: exit %d: %s", NOBODY,
@@ -738,7 +736,7 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 	ASSERT_EQ(0, chmod("/dev/kvtier0", 0666));
 	EXPECT_EQ(0, ctl_as_nobody(self->out, "persist rm " PNAME,
 				   "no region '" PNAME "' on kvtier0"));
-	fd = open("/dev/kvtier0", O_RDWR | O_CLOEXEC);
+	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, kvt_bind_name(fd, PUBNAME, MiB, KVTIER_OPEN_CREATE |
 				   KVTIER_OPEN_PERSISTENT, 0644));

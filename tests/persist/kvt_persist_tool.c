@@ -81,7 +81,6 @@
 #include "../kvtier_util.h"
 
 #define PG		((uint64_t)4096)
-#define MiB		((uint64_t)1 << 20)
 #define TIER_DEV	"/dev/kvtier0"
 
 static int failures;
@@ -355,7 +354,7 @@ static int cmd_write(int argc, char **argv)
 	fd = region_open(name, size,
 			 KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT);
 	check(fd >= 0, "create persistent region %s of %" PRIu64 " MiB (%s)",
-	      name, size / MiB, errname(fd < 0 ? -fd : 0));
+	      name, (uint64_t)(size / MiB), errname(fd < 0 ? -fd : 0));
 	if (fd < 0)
 		return 1;
 	t0 = now();
@@ -396,7 +395,7 @@ static int cmd_write(int argc, char **argv)
 	t1 = now();
 	i = fsync(fd);
 	check(!i, "fsync %s (%s)", name, errname(i ? errno : 0));
-	diag("wrote %" PRIu64 " MiB in %.1f s, fsync %.1f s", size / MiB, t1 - t0,
+	diag("wrote %" PRIu64 " MiB in %.1f s, fsync %.1f s", (uint64_t)(size / MiB), t1 - t0,
 	     now() - t1);
 	close(fd);
 	return failures ? 1 : 0;
@@ -471,7 +470,7 @@ static int cmd_verify(int argc, char **argv)
 		listed = true;
 		check(e[i].size == size && (e[i].flags & KVTIER_OPEN_PERSISTENT),
 		      "%s is listed, persistent, %" PRIu64 " MiB (size %llu, flags %#x)",
-		      name, size / MiB, (unsigned long long)e[i].size, e[i].flags);
+		      name, (uint64_t)(size / MiB), (unsigned long long)e[i].size, e[i].flags);
 	}
 	if (!listed)
 		check(false, "%s is listed (list: %s, %d regions)", name,
