@@ -23,6 +23,8 @@
 #                        kernel (tests/fabrics/run.sh; KVTIER_FABRICS="tcp
 #                        loop" adds nvme-loop where the kernel has it)
 #   make demo            boot a VM and show a tier doing its job
+#   make vm-test T=TEST [KVER=6.1|6.12]  one boot running the named tests
+#                        (PROGRAM or PROGRAM:FIXTURE.NAME; tests/vm-test.sh)
 #   make bench           kvtier vs raw NVMe, swap and page cache in one VM boot
 #                        (tests/bench/run.sh; Documentation/performance.rst)
 #   make bench-reuse     restore a persistent region after a module reload,
@@ -48,7 +50,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz
+	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz vm-test
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -157,6 +159,14 @@ check-full: deps
 demo: deps
 	$(MAKE) lib tools
 	tests/demo.sh $(BUILD)
+
+# One boot of one kernel running the named tests (tests/vm-test.sh):
+# make vm-test T="kvtier_region_test:tier.mmap_round_trip" KVER=6.1
+KVER ?= 6.12
+vm-test: deps
+	@test -n "$(T)" || { echo 'make vm-test T="PROGRAM[:FIXTURE.NAME] ..." [KVER=6.1|6.12]' >&2; exit 2; }
+	$(MAKE) lib tools
+	tests/vm-test.sh $(BUILD) $(KVER) $(T)
 
 bench: deps
 	tests/bench/run.sh $(BUILD)

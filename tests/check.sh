@@ -55,77 +55,37 @@ while read -r short kver; do
 	out=$build/vm-$kver
 	rm -rf "$out"
 	phase "boot image $short ($kver)" "$top/tests/vm/prepare.sh" "$kver" "$cache"
-	start=$SECONDS
-	echo "# phase: suite on $kver"
 	# shellcheck disable=SC2086 # VAR=VALUE words
-	"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
+	vm_phase "suite on $short" "$out" "$kver: suite" \
+		"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
 		--nvme-count 2 --nvme-size 512M --timeout "${KVTIER_SUITE_TIMEOUT:-1500}" -- \
 		env ${KVTIER_GUEST_ENV-} "$top/tests/run-suite.sh" "$build" "$out" "$@"
-	rc=$?
-	if [[ -f $out/tap.log ]]; then
-		count_tap "$out/tap.log"
-	else
-		tally="no TAP output"
-	fi
-	# The guest's status and its kernel log are one more check.
-	if ((rc == 0)); then
-		result ok "$kver: suite exited 0, guest kernel log clean"
-	else
-		result not-ok "$kver: suite or guest kernel log failed (rc $rc, see $out)"
-	fi
-	summary+=("$(printf '%-40s %4d s   %s' "suite on $short" $((SECONDS - start)) "$tally")")
 	# I/O errors at chosen sectors: QEMU blkdebug rules on the second
 	# NVMe drive (tests/vm/blkdebug-ioerr.conf), one short boot that runs
 	# kvtier_blkdebug_test alone (in the suite above it skips).
-	start=$SECONDS
 	bout=$build/vm-blkdebug-$kver
 	rm -rf "$bout"
-	echo "# phase: blkdebug errors on $kver"
-	"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$bout" \
+	vm_phase "blkdebug errors on $short" "$bout" "$kver: blkdebug error injection" \
+		"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$bout" \
 		--nvme-count 2 --nvme-size 512M --timeout 600 \
 		--blkdebug 1:"$top/tests/vm/blkdebug-ioerr.conf" -- \
 		"$top/tests/run-suite.sh" "$build" "$bout" "$build/tests/kvtier_blkdebug_test"
-	rc=$?
-	if [[ -f $bout/tap.log ]]; then
-		count_tap "$bout/tap.log"
-	else
-		tally="no TAP output"
-	fi
-	if ((rc == 0)); then
-		result ok "$kver: blkdebug error injection exited 0, guest kernel log clean"
-	else
-		result not-ok "$kver: blkdebug error injection failed (rc $rc, see $bout)"
-	fi
-	summary+=("$(printf '%-40s %4d s   %s' "blkdebug errors on $short" $((SECONDS - start)) "$tally")")
 
 	# Persistent regions across boots on kept NVMe images: reboot,
 	# host-side corruption, QEMU kills (tests/persist/run.sh). Every TAP
-	# result counts, plus one check for its exit status.
+	# result counts, plus one check for its exit status. make check shares
+	# the kept crash cuts between the kernels (KVTIER_CRASH_PART).
 	# KVTIER_PERSIST_TESTS picks tests ("none": skip).
 	persist=${KVTIER_PERSIST_TESTS-reboot corrupt crash}
 	if [[ $persist != none ]]; then
-		start=$SECONDS
-		pout=$build/persist-$kver
-		echo "# phase: persistence on $kver"
+		part=
+		[[ -z ${KVTIER_CRASH_CUTS:-}${KVTIER_CRASH_PART:-} ]] && part=$k/$nkernels
 		# shellcheck disable=SC2086 # a list of test names
-		if [[ -z ${KVTIER_CRASH_CUTS:-}${KVTIER_CRASH_PART:-} ]]; then
-			KVTIER_CRASH_PART=$k/$nkernels "$top/tests/persist/run.sh" \
-				"$build" "$kver" "$pout" $persist </dev/null
-		else
-			"$top/tests/persist/run.sh" "$build" "$kver" "$pout" $persist </dev/null
-		fi
-		rc=$?
-		if [[ -f $pout/tap.log ]]; then
-			count_tap "$pout/tap.log"
-		else
-			tally="no TAP output"
-		fi
-		if ((rc == 0)); then
-			result ok "$kver: persistence tests exited 0"
-		else
-			result not-ok "$kver: persistence tests failed (rc $rc, see $pout)"
-		fi
-		summary+=("$(printf '%-40s %4d s   %s' "persistence on $short" $((SECONDS - start)) "$tally")")
+		vm_phase "persistence on $short" "$build/persist-$kver" \
+			"$kver: persistence tests" \
+			env ${part:+KVTIER_CRASH_PART=$part} \
+			"$top/tests/persist/run.sh" "$build" "$kver" "$build/persist-$kver" \
+			$persist </dev/null
 	fi
 done <<<"$kernels"
 

@@ -106,45 +106,20 @@ phase "module build, W=1, $kver" "$top/tests/build-modules.sh" "$build" "$kver" 
 
 out=$build/vm-$kver
 rm -rf "$out"
-start=$SECONDS
-echo "# phase: suite on $kver"
-"$top/tests/vm/run.sh" --debug --kver "$kver" --cache "$cache" --out "$out" \
+vm_phase "suite on debug" "$out" "$kver: suite (and kmemleak)" \
+	"$top/tests/vm/run.sh" --debug --kver "$kver" --cache "$cache" --out "$out" \
 	--mem "$KVTIER_VM_MEM" --nvme-count 2 --nvme-size 512M --timeout 1800 -- \
 	env KVTIER_TIME_SCALE="$KVTIER_VM_TIMEOUT_SCALE" \
 	"$top/tests/run-suite.sh" "$build" "$out" "$@"
-rc=$?
-if [[ -f $out/tap.log ]]; then
-	count_tap "$out/tap.log"
-else
-	tally="no TAP output"
-fi
-if ((rc == 0)); then
-	result ok "$kver: suite exited 0, guest kernel log clean, no kvtier leak"
-else
-	result not-ok "$kver: suite or guest kernel log failed (rc $rc, see $out)"
-fi
-summary+=("$(printf '%-40s %5d s   %s' "suite on debug" $((SECONDS - start)) "$tally")")
 
 persist=${KVTIER_PERSIST_TESTS-reboot corrupt crash}
 if [[ $persist != none ]]; then
-	start=$SECONDS
-	pout=$build/persist-$kver
-	echo "# phase: persistence on $kver"
 	# run.sh boots the debug kernel for this kver from its root.
 	# shellcheck disable=SC2086 # a list of test names
-	KVTIER_VM_KERNEL_ROOT=$("$dk" --root) \
-		"$top/tests/persist/run.sh" "$build" "$kver" "$pout" $persist </dev/null
-	rc=$?
-	if [[ -f $pout/tap.log ]]; then
-		count_tap "$pout/tap.log"
-	else
-		tally="no TAP output"
-	fi
-	if ((rc == 0)); then
-		result ok "$kver: persistence tests exited 0"
-	else
-		result not-ok "$kver: persistence tests failed (rc $rc, see $pout)"
-	fi
-	summary+=("$(printf '%-40s %5d s   %s' "persistence on debug" $((SECONDS - start)) "$tally")")
+	vm_phase "persistence on debug" "$build/persist-$kver" \
+		"$kver: persistence tests" \
+		env KVTIER_VM_KERNEL_ROOT="$("$dk" --root)" \
+		"$top/tests/persist/run.sh" "$build" "$kver" "$build/persist-$kver" \
+		$persist </dev/null
 fi
 finish

@@ -51,14 +51,8 @@ for t in "$@"; do
 done
 
 pass=0 fail=0 skip=0 rc=0 summary=()
-count() {
-	local p f s
-	p=$(grep -cE '^ok [0-9]+ ' "$1" || true)
-	s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$1" || true)
-	f=$(grep -cE '^not ok ' "$1" || true)
-	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
-	tally="$((p - s)) passed, $f failed, $s skipped"
-}
+# count_tap
+. "$top/tests/tap-lib.sh"
 
 while read -r short kver; do
 	if [[ -n ${KVTIER_FABRICS_KERNELS:-} && " $KVTIER_FABRICS_KERNELS " != *" $short "* ]]; then
@@ -82,7 +76,7 @@ while read -r short kver; do
 			env KVTIER_FABRICS="$tr" "$top/tests/run-suite.sh" "$build" "$out" "${tests[@]}"
 		st=$?
 		if [[ -s $out/tap.log ]]; then
-			count "$out/tap.log"
+			count_tap "$out/tap.log"
 		else
 			tally="no TAP output"
 		fi

@@ -40,6 +40,9 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+# klog_problems; result and the TAP file are this script's own (below).
+. "$top/tests/tap-lib.sh"
+
 usage() {
 	sed -n '2,/^set -uo/{/^#/s/^# \{0,1\}//p}' "$0" >&2
 	exit 2
@@ -91,13 +94,9 @@ import() {
 	done <"$1"
 }
 
-# The kernel-log gate of tests/vm/run.sh, for boots cut by a kill (run.sh
-# stops at the kill status before its own gate, and no dmesg.log exists).
-gate_re='\[ *[0-9]+\.[0-9]+\] (\[ *[CT][0-9]+\] )?'
-gate_re+='(BUG:|WARNING:|Oops|general protection|KFENCE|UBSAN:|kernel BUG at|'
-gate_re+='Call Trace:|Kernel panic|INFO: (possible|inconsistent) .*lock|'
-gate_re+='.*circular locking|.*turning off the locking correctness validator|'
-gate_re+='INFO: task .* blocked for more than|INFO: rcu_.* stall)'
+# The kernel-log gate (klog_problems, sourced above) judges boots cut by a
+# kill here: run.sh stops at the kill status before its own gate, and no
+# dmesg.log exists.
 
 # vm NAME NVME_COUNT NVME_SIZE TIMEOUT STEP [ARGS...]: one boot of the
 # current test in $o on the kept images; its run.sh output goes to
@@ -287,7 +286,7 @@ test_crash() {
 			sed -n '/^run.sh: \|kvt-crash: /p' "$o/boot-$b.log" | sed 's/^/# /' | tail -n 20
 			return
 		fi
-		if hits=$(tr -d '\r' <"$o/console-$b.log" | grep -nE "$gate_re"); then
+		if hits=$(klog_problems "$o/console-$b.log"); then
 			result not-ok "boot $b: cut after ${delay}s: kernel problem on the console"
 			printf '%s\n' "$hits" | head -n 40 | sed 's/^/# /'
 		else

@@ -75,6 +75,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# klog_problems: the kernel-log gate
+. "$here/../tap-lib.sh"
 
 usage() {
 	sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
@@ -309,23 +311,12 @@ if [[ $qemu_rc -ne 0 ]]; then
 	echo "run.sh: qemu exited with status $qemu_rc" >&2
 fi
 
-# Kernel-log gate.  Kernel messages carry a "[    1.234567] " timestamp
-# (CONFIG_PRINTK_TIME=y on Debian) both in dmesg and on the serial console;
-# requiring it right before the keyword keeps a test that merely prints
-# "WARNING: ..." on stdout (mkfs, nvme-cli, fio do) from tripping the gate,
-# while kmsg lines are caught even when interleaved mid-line with output.
-# console.log also covers a guest that died before writing dmesg.log.
-# KFENCE/KASAN/UBSAN reports start with "BUG:"/"UBSAN:"; lockdep reports
-# start with "WARNING: possible circular locking ..." etc.
-gate_re='\[ *[0-9]+\.[0-9]+\] (\[ *[CT][0-9]+\] )?'
-gate_re+='(BUG:|WARNING:|Oops|general protection|KFENCE|UBSAN:|kernel BUG at|'
-gate_re+='Call Trace:|Kernel panic|INFO: (possible|inconsistent) .*lock|'
-gate_re+='.*circular locking|.*turning off the locking correctness validator|'
-gate_re+='INFO: task .* blocked for more than|INFO: rcu_.* stall)'
+# Kernel-log gate (tests/tap-lib.sh): dmesg.log, and console.log, which
+# also covers a guest that died before writing dmesg.log.
 bad=0
 for f in "$out/dmesg.log" "$out/console.log"; do
 	[[ -f $f ]] || continue
-	if hits=$(tr -d '\r' <"$f" | grep -nE "$gate_re"); then
+	if hits=$(klog_problems "$f"); then
 		echo "run.sh: kernel problem reported in $f:" >&2
 		printf '%s\n' "$hits" | head -n 40 >&2
 		bad=1
