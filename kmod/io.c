@@ -359,20 +359,24 @@ void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 }
 
 /*
- * Synchronous metadata I/O (store.c): @nr blocks at @block to or from @buf
- * (vmalloc'ed or directly mapped memory). Write flags such as REQ_FUA apply
- * to every bio. Not counted against max_inflight_kb: commits are rare and
- * must not wait behind the data they make durable.
+ * Synchronous metadata I/O (store.c, lease.c): @nr blocks at @block to or
+ * from @buf (vmalloc'ed or directly mapped memory). Write flags such as
+ * REQ_FUA apply to every bio. Not counted against max_inflight_kb: commits
+ * are rare and must not wait behind the data they make durable. With
+ * KVT_META_QUIET (the lease) there is no fault injection and a failure is
+ * neither counted nor the tier's error: a lease that cannot be renewed is
+ * not data loss.
  */
 int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
-		   void *buf, unsigned int nr)
+		   void *buf, unsigned int nr, unsigned int flags)
 {
+	bool quiet = flags & KVT_META_QUIET;
 	bool vm = is_vmalloc_addr(buf);
 	size_t len = (size_t)nr << PAGE_SHIFT;
 	void *start = buf;
 	int ret = 0;
 
-	if (op_is_write(opf) && kvtier_should_fail(KVT_FAIL_META_WRITE)) {
+	if (!quiet && op_is_write(opf) && kvtier_should_fail(KVT_FAIL_META_WRITE)) {
 		ret = -EIO;
 		nr = 0;
 	}
@@ -399,7 +403,7 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 	}
 	if (vm && !op_is_write(opf))
 		invalidate_kernel_vmap_range(start, len);
-	if (ret) {
+	if (ret && !quiet) {
 		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
 		kvtier_set_error(tier, ret);
 		dev_err_ratelimited(&tier->dev, "metadata %s error %d at block %llu\n",

@@ -767,8 +767,9 @@ bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp);
 int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		    unsigned int nr, int *errs);
 int kvtier_io_flush(struct kvtier_tier *tier);
+#define KVT_META_QUIET	0x1	/* kvtier_io_meta(): the lease's own I/O */
 int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
-		   void *buf, unsigned int nr);
+		   void *buf, unsigned int nr, unsigned int flags);
 void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 		       unsigned long nr);
 

@@ -59,29 +59,6 @@ static u32 kvtier_lease_crc(const struct kvtier_disk_lease *l)
 	return kvtier_crc32c(&tmp, sizeof(tmp));
 }
 
-/*
- * One block of I/O to the lease block, bypassing fault injection and the
- * tier's error accounting: a lease that cannot be renewed is not data
- * loss. Writes are FUA, so a renewal is on the media when it completes.
- */
-static int kvtier_lease_io(struct kvtier_tier *tier, blk_opf_t opf, void *buf)
-{
-	struct bio *bio;
-	int ret;
-
-	bio = bio_alloc(tier->backing.kb.bdev, 1, opf | REQ_SYNC, GFP_NOIO);
-	bio->bi_iter.bi_sector = tier->store.lease_block <<
-				 (PAGE_SHIFT - SECTOR_SHIFT);
-	__bio_add_page(bio, virt_to_page(buf), PAGE_SIZE, 0);
-	kvtier_io_started(tier, atomic_inc_return(&tier->meta_inflight) == 1 &&
-			  !atomic_long_read(&tier->inflight_bytes));
-	ret = submit_bio_wait(bio);
-	kvtier_io_progress(tier);
-	atomic_dec(&tier->meta_inflight);
-	bio_put(bio);
-	return ret;
-}
-
 /* Is @l an intact record of this namespace? */
 static bool kvtier_lease_valid(struct kvtier_tier *tier,
 			       const struct kvtier_disk_lease *l)
@@ -93,7 +70,8 @@ static bool kvtier_lease_valid(struct kvtier_tier *tier,
 
 static int kvtier_lease_read(struct kvtier_tier *tier, void *buf)
 {
-	return kvtier_lease_io(tier, REQ_OP_READ, buf);
+	return kvtier_io_meta(tier, REQ_OP_READ, tier->store.lease_block, buf,
+			      1, KVT_META_QUIET);
 }
 
 /* Write this attach's record, with @state and the next seq, into @buf. */
@@ -115,7 +93,8 @@ static int kvtier_lease_write(struct kvtier_tier *tier, void *buf, u32 state)
 	l->renewed = cpu_to_le64(ktime_get_real_seconds());
 	strscpy_pad(l->host, utsname()->nodename, sizeof(l->host));
 	l->crc = cpu_to_le32(kvtier_lease_crc(l));
-	ret = kvtier_lease_io(tier, REQ_OP_WRITE | REQ_FUA, buf);
+	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_FUA,
+			     tier->store.lease_block, buf, 1, KVT_META_QUIET);
 	if (!ret) {
 		WRITE_ONCE(st->lease_seq, st->lease_seq + 1);
 		WRITE_ONCE(st->lease_renewed, le64_to_cpu(l->renewed));
@@ -323,7 +302,9 @@ void kvtier_lease_release(struct kvtier_tier *tier, const void *found)
 			ret = -EBUSY;
 		if (!ret && found) {
 			memcpy(buf, found, PAGE_SIZE);
-			ret = kvtier_lease_io(tier, REQ_OP_WRITE | REQ_FUA, buf);
+			ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_FUA,
+					     tier->store.lease_block, buf, 1,
+					     KVT_META_QUIET);
 		} else if (!ret) {
 			ret = kvtier_lease_write(tier, buf, KVTIER_LEASE_FREE);
 		}

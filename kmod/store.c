@@ -401,12 +401,12 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 		goto out;
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE,
 			     st->meta_start + (gen % 2) * st->meta_blocks,
-			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE));
+			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto out;
 	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(st->ckpt, bytes));
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
-			     gen % 2, sb, 1);
+			     gen % 2, sb, 1, 0);
 	if (ret)
 		goto out;
 	st->generation = gen;
@@ -637,7 +637,7 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	if (!zero)
 		goto err;
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE, 0, zero,
-			     min_t(u64, 17, st->data_start));
+			     min_t(u64, 17, st->data_start), 0);
 	vfree(zero);
 	if (ret)
 		goto err;
@@ -789,7 +789,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	hdr = st->ckpt;
 	ret = kvtier_io_meta(tier, REQ_OP_READ,
 			     st->meta_start + (st->generation % 2) * st->meta_blocks,
-			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE));
+			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto err;
 	ret = -EUCLEAN;
@@ -928,10 +928,10 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	buf = kvmalloc(4 * KVTIER_BLOCK_SIZE, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	ret = kvtier_io_meta(tier, REQ_OP_READ, 0, buf, 2);
+	ret = kvtier_io_meta(tier, REQ_OP_READ, 0, buf, 2, 0);
 	if (!ret)
 		ret = kvtier_io_meta(tier, REQ_OP_READ, 16,
-				     buf + 2 * KVTIER_BLOCK_SIZE, 1);
+				     buf + 2 * KVTIER_BLOCK_SIZE, 1, 0);
 	if (ret)
 		goto out;
 	for (i = 0; i < 2; i++) {
