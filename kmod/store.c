@@ -467,8 +467,8 @@ void kvtier_store_kick(struct kvtier_tier *tier)
  * write pressure takes another user's durable regions only when the
  * writer has none left to give.
  */
-static struct kvtier_region *kvtier_reclaim_victim(struct kvtier_tier *tier,
-						   kuid_t owner)
+static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
+						    kuid_t owner)
 {
 	struct kvtier_region *r, *victim = NULL;
 	bool own, victim_own = false;
@@ -519,7 +519,7 @@ static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
 	if (ret)
 		return ret;
 
-	victim = kvtier_reclaim_victim(tier, owner);
+	victim = kvtier_capacity_victim(tier, owner);
 	if (!victim)
 		return -ENOSPC;
 	atomic64_inc(&tier->store.changes);
