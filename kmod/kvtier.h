@@ -46,10 +46,12 @@
  *     kvtier_file.lock (binding a region to a file), then
  *     kvtier_tier.lock (attach/detach, open/release, region creation, a
  *       knob write's cross-checks; never on the I/O path)
- *     kvtier_store.lock (commits; never taken under a page lock, and
- *       none is taken under it: a write-back that finds the namespace
- *       full queues the store's room work, kvtier_store_need_room())
  *     kvtier_file.pin_lock (a file's pins)
+ *     kvtier_store.lock (commits). Never taken under a page lock, and no
+ *       page lock is taken under it: a write-back that finds the namespace
+ *       full queues the store's room work (kvtier_store_need_room()). A
+ *       budget stall waits for that work (flush_work) under the locks
+ *       above it: mmap_lock, pin_lock, tier.lock (detach).
  *     page lock (PG_locked of a resident page; held across its I/O)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
  *       kvtier_tier.regions_lock
@@ -139,7 +141,12 @@ struct kvtier_slots {
  *             (kvtier_store_need_room()), outside every page lock
  * @room_owner: owner of the region whose write-back asked for room last
  *              (its unused regions are reclaimed first; racy, a hint)
+ * @room_used: slots in use when a write-back last found none free: a run
+ *             that finds fewer makes no room (they were freed since)
+ * @room_asked: bumped by every request for room; a waiter compares it with
+ *              the value before its write-back (kvtier_store_room_ticket())
  * @room_err: what @room_work's last run did (kvtier_store_wait_room())
+ * @closing: detach's final commit is under way: @room_work does nothing
  * @dropping: persistent regions are being forgotten, not deleted: their
  *            slots are freed in memory only (detach, failed attach); set
  *            only while kvtier_store_drop_regions() runs
@@ -181,7 +188,10 @@ struct kvtier_store {
 	struct work_struct commit_work;
 	struct work_struct room_work;
 	kuid_t room_owner;
+	unsigned long room_used;
+	atomic_t room_asked;
 	int room_err;
+	bool closing;
 	bool dropping;
 	int bad_copy;
 	bool has_sealed;
@@ -794,7 +804,8 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
 void kvtier_store_kick(struct kvtier_tier *tier);
 void kvtier_store_need_room(struct kvtier_tier *tier, kuid_t owner);
-int kvtier_store_wait_room(struct kvtier_tier *tier);
+unsigned int kvtier_store_room_ticket(struct kvtier_tier *tier);
+int kvtier_store_wait_room(struct kvtier_tier *tier, unsigned int ticket);
 int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
 			   pgoff_t last, bool evict);
 

@@ -5,8 +5,8 @@
  * namespace, checked against its CRC; it publishes new pages in the region's
  * xarray and undoes failed reads. Around it: the synchronous readahead
  * window of a miss, the asynchronous readahead of a sequential run, and
- * WILLNEED prefetch. Callers: file.c (faults, pread/pwrite, fadvise), pin.c
- * and gpu.c.
+ * WILLNEED prefetch. Callers: file.c (faults, pread/pwrite, fadvise) and
+ * pin.c.
  *
  * An entry of region->pages is a struct kvtier_page (resident), a value
  * entry (only on the namespace: its slot and the eviction clock, for

@@ -86,7 +86,7 @@ static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
  */
 int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 {
-	unsigned int idle = 0;
+	unsigned int idle = 0, ticket;
 	bool stalled = false;
 	long freed;
 
@@ -99,6 +99,7 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 		}
 		if (fatal_signal_pending(current))
 			return -EINTR;
+		ticket = kvtier_store_room_ticket(tier);
 		freed = kvtier_reclaim(tier, kvtier_stall_batch(tier), true);
 		if (freed > 0) {
 			idle = 0;
@@ -110,7 +111,7 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 		 * wait for it as for I/O, and try again if it made some.
 		 */
 		if (freed == -ENOSPC) {
-			int err = kvtier_store_wait_room(tier);
+			int err = kvtier_store_wait_room(tier, ticket);
 
 			if (!err)
 				continue;

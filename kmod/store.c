@@ -15,11 +15,11 @@
  * region's xa_lock, which is where write-back completion changes them, so a
  * page's pair is always one whose write completed.
  *
- * Locking: kvtier_store.lock serialises commits and attach/detach of the
- * store; it is taken with page locks held (write-back that runs out of
- * space commits to free deferred slots), so nothing under it takes a page
- * lock or waits for a region's references. Order: page lock -> store.lock
- * -> regions_lock -> a region's xa_lock -> slots.lock.
+ * Locking: kvtier_store.lock serialises commits. It is never taken under
+ * a page lock (a write-back that runs out of space queues the room work,
+ * which commits and reclaims on kvtier_wq), and nothing under it takes a
+ * page lock or waits for a region's references. Order (kvtier.h):
+ * store.lock -> regions_lock -> a region's xa_lock -> slots.lock.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -463,9 +463,9 @@ void kvtier_store_kick(struct kvtier_tier *tier)
  * or prefetch is working on it: destroying it would wait for them, and
  * they may be waiting for us) and that is not pinned, unlinked, with the
  * name's user reference passed to the caller; NULL if there is none.
- * Regions of @owner, whose write needs the room, go first: one user's
- * write pressure takes another user's durable regions only when the
- * writer has none left to give.
+ * Regions of @owner (of the region whose write-back asked for room last)
+ * go first: one user's write pressure takes another user's durable
+ * regions only when the writer has none left to give.
  */
 static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
 						    kuid_t owner)
@@ -501,18 +501,23 @@ static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
  * again if that commit fails: a region destroyed before would be unlinked
  * for good by the first commit that succeeds, and each retry of the writer
  * took the next one (an NVMe-oF path flap emptied a namespace so). Runs on
- * the room work only, never under a page lock. Returns 0 if slots were
- * freed or can be after one more commit (try again), -ENOSPC if nothing
- * can be freed, or the error of the commit that failed (nothing
- * reclaimed).
+ * the room work only, never under a page lock. @asked_used is how many
+ * slots were in use when the write-back found none free: if fewer are
+ * now, something freed slots since (another run, an unlink, a commit) and
+ * nothing is destroyed. Returns 0 if slots were freed or can be after one
+ * more commit (try again), -ENOSPC if nothing can be freed, or the error
+ * of the commit that failed (nothing reclaimed).
  */
-static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner)
+static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner,
+				  unsigned long asked_used)
 {
 	struct kvtier_slots *slots = &tier->slots;
 	unsigned long used = READ_ONCE(slots->used);
 	struct kvtier_region *victim;
 	int ret;
 
+	if (used < asked_used)
+		return 0;
 	ret = kvtier_store_commit(tier);
 	if (READ_ONCE(slots->used) < used)
 		return 0;
@@ -549,13 +554,20 @@ static void kvtier_room_work(struct work_struct *work)
 {
 	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
 						store.room_work);
-	int ret = kvtier_store_make_room(tier, READ_ONCE(tier->store.room_owner));
+	struct kvtier_store *st = &tier->store;
+	int ret = -ENOSPC;
 
-	WRITE_ONCE(tier->store.room_err, ret);
-	/* Stalled charges look again; with room, the background worker too. */
+	if (!READ_ONCE(st->closing))
+		ret = kvtier_store_make_room(tier, READ_ONCE(st->room_owner),
+					     READ_ONCE(st->room_used));
+	WRITE_ONCE(st->room_err, ret);
+	/*
+	 * Stalled charges look again; with room, the background worker goes
+	 * on with whatever it was asked (watermark or shrinker).
+	 */
 	wake_up_all(&tier->pool.wait);
 	if (!ret)
-		kvtier_pool_kick(tier);
+		queue_work(kvtier_wq, &tier->pool.reclaim_work);
 }
 
 /*
@@ -565,19 +577,34 @@ static void kvtier_room_work(struct work_struct *work)
  */
 void kvtier_store_need_room(struct kvtier_tier *tier, kuid_t owner)
 {
-	WRITE_ONCE(tier->store.room_owner, owner);
-	queue_work(kvtier_wq, &tier->store.room_work);
+	struct kvtier_store *st = &tier->store;
+
+	WRITE_ONCE(st->room_owner, owner);
+	WRITE_ONCE(st->room_used, READ_ONCE(tier->slots.used));
+	atomic_inc(&st->room_asked);
+	queue_work(kvtier_wq, &st->room_work);
+}
+
+/* Taken before a write-back whose -ENOSPC the caller may wait out. */
+unsigned int kvtier_store_room_ticket(struct kvtier_tier *tier)
+{
+	return atomic_read(&tier->store.room_asked);
 }
 
 /*
- * Wait for the room work that a write-back which returned -ENOSPC to the
- * caller queued, and return what it did: 0 if it freed slots or a retry
- * may find some, -ENOSPC if nothing can be freed, or the error of the
- * commit that failed (nothing was reclaimed). It does not queue the work
- * again: every run may reclaim a region. No page lock may be held.
+ * A write-back begun at @ticket returned -ENOSPC. If it asked for room
+ * (kvtier_store_need_room()), wait for the room work and return what it
+ * did: 0 if it freed slots or a retry may find some, -ENOSPC if nothing
+ * can be freed, or the error of the commit that failed (nothing was
+ * reclaimed). If nobody asked since @ticket, the -ENOSPC was the device's
+ * (a thin-provisioned target out of space): -ENOSPC, nothing to wait for.
+ * It never queues the work itself: every run may reclaim a region. No
+ * page lock may be held.
  */
-int kvtier_store_wait_room(struct kvtier_tier *tier)
+int kvtier_store_wait_room(struct kvtier_tier *tier, unsigned int ticket)
 {
+	if (atomic_read(&tier->store.room_asked) == ticket)
+		return -ENOSPC;
 	flush_work(&tier->store.room_work);
 	return READ_ONCE(tier->store.room_err);
 }
@@ -585,25 +612,25 @@ int kvtier_store_wait_room(struct kvtier_tier *tier)
 /*
  * Write back [@first, @last] of @region (kvtier_region_writeback(); with
  * @evict, drop it from the pool), waiting for the room work whenever the
- * namespace was full, until the pages are written or no room can be made.
- * For fsync, DONTNEED, seal and detach. Returns the first error, as
- * kvtier_region_writeback() and kvtier_store_wait_room() do; -EINTR on a
- * fatal signal.
+ * namespace was full, until the pages are written or no room can be made
+ * (each wait either frees slots or ends in an error). For fsync, DONTNEED,
+ * seal and detach. Returns the first error, as kvtier_region_writeback()
+ * and kvtier_store_wait_room() do.
  */
 int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
 			   pgoff_t last, bool evict)
 {
+	unsigned int ticket;
 	int ret, err;
 
 	for (;;) {
+		ticket = kvtier_store_room_ticket(region->tier);
 		ret = kvtier_region_writeback(region, first, last, evict);
 		if (ret != -ENOSPC)
 			return ret;
-		err = kvtier_store_wait_room(region->tier);
+		err = kvtier_store_wait_room(region->tier, ticket);
 		if (err)
 			return err;
-		if (fatal_signal_pending(current))
-			return -EINTR;
 	}
 }
 
@@ -912,6 +939,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_region) != 128);
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
+	st->closing = false;
 	st->bad_copy = -1;
 	st->lease_block = 0;
 	st->lease_held = false;
@@ -1075,6 +1103,12 @@ int kvtier_store_close(struct kvtier_tier *tier)
 		kvtier_region_put(v[i]);
 	}
 	kfree(v);
+	/*
+	 * No room work from here on: a run behind the final commit would
+	 * commit again, after the lease is given back.
+	 */
+	WRITE_ONCE(tier->store.closing, true);
+	cancel_work_sync(&tier->store.room_work);
 	err = kvtier_store_commit(tier);
 	if (err && !ret)
 		ret = err;
@@ -1093,5 +1127,6 @@ void kvtier_store_init(struct kvtier_store *st)
 	atomic64_set(&st->changes, 0);
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
 	INIT_WORK(&st->room_work, kvtier_room_work);
+	atomic_set(&st->room_asked, 0);
 	kvtier_lease_init(st);
 }

@@ -167,12 +167,14 @@ static int knob_check_budget(struct kvtier_tier *tier, unsigned int v)
 static void knob_apply_budget(struct kvtier_tier *tier)
 {
 	unsigned long budget = kvtier_budget_pages(tier);
+	unsigned int ticket;
 	long freed;
 
 	while (READ_ONCE(tier->pool.nr_pages) > budget) {
+		ticket = kvtier_store_room_ticket(tier);
 		freed = kvtier_reclaim(tier, READ_ONCE(tier->pool.nr_pages) -
 				       budget, true);
-		if (freed == -ENOSPC && !kvtier_store_wait_room(tier))
+		if (freed == -ENOSPC && !kvtier_store_wait_room(tier, ticket))
 			continue;
 		if (freed <= 0)
 			break;

@@ -2,8 +2,8 @@
 /*
  * Write-back: where dirty pages go to the namespace.
  *
- * kvtier_writeback_locked() writes a batch of locked pages (for reclaim,
- * the range pass and pins): it sorts them, write-protects them by
+ * kvtier_writeback_locked() writes a batch of locked pages (for reclaim
+ * and the range pass): it sorts them, write-protects them by
  * unmapping, reserves room for their CRCs, gives each a slot (its own,
  * or a fresh one: copy-on-write for persistent regions, one run of slots
  * per run of indexes), computes the CRCs and submits the bios (io.c),
