@@ -50,7 +50,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz vm-test
+	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz vm-test deb
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -159,6 +159,22 @@ check-full: deps
 demo: deps
 	$(MAKE) lib tools
 	tests/demo.sh $(BUILD)
+
+# Debian packages (debian/; debhelper and dh-dkms), built from a copy of the
+# tree's tracked and untracked-but-not-ignored files in $(BUILD)/deb/, with
+# lintian over the result. Without CUDA headers the CUDA shim's package is
+# left out (build profile pkg.kvtier.nocuda).
+DEB_PROFILES := $(if $(CUDA_SHIM),,pkg.kvtier.nocuda)
+deb:
+	rm -rf $(BUILD)/deb
+	mkdir -p $(BUILD)/deb/kvtier-$(VERSION)
+	git ls-files -co --exclude-standard -z | \
+		tar --null -T - -cf - | tar -xf - -C $(BUILD)/deb/kvtier-$(VERSION)
+	cd $(BUILD)/deb/kvtier-$(VERSION) && \
+		CUDA_HOME=$(CUDA_HOME) DEB_BUILD_PROFILES="$(DEB_PROFILES)" \
+		dpkg-buildpackage -us -uc -b $(if $(DEB_PROFILES),-P$(DEB_PROFILES))
+	lintian --fail-on error $(BUILD)/deb/*.changes
+	@ls $(BUILD)/deb/*.deb
 
 # One boot of one kernel running the named tests (tests/vm-test.sh):
 # make vm-test T="kvtier_region_test:tier.mmap_round_trip" KVER=6.1

@@ -89,6 +89,13 @@ while read -r short kver; do
 	fi
 done <<<"$kernels"
 
+# The Debian packages as an operator installs them: make deb (lintian),
+# apt-get install on this machine, DKMS builds for every kernel, one boot
+# per kernel with the DKMS-built module and the installed tools and
+# library, apt-get purge (tests/deb-check.sh).
+phase "Debian packages: build, install, DKMS, boot, purge" \
+	"$top/tests/deb-check.sh" "$build"
+
 # A tiny benchmark in the 6.12 guest (tests/bench/run.sh --tiny): proves
 # kvbench and its runner still work. It prints a row; its numbers are never
 # judged, only a crash or a missing row fails it.

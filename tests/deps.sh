@@ -36,7 +36,7 @@ set -euo pipefail
 
 PKGS=(make gcc libc6-dev perl git
 	linux-headers-amd64 linux-headers-6.12-amd64 linux-source-6.12
-	dkms
+	dkms debhelper dh-dkms lintian pkg-config
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip coreutils
 	libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
 	libblkid-dev
