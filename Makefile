@@ -39,6 +39,8 @@
 #                        kvtierctl
 #                        (with its bash completion),
 #                        man pages, udev rule
+#   make uninstall       undo make install (same PREFIX, DESTDIR)
+#   make deb             the Debian packages in $(BUILD)/deb/ (debian/; lintian)
 #   make checkpatch      checkpatch.pl --strict over kmod/ and include/
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
@@ -50,7 +52,7 @@ DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
 	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
-	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz vm-test deb
+	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz vm-test deb uninstall
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
 CUDA_HOME ?= /usr/local/cuda
@@ -206,9 +208,6 @@ install: lib tools dkms-install
 	$(MAKE) -C lib install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	$(MAKE) -C tools install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 	$(MAKE) -C cuda install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) CUDA_HOME=$(CUDA_HOME)
-	install -D -m 0644 include/uapi/linux/kvtier.h $(DESTDIR)$(PREFIX)/include/linux/kvtier.h
-	install -D -m 0644 include/uapi/linux/kvtier_format.h \
-		$(DESTDIR)$(PREFIX)/include/linux/kvtier_format.h
 	install -D -m 0644 udev/60-kvtier.rules $(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
 	if [ -z "$(DESTDIR)" ]; then \
 		ldconfig; \
@@ -235,11 +234,39 @@ dkms-install:
 	if [ -z "$(DESTDIR)" ]; then \
 		dkms remove kvtier/$(VERSION) --all >/dev/null 2>&1 || true; \
 		dkms add kvtier/$(VERSION) || exit 1; \
+		built= skipped=; \
 		for k in $(DKMS_KERNELS); do \
 			dkms install kvtier/$(VERSION) -k $$k; rc=$$?; \
-			[ $$rc -eq 0 ] || [ $$rc -eq 77 ] || exit $$rc; \
+			case $$rc in \
+			0) built="$$built $$k" ;; \
+			77) skipped="$$skipped $$k" ;; \
+			*) exit $$rc ;; \
+			esac; \
 		done; \
+		[ -z "$$skipped" ] || echo "kvtier: not built for$$skipped: kvtier needs Linux 6.1 or later with CONFIG_BLOCK and CONFIG_MMU (dkms.conf BUILD_EXCLUSIVE_*)" >&2; \
+		[ -n "$$built" ] || { echo "kvtier: built for no kernel (kernels with headers:$(if $(DKMS_KERNELS), $(DKMS_KERNELS), none)); install headers of a 6.1 or later kernel" >&2; exit 1; }; \
 	fi
+
+# Undo make install (same PREFIX and DESTDIR): the DKMS builds and sources,
+# the library, header, tools, shim, man pages, completion and udev rule.
+# The kvtier group stays (files may still belong to it: groupdel kvtier).
+uninstall:
+	if [ -z "$(DESTDIR)" ]; then dkms remove kvtier/$(VERSION) --all 2>/dev/null || true; fi
+	rm -rf $(DESTDIR)/usr/src/kvtier-$(VERSION)
+	rm -f $(DESTDIR)$(PREFIX)/lib/libkvtier.so $(DESTDIR)$(PREFIX)/lib/libkvtier.so.* \
+		$(DESTDIR)$(PREFIX)/lib/libkvtier-cuda.so \
+		$(DESTDIR)$(PREFIX)/include/kvtier.h \
+		$(DESTDIR)$(PREFIX)/include/linux/kvtier.h \
+		$(DESTDIR)$(PREFIX)/include/linux/kvtier_format.h \
+		$(DESTDIR)$(PREFIX)/sbin/kvtierctl \
+		$(addprefix $(DESTDIR)$(PREFIX)/share/man/man3/,$(notdir $(wildcard lib/man/*.3))) \
+		$(DESTDIR)$(PREFIX)/share/man/man7/kvtier-pool.7 \
+		$(DESTDIR)$(PREFIX)/share/man/man7/kvtier-io.7 \
+		$(DESTDIR)$(PREFIX)/share/man/man7/kvtier-cuda.7 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/kvtierctl.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kvtierctl \
+		$(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
+	if [ -z "$(DESTDIR)" ]; then ldconfig; fi
 
 clean: module-clean
 	$(MAKE) -C lib clean

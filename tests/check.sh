@@ -89,6 +89,10 @@ while read -r short kver; do
 	fi
 done <<<"$kernels"
 
+# The README's first command, as a new user runs it (tests/demo.sh, its
+# own boot of the newest kernel): it must not break silently again.
+phase "make demo (tests/demo.sh)" "$top/tests/demo.sh" "$build"
+
 # The Debian packages as an operator installs them: make deb (lintian),
 # apt-get install on this machine, DKMS builds for every kernel, one boot
 # per kernel with the DKMS-built module and the installed tools and
