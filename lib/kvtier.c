@@ -22,6 +22,12 @@
 /* The most entries one KVTIER_IOC_REGION_LIST copies. */
 #define REGION_LIST_MAX	4096U
 
+/* The package's version (dkms.conf), as modinfo kvtier and kvtierctl --version say. */
+KVTIER_EXPORT const char *kvtier_version(void)
+{
+	return KVTIER_VERSION;
+}
+
 KVTIER_EXPORT int kvtier_tier_open(unsigned int id, struct kvtier_tier **tierp)
 {
 	struct kvtier_tier *tier;

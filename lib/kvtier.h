@@ -10,7 +10,7 @@
  * kvtier_region_map(3), kvtier_region_read(3), kvtier_region_prefetch(3),
  * kvtier_region_pin(3), kvtier_region_sync(3), kvtier_region_info(3),
  * kvtier_gpu_register(3), kvtier_tier_stats(3), kvtier_xfer_create(3),
- * kvtier_xfer_store(3), kvtier_xfer_poll(3).
+ * kvtier_xfer_store(3), kvtier_xfer_poll(3), kvtier_version(3).
  */
 #ifndef LIBKVTIER_H
 #define LIBKVTIER_H
@@ -26,6 +26,8 @@ extern "C" {
 #endif
 
 struct kvtier_tier;
+
+const char *kvtier_version(void);
 
 int kvtier_tier_open(unsigned int id, struct kvtier_tier **tierp);
 void kvtier_tier_close(struct kvtier_tier *tier);

@@ -354,6 +354,16 @@ static int stats_of_text(const char *text)
 	return ret;
 }
 
+/* One version: the library's is the loaded module's (dkms.conf's). */
+TEST_F_TIMEOUT(lib, version_is_the_modules, 60)
+{
+	char mod[64];
+
+	ASSERT_NE(NULL, kvtier_version());
+	ASSERT_EQ(0, kvt_read("/sys/module/kvtier/version", mod, sizeof(mod)));
+	ASSERT_STREQ(mod, kvtier_version());
+}
+
 TEST_F_TIMEOUT(lib, tier_stats, 300)
 {
 	char longname[200], text[300];

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <kvtier.h>
+
 #include "ctl.h"
 
 bool opt_json;
@@ -124,7 +126,8 @@ static void usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: kvtierctl [--json] COMMAND [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: kvtierctl [--json] COMMAND [ARGS]\n"
+		"       kvtierctl --version\n\ncommands:\n");
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\nTIER is N of /dev/kvtierN. `kvtierctl COMMAND --help` for one command.\n"
@@ -290,19 +293,25 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cmd *cmd;
 	int c;
 
 	/* "+": stop at the command name; its arguments are its own. */
-	while ((c = getopt_long(argc, argv, "+jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+jhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			opt_json = true;
 			break;
 		case 'h':
 			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			/* Both halves: a tool and a library from two installs. */
+			printf("kvtierctl %s, libkvtier %s\n", KVTIER_VERSION,
+			       kvtier_version());
 			return EXIT_OK;
 		default:
 			usage(stderr);

@@ -213,6 +213,9 @@ else
 fi
 : >"$cls/readahead_kb"
 expect 0 '' "set readahead_kb 64" -- set 0 readahead_kb 64
+# One version, dkms.conf's, for the tool and the library it runs with.
+ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$here/../../dkms.conf")
+expect 0 "^kvtierctl $ver, libkvtier $ver\$" "--version: dkms.conf's $ver for both" -- --version
 [[ $(cat "$cls/readahead_kb") == 64 ]] && ok "readahead_kb written" || notok "readahead_kb written"
 expect 2 'need TIER' "set with a missing VALUE: exit 2" -- set 0 discard
 
