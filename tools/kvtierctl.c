@@ -130,7 +130,7 @@ static void usage(FILE *f)
 		"       kvtierctl --version\n\ncommands:\n");
 	for (i = 0; i < ARRAY_SIZE(cmds); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(f, "\nTIER is N of /dev/kvtierN. `kvtierctl COMMAND --help` for one command.\n"
+	fprintf(f, "\nTIER is N, kvtierN or /dev/kvtierN. `kvtierctl COMMAND --help` for one command.\n"
 		"Exit status: 0 success, 1 failure, 2 bad usage.\n");
 }
 
@@ -141,10 +141,11 @@ int usage_error(const struct cmd *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
+	/* One line and a hint, as coreutils do: the usage is a --help away. */
 	if (cmd)
-		usage_cmd(stderr, cmd);
+		fprintf(stderr, "Try 'kvtierctl %s --help'.\n", cmd->name);
 	else
-		usage(stderr);
+		fprintf(stderr, "Try 'kvtierctl --help'.\n");
 	return EXIT_USAGE;
 }
 
@@ -215,10 +216,15 @@ int parse_opts(const struct cmd *cmd, int argc, char **argv,
 	return optind;
 }
 
+/* A tier as 0, kvtier0 or /dev/kvtier0. */
 int parse_tier(const char *s, unsigned int *id)
 {
 	uint64_t v;
 
+	if (s && !strncmp(s, "/dev/", 5))
+		s += 5;
+	if (s && !strncmp(s, "kvtier", 6))
+		s += 6;
 	if (parse_u64(s, &v) || v >= KVT_MAX_TIERS)
 		return -EINVAL;
 	*id = (unsigned int)v;
@@ -314,7 +320,7 @@ int main(int argc, char **argv)
 			       kvtier_version());
 			return EXIT_OK;
 		default:
-			usage(stderr);
+			fprintf(stderr, "Try 'kvtierctl --help'.\n");
 			return EXIT_USAGE;
 		}
 	}

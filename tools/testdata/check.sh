@@ -70,6 +70,18 @@ pycheck "status --json: lease" \
 rm -f "$cls/lease"
 expect 1 'no tier 5' "status of a missing tier: exit 1" -- status 5
 expect 2 'bad TIER' "status of a bad TIER: exit 2" -- status x
+# A tier as 0, kvtier0 or /dev/kvtier0 (lsblk and nvme-cli habits).
+for t in kvtier0 /dev/kvtier0; do
+	expect 0 'kvtier0' "status $t: the same tier as 0" -- status "$t"
+done
+expect 2 'bad TIER' "status kvtier: no number: exit 2" -- status kvtier
+# A usage error is one line and a hint, not the whole usage.
+out=$("$ctl" status x 2>&1)
+if [[ $(wc -l <<<"$out") -eq 2 && $out == *"Try 'kvtierctl status --help'."* ]]; then
+	ok "a usage error: one line and a hint"
+else
+	notok "a usage error: one line and a hint (got: ${out//$'\n'/ | })"
+fi
 
 expect 0 '^ +2 prefix-llama +[^ ]+ +16.0M +8.0M +0B +16.0M +2.0M +8.0M +500 +30 +25000$' \
 	"regions table (unknown column skipped, GPU column)" -- regions 0
