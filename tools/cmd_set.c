@@ -3,6 +3,7 @@
  * kvtierctl set: validate a knob's value against the ranges of the module's
  * sysfs attributes (kmod/sysfs.c) before writing it, so that a typo is a
  * usage error that changes nothing, then let the kernel have the last word.
+ * kvtierctl get: read knobs back.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -92,6 +93,50 @@ static int check_value(const struct cmd *cmd, const struct knob *k,
 				   k->name, (unsigned long long)*v,
 				   (unsigned long long)k->align);
 	return 0;
+}
+
+/*
+ * get TIER [KNOB...]: "KNOB VALUE" per line, every knob of the table in its
+ * order when none is named; --json: one object. A knob the module does not
+ * have (an older one) is left out of the full list, and fails when named.
+ */
+int cmd_get(const struct cmd *cmd, int argc, char **argv)
+{
+	size_t i, n = sizeof(knobs) / sizeof(knobs[0]);
+	const struct knob *k;
+	bool first = true;
+	unsigned int id;
+	char buf[64];
+	uint64_t v;
+	int a, ret = EXIT_OK;
+
+	if (argc < 2 || parse_tier(argv[1], &id))
+		return usage_error(cmd, "get: need TIER (0..%d)", KVT_MAX_TIERS - 1);
+	for (a = 2; a < argc; a++)
+		if (!find_knob(argv[a]))
+			return usage_error(cmd, "get: unknown knob '%s'", argv[a]);
+	if (tier_check(id))
+		return EXIT_FAIL;
+	if (opt_json)
+		printf("{");
+	for (i = 0; i < (argc > 2 ? (size_t)(argc - 2) : n); i++) {
+		k = argc > 2 ? find_knob(argv[i + 2]) : &knobs[i];
+		if (tier_attr_str(id, k->name, buf, sizeof(buf))) {
+			if (argc > 2)
+				ret = fail("kvtier%u: no knob %s (an older module?)",
+					   id, k->name);
+			continue;
+		}
+		if (opt_json && !parse_u64(buf, &v))
+			json_key_u64(stdout, &first, k->name, v);
+		else if (opt_json)
+			json_key_str(stdout, &first, k->name, buf);
+		else
+			printf("%s %s\n", k->name, buf);
+	}
+	if (opt_json)
+		printf("}\n");
+	return ret;
 }
 
 int cmd_set(const struct cmd *cmd, int argc, char **argv)

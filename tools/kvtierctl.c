@@ -73,6 +73,10 @@ static const struct cmd cmds[] = {
 	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n"
 	  "units, defaults and effects: kvtier-pool(7), kvtier-io(7)\n",
 	  cmd_set },
+	{ "get", "TIER [KNOB...]", "read knobs back (all of them by default)",
+	  "options:\n"
+	  "  -j, --json           one object, knob: value\n",
+	  cmd_get },
 	{ "persist", "ls [TIER] | rm|pin|unpin|seal [-t TIER] NAME",
 	  "persistent regions: list, remove, pin against reclaim, unpin, seal",
 	  "verbs:\n"

@@ -225,6 +225,13 @@ else
 fi
 : >"$cls/readahead_kb"
 expect 0 '' "set readahead_kb 64" -- set 0 readahead_kb 64
+# get: knobs read back, all of them (those the module has) or the named.
+cat "$cls/readahead_kb" >/dev/null || notok "fixture has readahead_kb"
+expect 0 "^readahead_kb $(cat "$cls/readahead_kb")\$" "get 0 readahead_kb" -- get 0 readahead_kb
+expect 0 '^host_budget_mb [0-9]+' "get 0: every knob the module has" -- get kvtier0
+expect 2 "unknown knob 'bogus'" "get 0 bogus: exit 2" -- get 0 bogus
+expect 1 'no knob checksum' "get a knob the module lacks: exit 1" -- get 0 checksum
+pycheck "get --json: numbers" "d['watermark_low'] < d['watermark_high']" -- --json get 0
 # One version, dkms.conf's, for the tool and the library it runs with.
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$here/../../dkms.conf")
 expect 0 "^kvtierctl $ver, libkvtier $ver\$" "--version: dkms.conf's $ver for both" -- --version
