@@ -137,7 +137,10 @@ static struct {
 	char tenant[KVTIER_TENANT_MAX];
 } pol = { MODE_AUTO, LOG_INFO, DEFAULT_MIN_BYTES, 0, 0, KVTIER_DEV_PREFIX "0", "" };
 
-/* One line on stderr in one write(): safe in any thread, and after fork. */
+/* Where the lines go: stderr, or the file KVTIER_LOG names (O_APPEND). */
+static int log_fd = STDERR_FILENO;
+
+/* One line in one write(): safe in any thread, and after fork. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -151,7 +154,7 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 	n = strlen(buf);
 	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, n) < 0)
+	if (write(log_fd, buf, n) < 0)
 		(void)0;
 }
 
@@ -233,13 +236,35 @@ static void policy_init(void)
 	unsigned long ul;
 	int errors = 0, i;
 
+	/* KVTIER_LOG: LEVEL, /PATH or LEVEL:/PATH. */
 	s = getenv("KVTIER_LOG");
 	if (s && *s) {
-		i = pick(s, log_name, 4);
+		const char *path = strchr(s, '/');
+		size_t n = path ? (size_t)(path - s) : strlen(s);
+		char level[16] = "";
+
+		/* The level: all of it, or what comes before ":/". */
+		if (path && n && s[n - 1] == ':')
+			n--;
+		else if (path && n)
+			n = sizeof(level);	/* a relative path: refused */
+		if (n < sizeof(level))
+			memcpy(level, s, n);
+		i = n >= sizeof(level) ? -1 :
+		    *level ? pick(level, log_name, 4) : (int)pol.log;
 		if (i < 0)
-			errors += bad("KVTIER_LOG", s, "error, warn, info or debug");
+			errors += bad("KVTIER_LOG", s,
+				      "error, warn, info or debug, an absolute path, or LEVEL:PATH");
 		else
 			pol.log = i;
+		if (path && !errors) {
+			int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+			if (fd < 0)
+				errors += bad("KVTIER_LOG", s, "a file that can be opened for appending");
+			else
+				log_fd = fd;
+		}
 	}
 	s = getenv("KVTIER_MODE");
 	if (s && *s) {
@@ -427,7 +452,8 @@ static struct entry *table[TABLE_BUCKETS];
 static atomic_long nlive;		/* entries in the table */
 
 /* Counters for the exit summary. */
-static atomic_long placed_hmm, placed_managed, placed_bytes, passed_big;
+static atomic_long placed_hmm, placed_managed, passed_big;
+static atomic_long bytes_hmm, bytes_managed, bytes_passed;
 static atomic_long vmm_created, vmm_handles, vmm_mapped;
 
 static unsigned int bucket(uint64_t p)
@@ -553,20 +579,29 @@ static int decide(CUdevice dev)
 		    pol.tier_path, tier ? "" : " cannot be opened");
 		break;
 	case MODE_AUTO:
+		/*
+		 * No tier, no placement: managed memory without a tier only
+		 * changes how a program's allocations (its weights too)
+		 * behave, with nothing to show for it.
+		 */
+		if (!tier) {
+			e = EFF_PASS;
+			LOG(LOG_INFO, "mode off (auto): %s cannot be opened (%s): allocations pass through unchanged",
+			    pol.tier_path, strerror(-tier_error));
+			break;
+		}
 		if (aux.cuDeviceGetAttribute)
 			r = aux.cuDeviceGetAttribute(&pageable,
 				CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev);
-		if (r == CUDA_SUCCESS && pageable && tier) {
+		if (r == CUDA_SUCCESS && pageable) {
 			e = EFF_HMM;
 			LOG(LOG_INFO, "mode hmm (auto): device %d reports pageable memory access and %s is present",
 			    (int)dev, pol.tier_path);
 		} else {
 			e = EFF_MANAGED;
-			LOG(LOG_INFO, "mode managed (auto): %s%s%s",
+			LOG(LOG_INFO, "mode managed (auto): %s; registered with %s",
 			    r != CUDA_SUCCESS ? "the pageable memory access attribute cannot be read" :
-			    !pageable ? "the device does not report pageable memory access (no HMM)" :
-			    "the tier cannot be opened",
-			    tier ? "; registered with " : "; not registered, no ",
+			    "the device does not report pageable memory access (no HMM)",
 			    pol.tier_path);
 		}
 		break;
@@ -776,7 +811,8 @@ static int place(CUdeviceptr *dptr, size_t size, enum origin origin,
 	e->owner = getpid();
 	table_add(e);
 	atomic_fetch_add(e->kind == PLACED_HMM ? &placed_hmm : &placed_managed, 1);
-	atomic_fetch_add(&placed_bytes, (long)e->size);
+	atomic_fetch_add(e->kind == PLACED_HMM ? &bytes_hmm : &bytes_managed,
+			 (long)e->size);
 	LOG(LOG_DEBUG, "placed %zu bytes at 0x%" PRIx64 " (%s)", size, e->ptr,
 	    e->kind == PLACED_HMM ? "hmm" : "managed");
 	*dptr = e->ptr;
@@ -829,8 +865,10 @@ static CUresult release(struct entry *e, int async, CUstream stream)
 /* Count an allocation the threshold selected that still passed through. */
 static void note_passed(size_t size)
 {
-	if (size && size >= pol.min_bytes && pol.mode != MODE_OFF && !inside)
+	if (size && size >= pol.min_bytes && pol.mode != MODE_OFF && !inside) {
 		atomic_fetch_add(&passed_big, 1);
+		atomic_fetch_add(&bytes_passed, (long)size);
+	}
 }
 
 /* Place the allocation if the policy selects it: 1 placed, 0 pass through. */
@@ -1187,8 +1225,10 @@ __attribute__((destructor)) static void shim_fini(void)
 	long hmm = atomic_load(&placed_hmm), man = atomic_load(&placed_managed);
 
 	if (hmm || man || atomic_load(&passed_big) || atomic_load(&vmm_created))
-		LOG(LOG_INFO, "summary: placed %ld hmm + %ld managed (%ld bytes), %ld at or above the threshold passed through, %ld live placed, VMM (passed through): %ld handles created, %ld live, %ld bytes mapped",
-		    hmm, man, atomic_load(&placed_bytes), atomic_load(&passed_big),
-		    atomic_load(&nlive), atomic_load(&vmm_created),
-		    atomic_load(&vmm_handles), atomic_load(&vmm_mapped));
+		LOG(LOG_INFO, "summary: placed %ld hmm + %ld managed (%ld bytes), %ld at or above the threshold passed through, %ld live placed, VMM (passed through): %ld handles created, %ld live, %ld bytes mapped; bytes: %ld on the tier (hmm), %ld managed, %ld passed through",
+		    hmm, man, atomic_load(&bytes_hmm) + atomic_load(&bytes_managed),
+		    atomic_load(&passed_big), atomic_load(&nlive),
+		    atomic_load(&vmm_created), atomic_load(&vmm_handles),
+		    atomic_load(&vmm_mapped), atomic_load(&bytes_hmm),
+		    atomic_load(&bytes_managed), atomic_load(&bytes_passed));
 }

@@ -370,21 +370,66 @@ TEST(mode_off)
 	ASSERT_EQ(0, count(R.err, "placed "));
 }
 
-/* auto: managed without HMM or without the tier, and it says why. */
+/*
+ * auto without a tier does no harm: every allocation passes through
+ * unchanged (weights too), with or without HMM, and it says so once; the
+ * exit summary counts the bytes that passed. (With a tier: the VM's
+ * kvtier_cuda_test auto_mode.)
+ */
 TEST(mode_auto)
 {
 	const char *env0[] = { NOTIER, "KVT_DOUBLE_PAGEABLE=0", NULL };
 	const char *env1[] = { NOTIER, "KVT_DOUBLE_PAGEABLE=1", NULL };
 
 	NEED();
-	run(&R, env0, ALLOC_CMD("direct"));
+	run(&R, env0, "init alloc 0 direct 128M alloc 1 rt 128M fill 0 5 check 0 5 "
+	    "free 0 free 1 calls cuMemAlloc_v2 cuMemAllocManaged");
 	ASSERT_EQ(0, R.status);
-	ASSERT_EQ(3, slot_val(R.out, 0, "kind"));
-	ASSERT_EQ(1, count(R.err, "mode managed (auto): the device does not report pageable memory access"));
+	ASSERT_EQ(2, slot_val(R.out, 0, "kind"));
+	ASSERT_EQ(2, slot_val(R.out, 1, "kind"));
+	ASSERT_EQ(0, val(R.out, "cuMemAllocManaged"));
+	ASSERT_EQ(1, count(R.err, "mode off (auto): /dev/kvtier250 cannot be opened"));
+	ASSERT_EQ(0, count(R.err, "mode managed") + count(R.err, "mode hmm"));
+	ASSERT_EQ(1, count(R.err, "0 on the tier (hmm), 0 managed, 268435456 passed through"));
 	run(&R, env1, ALLOC_CMD("rt"));
 	ASSERT_EQ(0, R.status);
-	ASSERT_EQ(3, slot_val(R.out, 0, "kind"));
-	ASSERT_EQ(1, count(R.err, "mode managed (auto): the tier cannot be opened"));
+	ASSERT_EQ(2, slot_val(R.out, 0, "kind"));
+	ASSERT_EQ(0, val(R.out, "cuMemAllocManaged"));
+	ASSERT_EQ(1, count(R.err, "mode off (auto): /dev/kvtier250 cannot be opened"));
+}
+
+/*
+ * KVTIER_LOG=PATH and LEVEL:PATH: the lines go to that file (appended),
+ * nothing to stderr.
+ */
+TEST(log_to_a_file)
+{
+	char path[64], var[96], buf[4096];
+	const char *env[] = { "KVTIER_MODE=managed", NOTIER, var, NULL };
+	ssize_t n;
+	int fd;
+
+	NEED();
+	snprintf(path, sizeof(path), "/tmp/kvt-cuda-log.%d", (int)getpid());
+	unlink(path);
+	snprintf(var, sizeof(var), "KVTIER_LOG=%s", path);
+	run(&R, env, ALLOC_CMD("direct"));
+	ASSERT_EQ(0, R.status);
+	ASSERT_EQ(0, count(R.err, "kvtier-cuda["));
+	snprintf(var, sizeof(var), "KVTIER_LOG=debug:%s", path);
+	run(&R, env, ALLOC_CMD("rt"));
+	ASSERT_EQ(0, R.status);
+	ASSERT_EQ(0, count(R.err, "kvtier-cuda["));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_GE(fd, 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	unlink(path);
+	ASSERT_GT(n, 0);
+	buf[n] = '\0';
+	/* Both runs' lines, the second one's debug lines too. */
+	ASSERT_EQ(2, count(buf, "mode managed (KVTIER_MODE=managed)"));
+	ASSERT_GE(count(buf, "placed 134217728 bytes at"), 1);
 }
 
 /* hmm without a tier: pass-through, said once however many allocations. */
@@ -441,6 +486,10 @@ TEST(bad_environment)
 		{ "KVTIER_TENANT", "two words" },
 		{ "KVTIER_TENANT", "a-tenant-label-of-32-characters!" },
 		{ "KVTIER_LOG", "loud" },
+		{ "KVTIER_LOG", "a-level-name-far-too-long" },
+		{ "KVTIER_LOG", "relative/path" },
+		{ "KVTIER_LOG", "loud:/tmp/kvt-log" },
+		{ "KVTIER_LOG", "/nonexistent-dir/kvt.log" },
 	};
 	char var[128], msg[160];
 	size_t i;
