@@ -39,16 +39,18 @@ out=$build/vm-test-$kver
 make -s -C "$top/tests" BUILD="$build" || exit 1
 "$top/tests/vm/prepare.sh" "$kver" "$cache" >/dev/null || exit 1
 
-rm -rf "$out"
-mkdir -p "$out/wrappers"
+# Wrappers live beside OUT, not in it: run.sh starts OUT afresh.
+wrappers=$build/vm-test-wrappers
+rm -rf "$out" "$wrappers"
+mkdir -p "$wrappers"
 progs=()
 for t in "$@"; do
 	prog=${t%%:*}
 	[[ -x $build/tests/$prog ]] || { echo "vm-test: no test program $build/tests/$prog" >&2; exit 2; }
 	if [[ $t == *:* ]]; then
 		# One test: a wrapper named like a program, for run-suite.sh.
-		w=$out/wrappers/${prog}_${t#*:}
-		w=${w//./_}_test
+		w=${prog}_${t#*:}
+		w=$wrappers/${w//./_}_test
 		printf '#!/bin/sh\nexec %q -r %q\n' "$build/tests/$prog" "${t#*:}" >"$w"
 		chmod +x "$w"
 		progs+=("$w")
