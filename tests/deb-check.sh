@@ -25,15 +25,8 @@ build=$(mkdir -p "${1:?usage: deb-check.sh BUILD}" && cd "$1" && pwd)
 out=$build/deb-check
 n=0 bad=0
 
-check() {
-	n=$((n + 1))
-	if [[ $1 == ok ]]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		bad=1
-	fi
-}
+# check (numbered TAP)
+. "$top/tests/tap-lib.sh"
 
 # ok_if DESC CMD...: one check, ok when CMD exits 0.
 ok_if() {

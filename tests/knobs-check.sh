@@ -23,15 +23,8 @@ abi=$top/Documentation/ABI/testing/sysfs-class-kvtier
 guide=$top/Documentation/admin-guide/kvtier.rst
 n=0 bad=0
 
-check() {
-	n=$((n + 1))
-	if [[ $1 == ok ]]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		bad=1
-	fi
-}
+# check (numbered TAP)
+. "$top/tests/tap-lib.sh"
 
 # name def unit detached min max align, one line per row of the table
 # (KB_ALIGN and INT_MAX as on x86_64).

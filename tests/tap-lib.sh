@@ -84,3 +84,17 @@ kvt_gate_re+='INFO: task .* blocked for more than|INFO: rcu_.* stall)'
 klog_problems() {
 	tr -d '\r' <"$1" | grep -nE "$kvt_gate_re"
 }
+
+# check ok|not-ok DESC: one numbered TAP result of a script that prints its
+# own plan at the end (echo "1..$n"; exit "$bad"). The caller sets
+# n=0 bad=0.
+# shellcheck disable=SC2034 # bad is the caller's
+check() {
+	n=$((n + 1))
+	if [[ $1 == ok ]]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		bad=1
+	fi
+}
