@@ -38,7 +38,7 @@
 #                        CUDA shim libkvtier-cuda.so where CUDA headers are),
 #                        kvtierctl
 #                        (with its bash completion),
-#                        man pages, udev rule
+#                        man pages, udev rule, kvtier.service
 #   make uninstall       undo make install (same PREFIX, DESTDIR)
 #   make deb             the Debian packages in $(BUILD)/deb/ (debian/; lintian)
 #   make checkpatch      checkpatch.pl --strict over kmod/ and include/
@@ -248,7 +248,8 @@ dkms-install:
 	fi
 
 # Undo make install (same PREFIX and DESTDIR): the DKMS builds and sources,
-# the library, header, tools, shim, man pages, completion and udev rule.
+# the library, header, tools, shim, man pages, completion, systemd unit and
+# udev rule. /etc/kvtier is the operator's and stays.
 # The kvtier group stays (files may still belong to it: groupdel kvtier).
 uninstall:
 	if [ -z "$(DESTDIR)" ]; then dkms remove kvtier/$(VERSION) --all 2>/dev/null || true; fi
@@ -264,6 +265,8 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/man/man7/kvtier-io.7 \
 		$(DESTDIR)$(PREFIX)/share/man/man7/kvtier-cuda.7 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/kvtierctl.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/kvtier.conf.5 \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier.service \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kvtierctl \
 		$(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
 	if [ -z "$(DESTDIR)" ]; then ldconfig; fi

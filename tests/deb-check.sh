@@ -7,10 +7,11 @@
 # supported kernel (tests/vm/kernels.sh); the installed kvtierctl runs, a
 # program builds against the installed libkvtier-dev with pkg-config and
 # links the installed libkvtier0; the group and the udev rule are there;
+# kvtier.service passes systemd-analyze verify and is enabled;
 # each kernel boots once in the VM and round-trips a region with the
 # DKMS-built module, the installed kvtierctl and libkvtier.
 # Then `apt-get purge`: DKMS has no kvtier left, none of the packages'
-# files remain, and the kvtier group stays (Debian does not remove system
+# files remain, the unit is no longer enabled, and the kvtier group stays (Debian does not remove system
 # groups on purge: files may still belong to it).
 #
 # The DKMS-built modules are kept, decompressed, in BUILD/deb-check/<kver>/
@@ -89,6 +90,14 @@ done < <("$top/tests/vm/kernels.sh" list)
 
 ok_if "installed kvtierctl runs (/usr/sbin/kvtierctl --help)" \
 	bash -c '/usr/sbin/kvtierctl --help >/dev/null'
+# kvtier.service: valid to systemd (its commands and man pages exist),
+# enabled for the next boot, not started by the install.
+unit=/lib/systemd/system/kvtier.service
+ok_if "systemd-analyze verify $unit" \
+	quiet "$out/verify.log" systemd-analyze verify "$unit"
+ok_if "kvtier.service is enabled (multi-user.target.wants)" \
+	test -L /etc/systemd/system/multi-user.target.wants/kvtier.service
+ok_if "kvtier.conf(5) is installed" test -f /usr/share/man/man5/kvtier.conf.5.gz
 cat >"$out/use.c" <<'EOF'
 #include <kvtier.h>
 #include <linux/kvtier.h>
@@ -146,6 +155,8 @@ done <<<"$files"
 ok_if "no file of the packages remains (${left[*]:-none})" test "${#left[@]}" -eq 0
 ok_if "no module left under /lib/modules/*/updates/dkms" \
 	bash -c '! ls /lib/modules/*/updates/dkms/kvtier.ko* 2>/dev/null | grep -q .'
+ok_if "kvtier.service is no longer enabled" \
+	test ! -e /etc/systemd/system/multi-user.target.wants/kvtier.service
 ok_if "the kvtier group stays after purge (Debian policy)" quiet /dev/null getent group kvtier
 
 echo "1..$n"

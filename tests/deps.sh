@@ -24,6 +24,8 @@
 #   libblkid-dev                  kvtierctl attach: filesystem/partition signatures
 #   passwd                        groupadd for the kvtier group (make install)
 #   util-linux mount gnuplot-nox  make bench: mkswap, swapon/swapoff, plots
+#   systemd man-db                systemd-analyze verify of kvtier.service
+#                                 (and the man pages it names; deb-check.sh)
 #
 # Not here: flex bison bc libelf-dev libssl-dev, which only the debug
 # kernel of `make check-debug` needs; tests/debug-kernel/build.sh installs
@@ -41,7 +43,8 @@ PKGS=(make gcc libc6-dev perl git
 	libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
 	libblkid-dev
 	passwd
-	util-linux mount gnuplot-nox)
+	util-linux mount gnuplot-nox
+	systemd man-db)
 
 mode=install
 case "${1:-}" in

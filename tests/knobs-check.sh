@@ -11,7 +11,8 @@
 #     (tools/man/kvtier-pool.7 or kvtier-io.7) and `kvtierctl --help`
 #     (tools/kvtierctl.c) name it;
 #   - `kvtierctl set` (tools/cmd_set.c) checks the same range and
-#     granularity before it writes;
+#     granularity before it writes, and knows the detached-only ones
+#     (`kvtierctl apply` sets them before it attaches);
 # and no knob is documented in the ABI file that the table does not have.
 # TAP output; exit 1 on any mismatch.
 #
@@ -94,10 +95,11 @@ for row in "${table[@]}"; do
 		fi
 	fi
 	# kvtierctl set checks the same ranges before it writes.
-	if grep -qF "{ \"$name\", $min, $max, $align }," "$top/tools/cmd_set.c"; then
-		check ok "$name: kvtierctl set has the range $min..$max/$align"
+	# kvtierctl apply orders the detached-only ones first (column 5).
+	if grep -qF "{ \"$name\", $min, $max, $align, $det }," "$top/tools/cmd_set.c"; then
+		check ok "$name: kvtierctl set has the range $min..$max/$align, detached $det"
 	else
-		check not-ok "$name: tools/cmd_set.c lacks { \"$name\", $min, $max, $align }"
+		check not-ok "$name: tools/cmd_set.c lacks { \"$name\", $min, $max, $align, $det }"
 	fi
 	for f in "$guide" "$top/tools/kvtierctl.c"; do
 		if grep -qw "$name" "$f"; then

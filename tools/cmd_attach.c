@@ -134,7 +134,7 @@ static bool confirm_format(const char *path, unsigned int id)
 }
 
 /* The kernel refused backing_dev or format: say why in its terms. */
-static int attach_error(unsigned int id, const char *path, bool format, int err)
+int attach_error(unsigned int id, const char *path, bool format, int err)
 {
 	const char *op = format ? "format" : "attach";
 	const char *to = format ? "for" : "to";

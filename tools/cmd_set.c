@@ -12,36 +12,37 @@
 
 #include "ctl.h"
 
-struct knob {
-	const char *name;
-	uint64_t min, max;	/* max 0: the machine's RAM in MiB */
-	uint64_t align;
+/*
+ * Same ranges as kmod/sysfs.c, assuming 4 KiB pages (tests/knobs-check.sh
+ * compares them): name, min, max, align, detached.
+ */
+const struct knob knobs[] = {
+	{ "host_budget_mb", 1, 0, 1, 0 },
+	{ "watermark_high", 1, 100, 1, 0 },
+	{ "watermark_low", 0, 99, 1, 0 },
+	{ "readahead_kb", 0, 1024, 4, 0 },
+	{ "writeback_batch_kb", 4, 65536, 4, 0 },
+	{ "max_inflight_kb", 4, 1048576, 4, 0 },
+	{ "discard", 0, 1, 1, 0 },
+	{ "checksum", 0, 1, 1, 0 },
+	{ "pin_budget_mb", 0, 0, 1, 0 },
+	{ "user_pin_mb", 0, 0, 1, 0 },
+	{ "user_quota_mb", 0, 2147483647, 1, 0 },
+	{ "max_regions", 0, 2147483647, 1, 0 },
+	{ "user_max_regions", 0, 2147483647, 1, 0 },
+	{ "read_only", 0, 1, 1, 1 },
+	{ "lease_interval_ms", 100, 60000, 1, 1 },
 };
 
-/* Same ranges as kmod/sysfs.c, assuming 4 KiB pages. */
-static const struct knob knobs[] = {
-	{ "host_budget_mb", 1, 0, 1 },
-	{ "watermark_high", 1, 100, 1 },
-	{ "watermark_low", 0, 99, 1 },
-	{ "readahead_kb", 0, 1024, 4 },
-	{ "writeback_batch_kb", 4, 65536, 4 },
-	{ "max_inflight_kb", 4, 1048576, 4 },
-	{ "discard", 0, 1, 1 },
-	{ "checksum", 0, 1, 1 },
-	{ "pin_budget_mb", 0, 0, 1 },
-	{ "user_pin_mb", 0, 0, 1 },
-	{ "user_quota_mb", 0, 2147483647, 1 },
-	{ "max_regions", 0, 2147483647, 1 },
-	{ "user_max_regions", 0, 2147483647, 1 },
-	{ "read_only", 0, 1, 1 },
-	{ "lease_interval_ms", 100, 60000, 1 },
-};
+const size_t nr_knobs = sizeof(knobs) / sizeof(knobs[0]);
+_Static_assert(sizeof(knobs) / sizeof(knobs[0]) <= KVT_CONF_MAX_KNOBS,
+	       "kvtier.conf keeps a value per knob: raise KVT_CONF_MAX_KNOBS");
 
-static const struct knob *find_knob(const char *name)
+const struct knob *find_knob(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++)
+	for (i = 0; i < nr_knobs; i++)
 		if (!strcmp(knobs[i].name, name))
 			return &knobs[i];
 	return NULL;
@@ -76,23 +77,23 @@ static int check_watermarks(const struct cmd *cmd, unsigned int id,
 	return 0;
 }
 
-static int check_value(const struct cmd *cmd, const struct knob *k,
-		       const char *val, uint64_t *v)
+int knob_value(const struct knob *k, const char *val, uint64_t *v,
+	       char *why, size_t len)
 {
 	uint64_t max = k->max ? k->max : ram_mib();
 
 	if (parse_u64(val, v))
-		return usage_error(cmd, "set: %s: '%s' is not a decimal number",
-				   k->name, val);
-	if (*v < k->min || *v > max)
-		return usage_error(cmd, "set: %s: %llu is out of range %llu..%llu",
-				   k->name, (unsigned long long)*v,
-				   (unsigned long long)k->min, (unsigned long long)max);
-	if (*v % k->align)
-		return usage_error(cmd, "set: %s: %llu is not a multiple of %llu",
-				   k->name, (unsigned long long)*v,
-				   (unsigned long long)k->align);
-	return 0;
+		snprintf(why, len, "%s: '%s' is not a decimal number", k->name, val);
+	else if (*v < k->min || *v > max)
+		snprintf(why, len, "%s: %llu is out of range %llu..%llu", k->name,
+			 (unsigned long long)*v, (unsigned long long)k->min,
+			 (unsigned long long)max);
+	else if (*v % k->align)
+		snprintf(why, len, "%s: %llu is not a multiple of %llu", k->name,
+			 (unsigned long long)*v, (unsigned long long)k->align);
+	else
+		return 0;
+	return -EINVAL;
 }
 
 /*
@@ -102,7 +103,7 @@ static int check_value(const struct cmd *cmd, const struct knob *k,
  */
 int cmd_get(const struct cmd *cmd, int argc, char **argv)
 {
-	size_t i, n = sizeof(knobs) / sizeof(knobs[0]);
+	size_t i, n = nr_knobs;
 	const struct knob *k;
 	bool first = true;
 	unsigned int id;
@@ -142,8 +143,8 @@ int cmd_get(const struct cmd *cmd, int argc, char **argv)
 int cmd_set(const struct cmd *cmd, int argc, char **argv)
 {
 	const struct knob *k;
+	char buf[32], why[128];
 	unsigned int id;
-	char buf[32];
 	uint64_t v;
 	int ret;
 
@@ -155,9 +156,9 @@ int cmd_set(const struct cmd *cmd, int argc, char **argv)
 	k = find_knob(argv[2]);
 	if (!k)
 		return usage_error(cmd, "set: unknown knob '%s'", argv[2]);
-	ret = check_value(cmd, k, argv[3], &v);
-	if (!ret)
-		ret = tier_check(id);
+	if (knob_value(k, argv[3], &v, why, sizeof(why)))
+		return usage_error(cmd, "set: %s", why);
+	ret = tier_check(id);
 	if (!ret)
 		ret = check_watermarks(cmd, id, k, v);
 	if (ret)

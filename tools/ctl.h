@@ -10,6 +10,7 @@
  *   nvme.c        NVMe identify (libnvme)
  *   devcheck.c    is a block device safe to give to a tier (libblkid), and
  *                 the kvtier format it may already hold
+ *   conf.c        kvtier.conf(5) and its fragments
  *   cmd_*.c       one file per command group
  */
 #ifndef KVTIERCTL_CTL_H
@@ -63,11 +64,69 @@ int parse_interval(const char *s, double *secs);
 int tier_operand(const struct cmd *cmd, int argc, char **argv, int first,
 		 unsigned int *id);
 
+/* --- cmd_set.c: the knobs kvtierctl knows ---------------------------- */
+
+struct knob {
+	const char *name;
+	uint64_t min, max;	/* max 0: the machine's RAM in MiB */
+	uint64_t align;
+	bool detached;		/* changes only while the tier is detached */
+};
+
+extern const struct knob knobs[];
+extern const size_t nr_knobs;
+const struct knob *find_knob(const char *name);
+/* Parse @val for @k into @v: 0, or -EINVAL with the reason in @why. */
+int knob_value(const struct knob *k, const char *val, uint64_t *v,
+	       char *why, size_t len);
+
+/* --- cmd_attach.c ---------------------------------------------------- */
+
+/* Explain the kernel's refusal @err to attach (or format) @path. */
+int attach_error(unsigned int id, const char *path, bool format, int err);
+
+/* --- conf.c: kvtier.conf(5) ------------------------------------------ */
+
+#define KVT_CONF_PATH		"/etc/kvtier/kvtier.conf"
+#define KVT_CONF_MAX_FILES	128
+#define KVT_CONF_MAX_KNOBS	32
+
+/* A value and where it was said (file:line, for errors). */
+struct kvt_conf_item {
+	char *value;		/* NULL: not set */
+	const char *file;
+	unsigned int line;
+	uint64_t num;		/* a knob's value, parsed */
+	bool valid;		/* ... and in its range */
+};
+
+struct kvt_conf_tier {
+	bool present;
+	struct kvt_conf_item at;	/* its first [kvtierN] line */
+	struct kvt_conf_item device, nqn, nsid;
+	struct kvt_conf_item knob[KVT_CONF_MAX_KNOBS];	/* by index in knobs[] */
+};
+
+struct kvt_conf {
+	struct kvt_conf_tier tier[KVT_MAX_TIERS];
+	unsigned int errors;
+	const char *files[KVT_CONF_MAX_FILES];
+	unsigned int nfiles;
+};
+
+/*
+ * Read @path and @path.d/<name>.conf (either may be missing, not both):
+ * 0, or -errno after printing each error as "FILE:LINE: why".
+ */
+int kvt_conf_read(struct kvt_conf *c, const char *path);
+void kvt_conf_free(struct kvt_conf *c);
+
 /* --- sysfs.c ------------------------------------------------------------ */
 
 /*
- * All paths below /sys are taken relative to $KVTIERCTL_SYSROOT when it is
- * set (a directory holding sys/...): a testing aid, see kvtierctl(8).
+ * All paths below /sys, and the default kvtier.conf, are taken relative to
+ * $KVTIERCTL_SYSROOT when it is set (a directory holding sys/...): a
+ * testing aid, see kvtierctl(8).
  */
 const char *sys_path(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -263,6 +322,12 @@ struct kvt_nvme_topo {
  * it, another -errno.
  */
 int kvt_nvme_topology(const char *path, struct kvt_nvme_topo *t);
+/*
+ * The block device ("/dev/nvmeXnY") of namespace @nsid (0: the only one)
+ * of the subsystem whose NQN is @nqn: 0; -ENOENT, no such subsystem;
+ * -ENODEV, it has no such namespace; -EEXIST, several and @nsid is 0.
+ */
+int kvt_nvme_find(const char *nqn, uint32_t nsid, char *dev, size_t len);
 /* Some path uses a fabrics transport (not PCIe). */
 bool kvt_nvme_is_fabrics(const struct kvt_nvme_topo *t);
 /* Why a failure of one path loses the namespace, or NULL (redundant). */
@@ -335,6 +400,7 @@ const char *owner_name(uint64_t uid, char *buf, size_t len);
 
 /* --- commands ----------------------------------------------------------- */
 
+int cmd_apply(const struct cmd *cmd, int argc, char **argv);
 int cmd_attach(const struct cmd *cmd, int argc, char **argv);
 int cmd_detach(const struct cmd *cmd, int argc, char **argv);
 int cmd_status(const struct cmd *cmd, int argc, char **argv);

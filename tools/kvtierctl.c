@@ -73,6 +73,15 @@ static const struct cmd cmds[] = {
 	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n"
 	  "units, defaults and effects: kvtier-pool(7), kvtier-io(7)\n",
 	  cmd_set },
+	{ "apply", "[--dry-run] [--config FILE] [--wait SECONDS] [--detach]",
+	  "make the tiers match kvtier.conf(5): load, set knobs, attach",
+	  "options:\n"
+	  "  -n, --dry-run        print the changes, make none\n"
+	  "  -C, --config FILE    FILE and FILE.d/*.conf (default\n"
+	  "                       /etc/kvtier/kvtier.conf and kvtier.conf.d/)\n"
+	  "  -w, --wait SECONDS   wait up to SECONDS for the devices to appear\n"
+	  "  -d, --detach         detach the configured tiers instead (shutdown)\n",
+	  cmd_apply },
 	{ "get", "TIER [KNOB...]", "read knobs back (all of them by default)",
 	  "options:\n"
 	  "  -j, --json           one object, knob: value\n",
@@ -162,6 +171,10 @@ static const struct option all_opts[] = {
 	{ "tier", required_argument, NULL, 't' },
 	{ "interval", required_argument, NULL, 'i' },
 	{ "count", required_argument, NULL, 'c' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "config", required_argument, NULL, 'C' },
+	{ "detach", no_argument, NULL, 'd' },
+	{ "wait", required_argument, NULL, 'w' },
 };
 
 /* The struct option of letter @c, or NULL. */

@@ -122,6 +122,24 @@ static void add_path(struct kvt_nvme_topo *t, nvme_ctrl_t c)
 	copy_str(p->ctrl_loss_tmo, sizeof(p->ctrl_loss_tmo), buf);
 }
 
+/* libnvme's scan of sysfs, or NULL with -errno in *@err. */
+static nvme_root_t topology_scan(int *err)
+{
+	/* Errors only: a missing /etc/nvme/hostnqn is no concern here. */
+	nvme_root_t r = nvme_create_root(stderr, LOG_ERR);
+
+	if (!r) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (nvme_scan_topology(r, NULL, NULL) < 0) {
+		*err = errno ? -errno : -EIO;
+		nvme_free_tree(r);
+		return NULL;
+	}
+	return r;
+}
+
 int kvt_nvme_topology(const char *path, struct kvt_nvme_topo *t)
 {
 	char real[4096];
@@ -138,14 +156,9 @@ int kvt_nvme_topology(const char *path, struct kvt_nvme_topo *t)
 		return -errno;
 	name = strrchr(real, '/');
 	name = name ? name + 1 : real;
-	/* Errors only: a missing /etc/nvme/hostnqn is no concern here. */
-	r = nvme_create_root(stderr, LOG_ERR);
+	r = topology_scan(&ret);
 	if (!r)
-		return -ENOMEM;
-	if (nvme_scan_topology(r, NULL, NULL)) {
-		ret = errno ? -errno : -EIO;
-		goto out;
-	}
+		return ret;
 	nvme_for_each_host(r, h) {
 		nvme_for_each_subsystem(h, s) {
 			/* A multipath head: every controller is a path. */
@@ -213,4 +226,60 @@ const char *kvt_nvme_single_path(const struct kvt_nvme_topo *t)
 	if (same)
 		return "every controller of the subsystem goes to the same address";
 	return NULL;
+}
+
+/*
+ * Record namespace @n of @nsid (0: any) in @dev; -EEXIST once a second
+ * one matches.
+ */
+static int pick_ns(nvme_ns_t n, uint32_t nsid, char *dev, size_t len)
+{
+	if (nsid && (uint32_t)nvme_ns_get_nsid(n) != nsid)
+		return 0;
+	if (*dev)
+		return -EEXIST;
+	snprintf(dev, len, "/dev/%s", nvme_ns_get_name(n));
+	return 0;
+}
+
+int kvt_nvme_find(const char *nqn, uint32_t nsid, char *dev, size_t len)
+{
+	const char *sn;
+	nvme_subsystem_t s;
+	nvme_root_t r;
+	nvme_host_t h;
+	nvme_ctrl_t c;
+	nvme_ns_t n;
+	int ret = -ENOENT;
+
+	*dev = '\0';
+	r = topology_scan(&ret);
+	if (!r)
+		return ret;
+	ret = -ENOENT;
+	/* A subsystem may be listed under several hosts: look at each. */
+	nvme_for_each_host(r, h) {
+		nvme_for_each_subsystem(h, s) {
+			sn = nvme_subsystem_get_nqn(s);
+			if (!sn || strcmp(sn, nqn))
+				continue;
+			ret = 0;
+			nvme_subsystem_for_each_ns(s, n)
+				ret = ret ? ret : pick_ns(n, nsid, dev, len);
+			/* Without native multipath: the first controller's. */
+			nvme_subsystem_for_each_ctrl(s, c) {
+				if (*dev || ret)
+					break;
+				nvme_ctrl_for_each_ns(c, n)
+					ret = ret ? ret : pick_ns(n, nsid, dev, len);
+			}
+			if (ret || *dev)
+				goto out;
+		}
+	}
+	if (!ret)
+		ret = -ENODEV;	/* the subsystem, but no such namespace */
+out:
+	nvme_free_tree(r);
+	return ret;
 }

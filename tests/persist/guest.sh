@@ -25,6 +25,17 @@
 #                          kvt0, wrote a foreign signature to kvt1 and
 #                          damaged both checkpoint areas of kvt2) attach
 #                          each: EUCLEAN, EMEDIUMTYPE, EUCLEAN
+#   apply-1                (two namespaces, the module not loaded) the boot
+#                          kvtier.service would run: kvtier.conf and a
+#                          fragment name kvt0 by its NQN and kvt1 by a
+#                          by-id link; the unit's ExecStart loads the module
+#                          and attaches both with the knobs as written; a
+#                          second apply changes nothing; bad files change
+#                          nothing (an unknown key, a missing device, the
+#                          wrong device, a detached-only knob, a tier past
+#                          num_tiers); the persistent region "conf" is
+#                          written on kvtier0; the unit's ExecStop detaches
+#   apply-2                the next boot's ExecStart, then "conf" by name
 #   crash BOOT SEED        verify what boot BOOT-1 left, then run the crash
 #                          workload until the host kills the VM
 #   crash-final BOOT SEED  verify only, detach, attach, verify again
@@ -40,6 +51,7 @@ SEED_BIG=0x5eed0001
 SEED_RELOAD=0x5eed0002
 SEED_MARK=0x5eed0003
 SEED_CKPT=0x5eed0004
+SEED_CONF=0x5eed0005
 
 KVTIER_KO=$build/$(uname -r)/kvtier.ko
 export KVTIER_KO
@@ -74,7 +86,182 @@ t() {
 	"$tool" "$@"
 }
 
+# --- apply: the boot kvtier.service runs ------------------------------------
+
+# ok|not-ok DESC, as the tool's checks are.
+check() {
+	if [[ $1 == ok ]]; then
+		echo "ok - $2" | tee -a "$KVT_CHECKS"
+	else
+		echo "not ok - $2" | tee -a "$KVT_CHECKS"
+		apply_rc=1
+	fi
+}
+
+# expect_out DESC RC PATTERN OUTPUT-RC OUTPUT
+expect_out() {
+	if [[ $4 -eq $2 ]] && grep -qE -- "$3" <<<"$5"; then
+		check ok "$1"
+	else
+		check not-ok "$1 (exit $4, want $2; output: ${5//$'\n'/ | })"
+	fi
+}
+
+src=$(cd "$(dirname "$0")/../.." && pwd)
+unit=$src/tools/systemd/kvtier.service
+ctl() {
+	LD_LIBRARY_PATH=$src/lib "$src/tools/kvtierctl" "$@" 2>&1
+}
+# The unit's own ExecStart= and ExecStop= lines, with this tree's kvtierctl.
+unit_run() {
+	local line
+	line=$(sed -n "s|^$1=/usr/sbin/kvtierctl ||p" "$unit")
+	[[ -n $line ]] || { echo "no $1=/usr/sbin/kvtierctl line in $unit"; return 2; }
+	# shellcheck disable=SC2086 # the line's words
+	ctl $line
+}
+
+# What a booted host has that this rig does not: a writable /etc, the
+# module where modprobe finds it (DKMS puts it in updates/), and the
+# /dev/disk/by-id link udev makes for kvt1.
+apply_setup() {
+	local mods d
+	mods=/lib/modules/$(uname -r)
+	for d in etc mods; do
+		mkdir -p "/tmp/ov-$d/u" "/tmp/ov-$d/w"
+	done
+	if ! { mount -t overlay overlay -o lowerdir=/etc,upperdir=/tmp/ov-etc/u,workdir=/tmp/ov-etc/w /etc &&
+		mount -t overlay overlay -o "lowerdir=$mods,upperdir=/tmp/ov-mods/u,workdir=/tmp/ov-mods/w" "$mods" &&
+		install -D -m 0644 "$KVTIER_KO" "$mods/updates/kvtier.ko" && depmod -a; }; then
+		fail "a writable /etc and $mods/updates/kvtier.ko (overlayfs, depmod)"
+	fi
+	if ! { mkdir -p /dev/disk/by-id && ln -sf "../../${ns1#/dev/}" /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_kvt1; }; then
+		fail "the by-id link of kvt1"
+	fi
+	mkdir -p /etc/kvtier/kvtier.conf.d
+	cat >/etc/kvtier/kvtier.conf <<-EOF
+	# kvt0 by its subsystem, kvt1 by the link udev makes
+	[kvtier0]
+	nqn = nqn.2019-08.org.qemu:kvt0
+	host_budget_mb = 48
+
+	[kvtier1]
+	device = /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_kvt1
+	EOF
+	cat >/etc/kvtier/kvtier.conf.d/50-tune.conf <<-EOF
+	[kvtier0]
+	watermark_high = 80
+	watermark_low = 50
+	readahead_kb = 128
+	[kvtier1]
+	lease_interval_ms = 500
+	host_budget_mb = 32
+	EOF
+}
+
+# Every knob and backing_dev of both tiers, one line each.
+tier_state() {
+	local t f
+	for t in 0 1; do
+		for f in /sys/class/kvtier/kvtier$t/{backing_dev,host_budget_mb,watermark_high,watermark_low,readahead_kb,lease_interval_ms,read_only}; do
+			echo "$f $(cat "$f")"
+		done
+	done
+}
+
+apply_attached() {
+	local t0=/sys/class/kvtier/kvtier0 t1=/sys/class/kvtier/kvtier1
+	[[ $(cat /sys/module/kvtier/parameters/num_tiers) == 2 ]] &&
+		[[ $(cat $t0/backing_dev) == "$ns0" && $(cat $t0/host_budget_mb) == 48 &&
+			$(cat $t0/watermark_high) == 80 && $(cat $t0/watermark_low) == 50 &&
+			$(cat $t0/readahead_kb) == 128 ]] &&
+		[[ $(cat $t1/backing_dev) == /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_kvt1 &&
+			$(cat $t1/lease_interval_ms) == 500 && $(cat $t1/host_budget_mb) == 32 ]]
+}
+
+apply_boot() {
+	local out rc
+	[[ ! -e /sys/module/kvtier ]] || fail "the module is not loaded at boot"
+	out=$(unit_run ExecStart)
+	rc=$?
+	sed 's/^/# /' <<<"$out"
+	expect_out "ExecStart loads the module with num_tiers=2" 0 "^modprobe kvtier num_tiers=2$" $rc "$out"
+	expect_out "ExecStart attaches kvtier0 by its NQN" 0 "^kvtier0: attach $ns0 \(subsystem nqn.2019-08.org.qemu:kvt0\)$" $rc "$out"
+	expect_out "ExecStart sets a knob from the fragment" 0 "^kvtier0: watermark_low 75 -> 50$" $rc "$out"
+	expect_out "ExecStart sets the detached-only knob" 0 "^kvtier1: lease_interval_ms 1000 -> 500$" $rc "$out"
+	if apply_attached; then
+		check ok "both tiers attached, every knob as written"
+	else
+		check not-ok "both tiers attached, every knob as written: $(tier_state | tr '\n' ' ')"
+	fi
+}
+
+apply_bad() {	# apply_bad DESC PATTERN FILE-CONTENT
+	local out rc before
+	printf '%b' "$3" >/tmp/bad.conf
+	before=$(tier_state)
+	out=$(ctl apply --config /tmp/bad.conf)
+	rc=$?
+	expect_out "a bad file: $1" 1 "$2" $rc "$out"
+	if [[ $(tier_state) == "$before" ]]; then
+		check ok "a bad file: $1: nothing changed"
+	else
+		check not-ok "a bad file: $1: the tiers changed"
+	fi
+}
+
 case $step in
+apply-1 | apply-2)
+	[[ -n $ns1 ]] || fail "an NVMe namespace with serial kvt1"
+	apply_rc=0
+	apply_setup
+	apply_boot
+	((apply_rc == 0)) || exit 1
+	if [[ $step == apply-1 ]]; then
+		out=$(unit_run ExecStart)
+		rc=$?
+		expect_out "a second apply changes nothing" 0 "^kvtier1: as configured" $rc "$out"
+		if ! grep -qE -- "->|attach|modprobe" <<<"$out"; then
+			check ok "a second apply reports no change"
+		else
+			check not-ok "a second apply reported: ${out//$'\n'/ | }"
+		fi
+		t write conf 8M $SEED_CONF || apply_rc=1
+		apply_bad "an unknown key" "/tmp/bad.conf:3: unknown key 'budget_mb'" \
+			"[kvtier0]\nnqn = nqn.2019-08.org.qemu:kvt0\nbudget_mb = 64\n"
+		apply_bad "a missing device, the other tier's change not made" \
+			"/tmp/bad.conf:5: kvtier1: device /dev/disk/by-id/nvme-gone: No such file or directory" \
+			"[kvtier0]\nnqn = nqn.2019-08.org.qemu:kvt0\nhost_budget_mb = 64\n[kvtier1]\ndevice = /dev/disk/by-id/nvme-gone\n"
+		apply_bad "a subsystem that is not there" \
+			"/tmp/bad.conf:2: kvtier0: no NVMe subsystem nqn.2019-08.org.qemu:kvt9 is connected" \
+			"[kvtier0]\nnqn = nqn.2019-08.org.qemu:kvt9\n"
+		apply_bad "a tier attached to another device" \
+			"/tmp/bad.conf:2: kvtier0: attached to $ns0, not $ns1: detach it first" \
+			"[kvtier0]\ndevice = $ns1\n"
+		apply_bad "a detached-only knob on an attached tier" \
+			"/tmp/bad.conf:3: kvtier1: read_only is 0, the file says 1: it changes only while detached" \
+			"[kvtier1]\ndevice = $ns1\nread_only = 1\n"
+		apply_bad "a tier past num_tiers" \
+			"loaded with num_tiers=2; the configuration names kvtier5" \
+			"[kvtier5]\ndevice = $ns1\n"
+		out=$(unit_run ExecStop)
+		rc=$?
+		expect_out "ExecStop detaches kvtier0" 0 "^kvtier0: detach $ns0$" $rc "$out"
+		expect_out "ExecStop detaches kvtier1" 0 "^kvtier1: detach /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_kvt1$" $rc "$out"
+		if [[ $(cat /sys/class/kvtier/kvtier0/backing_dev) == none &&
+			$(cat /sys/class/kvtier/kvtier1/backing_dev) == none ]]; then
+			check ok "after ExecStop both tiers are detached"
+		else
+			check not-ok "after ExecStop: $(tier_state | tr '\n' ' ')"
+		fi
+	else
+		t verify conf 8M $SEED_CONF --pread || apply_rc=1
+		out=$(unit_run ExecStop)
+		expect_out "ExecStop detaches" 0 "^kvtier0: detach" $? "$out"
+		t unload || apply_rc=1
+	fi
+	exit $apply_rc
+	;;
 reboot-1)
 	t load && t attach "$ns0" && t write big 256M $SEED_BIG
 	;;

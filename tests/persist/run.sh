@@ -17,6 +17,12 @@
 #            image, writes a foreign signature on a second and damages both
 #            checkpoint areas of a third; boot 3 gets EUCLEAN, EMEDIUMTYPE
 #            and EUCLEAN, and the images are byte-identical afterwards
+#   apply    kvtier.conf at boot (tests/persist/guest.sh apply-1, apply-2):
+#            boot 1 runs kvtier.service's ExecStart on a configuration of
+#            two tiers, checks what it did, that a second run changes
+#            nothing and that bad files change nothing, writes a
+#            persistent region, runs ExecStop; boot 2 runs ExecStart and
+#            reads the region back by name
 #   crash    KVTIER_CRASH_CUTS (20) boots each verify what the previous boot
 #            left, start a write/fsync/unlink workload on persistent regions
 #            and are cut by kill -9 of QEMU after a random delay; a last
@@ -34,7 +40,7 @@
 #   KVER   the kernel to boot (tests/vm/kernels.sh list)
 #   OUT    results: OUT/<test>/ (images, console and checks of every boot),
 #          OUT/tap.log
-#   TEST   reboot, corrupt, crash (default: all three)
+#   TEST   reboot, corrupt, apply, crash (default: all four)
 #
 # Prints TAP (also to OUT/tap.log); exits 0 when every check passed.
 set -uo pipefail
@@ -54,9 +60,9 @@ mkdir -p "$3" || exit 2
 outdir=$(cd "$3" && pwd)
 shift 3
 tests=("$@")
-((${#tests[@]})) || tests=(reboot corrupt crash)
+((${#tests[@]})) || tests=(reboot corrupt apply crash)
 for t in "${tests[@]}"; do
-	case $t in reboot | corrupt | crash) ;; *) usage ;; esac
+	case $t in reboot | corrupt | apply | crash) ;; *) usage ;; esac
 done
 
 short=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$kver")
@@ -130,6 +136,15 @@ vm_result() {
 	fi
 }
 
+# boot N COUNT SIZE TIMEOUT STEP DESC: boot N of the current test (vm),
+# its checks as TAP results and its verdict; fails when the boot did.
+boot() {
+	vm "$1" "$2" "$3" "$4" "$5"
+	import "$o/checks-$1.log" "boot $1: "
+	vm_result "$1" "$6"
+	((vm_rc == 0))
+}
+
 sha() {
 	sha256sum "$@" | awk '{ print $1 }'
 }
@@ -137,13 +152,17 @@ sha() {
 # --- reboot ------------------------------------------------------------------
 
 test_reboot() {
-	vm 1 1 512M 900 reboot-1
-	import "$o/checks-1.log" "boot 1: "
-	vm_result 1 "write and fsync a 256 MiB persistent region, power off attached"
-	((vm_rc == 0)) || return
-	vm 2 1 512M 900 reboot-2
-	import "$o/checks-2.log" "boot 2: "
-	vm_result 2 "the region after a reboot; write, rmmod, insmod, verify"
+	boot 1 1 512M 900 reboot-1 "write and fsync a 256 MiB persistent region, power off attached" ||
+		return
+	boot 2 1 512M 900 reboot-2 "the region after a reboot; write, rmmod, insmod, verify"
+}
+
+# --- apply -------------------------------------------------------------------
+
+test_apply() {
+	boot 1 2 256M 600 apply-1 "kvtier.service's ExecStart and ExecStop on kvtier.conf" ||
+		return
+	boot 2 2 256M 600 apply-2 "the next boot's ExecStart, the region read back by name"
 }
 
 # --- corrupt -----------------------------------------------------------------

@@ -367,5 +367,151 @@ else
 	ok "persist with fakedev.so # SKIP not built (make -C tools check builds it)"
 fi
 
+# apply: kvtier.conf(5). Every bad file is refused whole, naming FILE:LINE.
+fresh
+conf=$tmp/kvtier.conf
+bad() {	# bad NAME PATTERN: apply --config $conf refuses it
+	expect 1 "$2" "apply: $1" -- apply --dry-run --config "$conf"
+}
+printf '[kvtier0]\ndevice = /dev/disk/by-id/x\nbudget = 5\n' >"$conf"
+bad "unknown key, FILE:LINE" "$conf:3: unknown key 'budget'"
+printf '[kvtier0]\ndevice = /dev/x\nhost_budget_mb = 12x\n' >"$conf"
+bad "a bad number" "$conf:3: host_budget_mb: '12x' is not a decimal number"
+printf '[kvtier0]\ndevice = /dev/x\nwriteback_batch_kb = 6\n' >"$conf"
+bad "a value off the knob's grain" "$conf:3: writeback_batch_kb: 6 is not a multiple of 4"
+printf '[kvtier0]\ndevice = /dev/x\nread_only = 2\n' >"$conf"
+bad "read_only out of range" "$conf:3: read_only: 2 is out of range 0..1"
+printf 'device = /dev/x\n[kvtier0]\ndevice = /dev/x\n' >"$conf"
+bad "a key before any section" "$conf:1: 'device' before any \[kvtierN\] section"
+printf '[tier0]\ndevice = /dev/x\n' >"$conf"
+bad "a section that is not a tier" "$conf:1: section \[tier0\] is not a tier"
+printf '[kvtier64]\ndevice = /dev/x\n' >"$conf"
+bad "a tier past the last" "$conf:1: section \[kvtier64\] is not a tier"
+printf '[kvtier0\ndevice = /dev/x\n' >"$conf"
+bad "a section without ]" "$conf:1: section '\[kvtier0' lacks its '\]'"
+printf '[kvtier0]\nhost_budget_mb = 64\n' >"$conf"
+bad "a tier without a device" "$conf:1: kvtier0 names no device"
+printf '[kvtier0]\ndevice = /dev/x\nnqn = nqn.2019-08.org.qemu:kvt0\n' >"$conf"
+bad "device and nqn both" "$conf:3: kvtier0 names both a device \($conf:2\) and an nqn"
+printf '[kvtier0]\nnqn = iqn.x\n' >"$conf"
+bad "an nqn that is not one" "$conf:2: nqn 'iqn.x' is not an NVMe qualified name"
+printf '[kvtier0]\ndevice = /dev/x\nnsid = 1\n' >"$conf"
+bad "nsid without nqn" "$conf:3: nsid goes with nqn"
+printf '[kvtier0]\ndevice = dev/x\n' >"$conf"
+bad "a relative device" "$conf:2: device 'dev/x' is not an absolute path"
+printf '[kvtier0]\ndevice = /dev/x\nhost_budget_mb =\n' >"$conf"
+bad "a key without a value" "$conf:3: host_budget_mb has no value"
+printf '[kvtier0]\ndevice = /dev/x\nwatermark_high = 50\nwatermark_low = 60\n' >"$conf"
+bad "watermark_low above watermark_high" "$conf:4: watermark_low 60 must be below watermark_high 50 \($conf:3\)"
+printf '[tier0]\ndevice = /dev/x\nhost_budget_mb = 1\n' >"$conf"
+out=$("$ctl" apply --config "$conf" 2>&1)
+if [[ $out != *"before any"* && $(grep -c "$conf:[0-9]" <<<"$out") -eq 1 ]]; then ok "apply: a bad section's keys are not reported again"; else notok "apply: a bad section: $out"; fi
+printf '[kvtier0]\ndevice = /dev/x\x00\n' >"$conf"
+bad "a NUL byte" "$conf:2: a NUL byte in the line"
+printf '[kvtier0]\ndevice = /dev/x\nwatermark_high = abc\nwatermark_low = 50\n' >"$conf"
+out=$("$ctl" apply --config "$conf" 2>&1)
+if [[ $out == *"'abc' is not a decimal number"* && $out != *"must be below"* ]]; then ok "apply: a bad value is one error, not two"; else notok "apply: a bad watermark: $out"; fi
+printf '[kvtier0]\ndevice = /dev/x\nnot a line\n' >"$conf"
+bad "a line that is no assignment" "$conf:3: 'not a line' is not KEY = VALUE"
+printf '[kvtier0]\ndevice = %s/no-such-device\n' "$tmp" >"$conf"
+bad "a missing device" "$conf:2: kvtier0: device $tmp/no-such-device: No such file or directory"
+bad "a missing device: nothing changed" "$conf: nothing changed"
+printf '[kvtier0]\ndevice = %s\n' "$conf" >"$conf"
+bad "a device that is a file" "$conf:2: kvtier0: $conf is not a block device"
+expect 1 "$tmp/none.conf: No such file or directory" "apply: no configuration file" \
+	-- apply --config "$tmp/none.conf"
+printf '# nothing yet\n\n' >"$conf"
+expect 0 "configures no tier: nothing to do" "apply: a file of comments" -- apply --config "$conf"
+expect 2 "no operands" "apply: an operand: exit 2" -- apply 0
+expect 2 "--wait 'x' is not seconds" "apply: a bad --wait: exit 2" -- apply --wait x
+printf '[kvtier0]\ndevice = %s/late\n' "$tmp" >"$conf"
+start=$SECONDS
+expect 1 "device $tmp/late: No such file or directory" "apply --wait 0: no waiting" \
+	-- apply --wait 0 --config "$conf"
+expect 1 "device $tmp/late: No such file or directory" "apply --wait 1: then refused" \
+	-- apply --wait 1 --config "$conf"
+if ((SECONDS - start >= 1 && SECONDS - start < 10)); then ok "apply --wait 1 waited about a second"; else notok "apply --wait 1 took $((SECONDS - start)) s"; fi
+# A fragment directory that is a file is an error that says so.
+printf '[kvtier0]\ndevice = /dev/x\n' >"$conf"
+: >"$conf.d"
+bad "a fragment directory that is a file" "$conf.d: Not a directory"
+rm -f "$conf.d"
+# A fragment's error names the fragment.
+mkdir -p "$conf.d"
+printf '[kvtier0]\ndevice = /dev/x\n' >"$conf"
+printf '[kvtier0]\nchecksum = yes\n' >"$conf.d/10-bad.conf"
+bad "an error in a fragment names it" "$conf.d/10-bad.conf:2: checksum: 'yes' is not a decimal number"
+rm -rf "$conf.d"
+
+# The plan against the fixture's tier: a device node stands in for the
+# namespace (root only: mknod).
+if mknod "$tmp/nvme-a" b 7 250 2>/dev/null && mknod "$tmp/nvme-b" b 7 251 2>/dev/null; then
+	echo "$tmp/nvme-a" >"$cls/backing_dev"
+	echo 0 >"$cls/read_only"
+	echo 1 >"$cls/checksum"
+	# The default file is /etc/kvtier/kvtier.conf (below KVTIERCTL_SYSROOT
+	# here), then kvtier.conf.d/*.conf in name order: the last one wins.
+	etc=$KVTIERCTL_SYSROOT/etc/kvtier
+	mkdir -p "$etc/kvtier.conf.d"
+	printf '# tier 0 on the fixture\n[kvtier0]\ndevice = %s\nhost_budget_mb = 100\n' "$tmp/nvme-a" >"$etc/kvtier.conf"
+	printf '[kvtier0]\nhost_budget_mb = 300\n' >"$etc/kvtier.conf.d/20-b.conf"
+	printf '[kvtier0]\nhost_budget_mb = 200\nwatermark_high = 95\n' >"$etc/kvtier.conf.d/10-a.conf"
+	printf '[kvtier0]\nhost_budget_mb = 1\n' >"$etc/kvtier.conf.d/30-c.conf.off"
+	expect 0 "^\(dry run\) kvtier0: host_budget_mb 16 -> 300$" "apply: fragments in name order, the last wins" \
+		-- apply --dry-run
+	expect 0 "^\(dry run\) kvtier0: watermark_high 80 -> 95$" "apply: a knob from an earlier fragment stays" \
+		-- apply --dry-run
+	expect 0 "^\(dry run\) 2 changes, nothing changed$" "apply --dry-run: counts, changes nothing" \
+		-- apply --dry-run
+	if [[ $(cat "$cls/host_budget_mb") == 16 ]]; then ok "apply --dry-run wrote nothing"; else notok "apply --dry-run wrote host_budget_mb"; fi
+	expect 0 "^kvtier0: host_budget_mb 16 -> 300$" "apply: sets the knob" -- apply
+	if [[ $(cat "$cls/host_budget_mb") == 300 ]]; then ok "apply wrote host_budget_mb"; else notok "apply: host_budget_mb is $(cat "$cls/host_budget_mb")"; fi
+	expect 0 "^kvtier0: as configured \($tmp/nvme-a\)$" "apply twice: nothing to change" -- apply
+	out=$("$ctl" apply 2>&1)
+	if [[ $out != *"->"* ]]; then ok "apply twice: no change reported"; else notok "apply twice reported: $out"; fi
+	rm -rf "$etc"
+	# What needs a detach is refused, and refusing changes nothing.
+	printf '[kvtier0]\ndevice = %s\nhost_budget_mb = 64\n' "$tmp/nvme-b" >"$conf"
+	bad "attached elsewhere" "$conf:2: kvtier0: attached to $tmp/nvme-a, not $tmp/nvme-b: detach it first"
+	printf '[kvtier0]\ndevice = %s\nhost_budget_mb = 64\nread_only = 1\n' "$tmp/nvme-a" >"$conf"
+	bad "a detached-only knob on an attached tier" "$conf:4: kvtier0: read_only is 0, the file says 1: it changes only while detached"
+	printf '[kvtier0]\ndevice = %s\nwatermark_low = 96\n' "$tmp/nvme-a" >"$conf"
+	bad "one watermark against the running other" "$conf:3: kvtier0: watermark_low 96 must be below the running watermark_high 95"
+	if [[ $(cat "$cls/host_budget_mb") == 300 ]]; then ok "apply refused: nothing written"; else notok "a refused apply wrote host_budget_mb"; fi
+	# Both watermarks moving past each other: written in an order the
+	# kernel accepts (low < high after each write).
+	printf '[kvtier0]\ndevice = %s\nwatermark_high = 30\nwatermark_low = 20\n' "$tmp/nvme-a" >"$conf"
+	out=$("$ctl" apply --config "$conf" 2>&1)
+	if [[ $out == *"watermark_low 60 -> 20"*"watermark_high 95 -> 30"* ]]; then ok "apply: lowering both watermarks writes low first"; else notok "apply: watermark order: $out"; fi
+	printf '[kvtier0]\ndevice = %s\nwatermark_high = 99\nwatermark_low = 98\n' "$tmp/nvme-a" >"$conf"
+	out=$("$ctl" apply --config "$conf" 2>&1)
+	if [[ $out == *"watermark_high 30 -> 99"*"watermark_low 20 -> 98"* ]]; then ok "apply: raising both watermarks writes high first"; else notok "apply: watermark order: $out"; fi
+	printf '[kvtier0]\ndevice = %s\n[kvtier3]\ndevice = %s\n' "$tmp/nvme-a" "$tmp/nvme-b" >"$conf"
+	bad "more tiers than the module has" "loaded with num_tiers=1; the configuration names kvtier3"
+	printf '[kvtier0]\ndevice = %s\n' "$tmp/nvme-a" >"$conf"
+	expect 0 "^\(dry run\) kvtier0: detach $tmp/nvme-a$" "apply --detach --dry-run" \
+		-- apply --detach --dry-run --config "$conf"
+	# A typo made since the boot must not keep the tiers attached.
+	printf '[kvtier0]\ndevice = %s\nbudget = 1\n' "$tmp/nvme-a" >"$conf"
+	expect 0 "^\(dry run\) kvtier0: detach $tmp/nvme-a$" "apply --detach of a broken file: every attached tier" \
+		-- apply --detach --dry-run --config "$conf"
+	# One namespace under two names (a link, as udev's by-id ones).
+	ln -s nvme-a "$tmp/by-id-a"
+	printf '[kvtier0]\ndevice = %s\n[kvtier1]\ndevice = %s\n' "$tmp/nvme-a" "$tmp/by-id-a" >"$conf"
+	bad "one namespace for two tiers" "$conf:4: kvtier1: $tmp/by-id-a is kvtier0's namespace too \($conf:2\)"
+	# A knob the running module does not have: refused before any write.
+	printf '[kvtier0]\ndevice = %s\nhost_budget_mb = 64\nuser_quota_mb = 10\n' "$tmp/nvme-a" >"$conf"
+	bad "a knob the module lacks" "$conf:4: kvtier0: this module has no knob user_quota_mb"
+	if [[ $(cat "$cls/host_budget_mb") == 300 ]]; then ok "apply refused a missing knob: nothing written"; else notok "a refused apply wrote host_budget_mb"; fi
+	# Fragments alone are a configuration.
+	rm -f "$conf"
+	mkdir -p "$conf.d"
+	printf '[kvtier0]\ndevice = %s\nhost_budget_mb = 300\n' "$tmp/nvme-a" >"$conf.d/a.conf"
+	expect 0 "^kvtier0: as configured" "apply: fragments without the main file" -- apply --config "$conf"
+	rm -rf "$conf.d"
+else
+	ok "apply against the fixture's tier # SKIP mknod needs root"
+fi
+
 echo "1..$n"
 ((failed == 0))
