@@ -4,7 +4,8 @@
 # `dkms add . && dkms build kvtier/VER -k KVER && dkms install` for every
 # supported kernel, in private DKMS trees under BUILD/dkms so the check
 # changes nothing on the machine. The source is a clean export of the files
-# the module needs, as `make dkms-install` gives DKMS.
+# the module needs, as `make install` gives DKMS; `dkms add .` of the
+# working tree itself must be refused (dkms.conf).
 #
 # usage: tests/dkms-check.sh BUILD
 set -euo pipefail
@@ -25,6 +26,19 @@ tar -C "$top" -cf - --exclude='*.o' --exclude='*.ko' --exclude='.*.cmd' \
 	{ cat "$base/add.log"; exit 1; }
 
 rc=0
+# `dkms add .` of a working tree (.git, build/) is refused by dkms.conf
+# before DKMS copies anything: it would copy build/ into the source tree.
+mkdir -p "$base/refused"
+if (cd "$top" && dkms add . --sourcetree "$base/refused" --dkmstree "$base/tree") \
+	>"$base/refused.log" 2>&1; then
+	echo "not ok dkms add . of the working tree was accepted (see $base/refused.log)"
+	rc=1
+elif ! grep -q "is a working tree" "$base/refused.log" || [[ -n $(ls -A "$base/refused") ]]; then
+	echo "not ok dkms add . of the working tree: refused without the reason, or copied files"
+	rc=1
+else
+	echo "ok dkms add . of the working tree is refused, nothing copied"
+fi
 while read -r short kver; do
 	log=$base/$kver.log
 	mkdir -p "$base/install/$kver/kernel"
