@@ -85,6 +85,7 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
 	/* Statistics of a tier describe its current attachment. */
 	kvtier_latency_reset(tier);
 	memset(tier->io_sizes, 0, sizeof(tier->io_sizes));
+	memset(tier->io_pages, 0, sizeof(tier->io_pages));
 	tier->first_error = 0;
 	ret = kvtier_store_open(tier, format);
 	if (ret) {

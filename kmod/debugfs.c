@@ -52,28 +52,32 @@ static const char * const kvtier_hist_names[KVT_HIST_NR] = {
 	[KVT_HIST_WRITE] = "write",
 };
 
+/* "name c0 .. c(n-1) sum": the counts, then the sum of what they count. */
 static void kvtier_seq_buckets(struct seq_file *m, const char *name,
-			       atomic64_t *b, unsigned int n)
+			       atomic64_t *b, unsigned int n, atomic64_t *sum)
 {
 	unsigned int i;
 
 	seq_puts(m, name);
 	for (i = 0; i < n; i++)
 		seq_printf(m, " %lld", atomic64_read(&b[i]));
-	seq_putc(m, '\n');
+	seq_printf(m, " %lld\n", atomic64_read(sum));
 }
 
-/* Fault service and namespace I/O completion times, log2 microseconds. */
+/*
+ * Fault service and namespace I/O completion times, log2 microseconds,
+ * and their sums in nanoseconds (version 2: version 1 had no sums).
+ */
 static int kvtier_latency_show(struct seq_file *m, void *v)
 {
 	struct kvtier_tier *tier = m->private;
 	int i;
 
-	seq_puts(m, "kvtier-latency 1\n");
+	seq_puts(m, "kvtier-latency 2\n");
 	seq_printf(m, "buckets %d\n", KVT_HIST_BUCKETS);
 	for (i = 0; i < KVT_HIST_NR; i++)
 		kvtier_seq_buckets(m, kvtier_hist_names[i], tier->lat[i].b,
-				   KVT_HIST_BUCKETS);
+				   KVT_HIST_BUCKETS, &tier->lat[i].sum_ns);
 	return 0;
 }
 
@@ -81,9 +85,11 @@ void kvtier_latency_reset(struct kvtier_tier *tier)
 {
 	int i, j;
 
-	for (i = 0; i < KVT_HIST_NR; i++)
+	for (i = 0; i < KVT_HIST_NR; i++) {
 		for (j = 0; j < KVT_HIST_BUCKETS; j++)
 			atomic64_set(&tier->lat[i].b[j], 0);
+		atomic64_set(&tier->lat[i].sum_ns, 0);
+	}
 }
 
 static int kvtier_latency_open(struct inode *inode, struct file *file)
@@ -117,15 +123,17 @@ static const struct file_operations kvtier_latency_fops = {
 	.release = single_release,
 };
 
-/* Sizes of the bios the tier issued, log2 pages. */
+/* Sizes of the bios the tier issued, log2 pages, and their sums in pages. */
 static int kvtier_io_show(struct seq_file *m, void *v)
 {
 	struct kvtier_tier *tier = m->private;
 
-	seq_puts(m, "kvtier-io 1\n");
+	seq_puts(m, "kvtier-io 2\n");
 	seq_printf(m, "buckets %d\n", KVT_IO_BUCKETS);
-	kvtier_seq_buckets(m, "read", tier->io_sizes[0], KVT_IO_BUCKETS);
-	kvtier_seq_buckets(m, "write", tier->io_sizes[1], KVT_IO_BUCKETS);
+	kvtier_seq_buckets(m, "read", tier->io_sizes[0], KVT_IO_BUCKETS,
+			   &tier->io_pages[0]);
+	kvtier_seq_buckets(m, "write", tier->io_sizes[1], KVT_IO_BUCKETS,
+			   &tier->io_pages[1]);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kvtier_io);

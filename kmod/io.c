@@ -145,6 +145,7 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 	kvtier_count(tier, write ? KVT_STAT_WB_BIOS : KVT_STAT_READ_BIOS, 1);
 	atomic64_inc(&tier->io_sizes[write][min_t(unsigned int, ilog2(io->nr),
 						  KVT_IO_BUCKETS - 1)]);
+	atomic64_add(io->nr, &tier->io_pages[write]);
 	io->start_ns = ktime_get_ns();
 	submit_bio(bio);
 }

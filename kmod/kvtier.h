@@ -253,8 +253,14 @@ enum kvtier_hist_id {
 	KVT_HIST_NR,
 };
 
+/**
+ * struct kvtier_hist - a latency histogram (debugfs "latency")
+ * @b: counts by log2 microseconds, see kvtier_hist_add()
+ * @sum_ns: the sum of every value counted, for averages (Prometheus _sum)
+ */
 struct kvtier_hist {
 	atomic64_t b[KVT_HIST_BUCKETS];
+	atomic64_t sum_ns;
 };
 
 static inline void kvtier_hist_add(struct kvtier_hist *h, u64 ns)
@@ -262,6 +268,7 @@ static inline void kvtier_hist_add(struct kvtier_hist *h, u64 ns)
 	u64 us = div_u64(ns, NSEC_PER_USEC);
 
 	atomic64_inc(&h->b[min_t(unsigned int, fls64(us), KVT_HIST_BUCKETS - 1)]);
+	atomic64_add(ns, &h->sum_ns);
 }
 
 /* Bio sizes (debugfs "io"): bucket i counts bios of 2^i pages. */
@@ -370,6 +377,7 @@ struct kvtier_pool {
  * @stats: counters
  * @lat: latency histograms, cleared at attach and by writing 0 to debugfs
  * @io_sizes: bio size histograms, [0] reads, [1] writes
+ * @io_pages: the pages of the bios counted in @io_sizes, [0] and [1]
  * @evict_clock: evictions that left a shadow entry (see kvt_mk_shadow)
  * @first_error: sticky first I/O error (-errno) since attach, 0 if none
  * @regions_lock: protects @regions, @nr_regions and every entry of @users
@@ -402,6 +410,7 @@ struct kvtier_tier {
 	atomic64_t stats[KVT_STAT_NR];
 	struct kvtier_hist lat[KVT_HIST_NR];
 	atomic64_t io_sizes[2][KVT_IO_BUCKETS];
+	atomic64_t io_pages[2];
 	atomic_long_t evict_clock;
 	int first_error;
 	spinlock_t regions_lock;	/* regions, nr_regions, users */

@@ -331,6 +331,36 @@ static ssize_t pinned_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(pinned);
 
+/*
+ * stat: the tier's counters in fixed columns on one line, readable by
+ * anyone, as /sys/block/<dev>/stat and zram's mm_stat are: totals since
+ * the module was loaded, no region names or sizes. Columns are only ever
+ * appended; Documentation/ABI/testing/sysfs-class-kvtier gives each one's
+ * meaning and unit. The last column is a gauge (bytes in flight now).
+ */
+static const enum kvtier_stat kvtier_stat_columns[] = {
+	KVT_STAT_FAULT_MINOR, KVT_STAT_FAULT_MAJOR, KVT_STAT_FAULT_ZERO,
+	KVT_STAT_REFAULT, KVT_STAT_EVICT_CLEAN, KVT_STAT_EVICT_DIRTY,
+	KVT_STAT_WB_PAGES, KVT_STAT_WB_BYTES, KVT_STAT_READ_PAGES,
+	KVT_STAT_READ_BYTES, KVT_STAT_READAHEAD, KVT_STAT_PREFETCH,
+	KVT_STAT_BUDGET_STALL, KVT_STAT_CSUM_ERROR, KVT_STAT_IO_ERROR,
+};
+
+static ssize_t stat_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+	unsigned int i;
+	int n = 0;
+
+	for (i = 0; i < ARRAY_SIZE(kvtier_stat_columns); i++)
+		n += sysfs_emit_at(buf, n, "%lld ",
+				   atomic64_read(&tier->stats[kvtier_stat_columns[i]]));
+	n += sysfs_emit_at(buf, n, "%ld\n", atomic_long_read(&tier->inflight_bytes));
+	return n;
+}
+static DEVICE_ATTR_RO(stat);
+
 static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_backing_dev.attr,
 	&dev_attr_format.attr,
@@ -341,6 +371,7 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_used.attr,
 	&dev_attr_resident.attr,
 	&dev_attr_pinned.attr,
+	&dev_attr_stat.attr,
 	NULL,
 };
 

@@ -569,96 +569,115 @@ KVTIER_EXPORT int kvtier_gpu_unregister(struct kvtier_tier *tier, uint64_t va)
 	return 0;
 }
 
-#define STATS_MAGIC	"kvtier-stats"
-#define STATS_VERSION	1
-#define STATS_MAX	4096U
+/*
+ * The columns of /sys/class/kvtier/kvtierN/stat, in their order
+ * (Documentation/ABI/testing/sysfs-class-kvtier). The module only ever
+ * appends columns: those past this list are a newer module's, skipped.
+ */
+static const char *const stat_columns[] = {
+	"faults_minor", "faults_major", "faults_zero_fill", "refaults",
+	"evictions_clean", "evictions_dirty", "writeback_pages",
+	"writeback_bytes", "read_pages", "read_bytes", "readahead_pages",
+	"prefetch_pages", "budget_stalls", "checksum_errors", "io_errors",
+	"inflight_bytes",
+};
 
-/* "name value" of one stats line into @st: 1 parsed, 0 skipped, -EPROTO. */
-static int parse_stat(char *line, struct kvtier_stat *st)
+#define NR_STAT_COLUMNS	(sizeof(stat_columns) / sizeof(stat_columns[0]))
+
+/* Gauges from the tier's other attributes, all readable without root. */
+static const struct { const char *name, *attr; int64_t scale; } stat_gauges[] = {
+	{ "resident_bytes", "resident", 1 },
+	{ "pinned_bytes", "pinned", 1 },
+	{ "used_bytes", "used", 1 },
+	{ "capacity_bytes", "capacity", 1 },
+	{ "budget_bytes", "host_budget_mb", 1 << 20 },
+};
+
+#define NR_STAT_GAUGES	(sizeof(stat_gauges) / sizeof(stat_gauges[0]))
+
+/* Read the small sysfs file @attr of tier @id into @buf. */
+static int read_attr(unsigned int id, const char *attr, char *buf, size_t len)
 {
-	char *save = NULL, *name, *val, *end;
-	long long v;
+	char path[128];
+	ssize_t n;
+	int fd;
 
-	name = strtok_r(line, " \t\n", &save);
-	if (!name)
-		return 0;	/* an empty line */
-	val = strtok_r(NULL, " \t\n", &save);
-	if (!val || strtok_r(NULL, " \t\n", &save))
+	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u/%s", id, attr);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* The next decimal number of *@p (after blanks) into @v; -EPROTO if none. */
+static int next_number(char **p, int64_t *v)
+{
+	long long x;
+	char *end;
+
+	while (**p == ' ')
+		(*p)++;
+	/* A gauge read while it changes may be negative for a moment. */
+	if ((**p < '0' || **p > '9') && **p != '-')
 		return -EPROTO;
 	errno = 0;
-	v = strtoll(val, &end, 10);
-	if (*end || end == val || errno)
+	x = strtoll(*p, &end, 10);
+	if (errno || (*end && *end != ' ' && *end != '\n'))
 		return -EPROTO;
-	/* A name longer than the field: a newer counter this ABI cannot hold. */
-	if (strlen(name) >= sizeof(st->name))
-		return 0;
+	*v = x;
+	*p = end;
+	return 0;
+}
+
+static void stat_set(struct kvtier_stat *st, const char *name, int64_t v)
+{
 	memset(st->name, 0, sizeof(st->name));
 	memcpy(st->name, name, strlen(name));
 	st->value = v;
-	return 1;
 }
 
 KVTIER_EXPORT int kvtier_tier_stats(unsigned int id, struct kvtier_stat **statsp,
 				    size_t *countp)
 {
-	struct kvtier_stat *st = NULL, *grown;
-	size_t n = 0, room = 0, cap = 0;
-	char path[96], *line = NULL, *save = NULL, *tok;
-	unsigned long long ver;
-	int ret = 0;
-	FILE *f;
+	struct kvtier_stat *st;
+	char buf[1024], *p;
+	size_t i, n = 0;
+	int64_t v;
+	int ret;
 
 	if (!statsp || !countp)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/sys/kernel/debug/kvtier/kvtier%u/stats", id);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (getline(&line, &cap, f) < 0) {
-		ret = ferror(f) ? -EIO : -EPROTO;
-		goto out;
-	}
-	tok = strtok_r(line, " \t\n", &save);
-	if (!tok || strcmp(tok, STATS_MAGIC) ||
-	    !(tok = strtok_r(NULL, " \t\n", &save)) ||
-	    strtok_r(NULL, " \t\n", &save) || *tok < '0' || *tok > '9') {
-		ret = -EPROTO;
-		goto out;
-	}
-	ver = strtoull(tok, &save, 10);
-	if (*save) {
-		ret = -EPROTO;
-		goto out;
-	}
-	if (ver != STATS_VERSION) {
-		ret = -EPROTONOSUPPORT;
-		goto out;
-	}
-	while (getline(&line, &cap, f) >= 0) {
-		if (n == room) {
-			if (room == STATS_MAX) {
-				ret = -E2BIG;
-				goto out;
-			}
-			room = room ? room * 2 : 64;
-			grown = realloc(st, room * sizeof(*st));
-			if (!grown) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			st = grown;
-		}
-		ret = parse_stat(line, &st[n]);
-		if (ret < 0)
+	ret = read_attr(id, "stat", buf, sizeof(buf));
+	if (ret)
+		return ret;
+	st = calloc(NR_STAT_COLUMNS + NR_STAT_GAUGES, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	p = buf;
+	for (i = 0; i < NR_STAT_COLUMNS; i++) {
+		ret = next_number(&p, &v);
+		if (ret)
 			goto out;
-		n += (size_t)ret;
-		ret = 0;
+		stat_set(&st[n++], stat_columns[i], v);
 	}
-	if (ferror(f))
-		ret = -EIO;
+	for (i = 0; i < NR_STAT_GAUGES; i++) {
+		ret = read_attr(id, stat_gauges[i].attr, buf, sizeof(buf));
+		if (ret)
+			goto out;
+		p = buf;
+		ret = next_number(&p, &v);
+		if (ret)
+			goto out;
+		stat_set(&st[n++], stat_gauges[i].name, v * stat_gauges[i].scale);
+	}
 out:
-	free(line);
-	fclose(f);
 	if (ret) {
 		free(st);
 		return ret;

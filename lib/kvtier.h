@@ -80,7 +80,10 @@ int kvtier_gpu_register(struct kvtier_tier *tier,
 			const struct kvtier_gpu_range *range);
 int kvtier_gpu_unregister(struct kvtier_tier *tier, uint64_t va);
 
-/* debugfs "stats" of tier @id (root): name/value pairs, free() the array. */
+/*
+ * The counters of tier @id (/sys/class/kvtier/kvtierN/stat, no root
+ * needed) and its gauges: name/value pairs, free() the array.
+ */
 struct kvtier_stat {
 	char name[48];
 	int64_t value;

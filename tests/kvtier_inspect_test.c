@@ -19,28 +19,55 @@
 #define DBG		"/sys/kernel/debug/kvtier/kvtier0/"
 #define TRACEFS		"/sys/kernel/tracing/"
 
-/* Sum of the buckets of histogram line @name in debugfs file @file. */
-static long long hist_sum(const char *file, const char *name, int *nbuckets)
+/*
+ * Histogram line @name of debugfs file @file ("buckets N", then rows of
+ * N counts and their sum): the total of the counts, the number of counts
+ * in *@nbuckets, the row's sum in *@sum and, for the latency file, the
+ * bounds the counts put on that sum in [*@lo, *@hi) nanoseconds (bucket
+ * 0 is below 1 us, bucket i from 2^(i-1) to 2^i us, the last unbounded).
+ */
+static long long hist_read(const char *file, const char *name, int *nbuckets,
+			   long long *sum, long long *lo, long long *hi)
 {
+	long long total = -1, v[64];
 	char line[1024], *tok, *save;
-	long long sum = -1;
+	int buckets = 0, n, i;
 	FILE *f = fopen(file, "re");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
 		tok = strtok_r(line, " \n", &save);
+		if (tok && !strcmp(tok, "buckets"))
+			buckets = atoi(strtok_r(NULL, " \n", &save));
 		if (!tok || strcmp(tok, name))
 			continue;
-		sum = 0;
-		*nbuckets = 0;
-		while ((tok = strtok_r(NULL, " \n", &save))) {
-			sum += atoll(tok);
-			(*nbuckets)++;
+		for (n = 0; n < 64 && (tok = strtok_r(NULL, " \n", &save)); n++)
+			v[n] = atoll(tok);
+		if (n != buckets + 1)
+			break;		/* not N counts and a sum */
+		total = 0;
+		*lo = *hi = 0;
+		for (i = 0; i < buckets; i++) {
+			total += v[i];
+			*lo += i ? v[i] * (1000LL << (i - 1)) : 0;
+			if (i < buckets - 1)
+				*hi += v[i] * (1000LL << i);
+			else if (v[i])
+				*hi = LLONG_MAX;	/* the last bucket has no bound */
 		}
+		*nbuckets = buckets;
+		*sum = v[buckets];
 	}
 	fclose(f);
-	return sum;
+	return total;
+}
+
+static long long hist_sum(const char *file, const char *name, int *nbuckets)
+{
+	long long sum, lo, hi;
+
+	return hist_read(file, name, nbuckets, &sum, &lo, &hi);
 }
 
 static int file_contains(const char *file, const char *needle)
@@ -101,6 +128,25 @@ TEST_F_TIMEOUT(tier, counters_match_workload, 300)
 	ASSERT_EQ(kvt_stat(0, "read_bios"), hist_sum(DBG "io", "read", &n));
 	ASSERT_EQ(9, n);
 	ASSERT_EQ(kvt_stat(0, "writeback_bios"), hist_sum(DBG "io", "write", &n));
+	/* Each row's sum: the pages of its bios, the time of its events. */
+	{
+		static const char *const lat[] = { "fault_major", "fault_zero", "read", "write" };
+		long long sum, lo, hi;
+		unsigned int i;
+
+		ASSERT_EQ(kvt_stat(0, "read_bios"), hist_read(DBG "io", "read", &n, &sum, &lo, &hi));
+		ASSERT_EQ(kvt_stat(0, "read_pages"), sum);
+		ASSERT_EQ(kvt_stat(0, "writeback_bios"), hist_read(DBG "io", "write", &n, &sum, &lo, &hi));
+		ASSERT_EQ(kvt_stat(0, "writeback_pages"), sum);
+		for (i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+			ASSERT_LT(0, hist_read(DBG "latency", lat[i], &n, &sum, &lo, &hi));
+			if (sum < lo || sum >= hi)
+				TH_LOG("%s: sum %lld ns outside [%lld, %lld) of its buckets",
+				       lat[i], sum, lo, hi);
+			ASSERT_LE(lo, sum);
+			ASSERT_GT(hi, sum);
+		}
+	}
 
 	/* Writing 0 resets the latency histograms; anything else is refused. */
 	ASSERT_EQ(-EINVAL, kvt_write(DBG "latency", "1"));
@@ -108,7 +154,12 @@ TEST_F_TIMEOUT(tier, counters_match_workload, 300)
 	ASSERT_NE(0, hist_sum(DBG "latency", "fault_zero", &n));
 	ASSERT_EQ(0, kvt_write(DBG "latency", "0"));
 	ASSERT_EQ(0, hist_sum(DBG "latency", "fault_zero", &n));
-	ASSERT_EQ(0, hist_sum(DBG "latency", "read", &n));
+	{
+		long long sum, lo, hi;
+
+		ASSERT_EQ(0, hist_read(DBG "latency", "read", &n, &sum, &lo, &hi));
+		ASSERT_EQ(0, sum);
+	}
 	munmap(p, len);
 }
 

@@ -302,7 +302,7 @@ TEST_F_TIMEOUT(lib, hints_pin_sync_info_stats, 300)
 	ASSERT_EQ(0, info_of(r, &info));
 	ASSERT_EQ(MiB, info.pinned);
 	ASSERT_EQ(MiB, info.resident);
-	ASSERT_EQ(MiB / PAGE, lib_stat("pinned_pages"));
+	ASSERT_EQ(MiB, lib_stat("pinned_bytes"));
 	ASSERT_EQ(0, lfill(r, 4 * MiB, 4 * MiB, 8));	/* pool pressure */
 	ASSERT_EQ(0, info_of(r, &info));
 	ASSERT_EQ(MiB, info.pinned);
@@ -311,17 +311,21 @@ TEST_F_TIMEOUT(lib, hints_pin_sync_info_stats, 300)
 	ASSERT_EQ(0, kvtier_region_unpin(r, 0, MiB));
 	ASSERT_EQ(0, info_of(r, &info));
 	ASSERT_EQ(0ULL, info.pinned);
-	ASSERT_EQ(0, lib_stat("pinned_pages"));
+	ASSERT_EQ(0, lib_stat("pinned_bytes"));
 	ASSERT_EQ(-1, lcheck(r, 4 * MiB, 4 * MiB, 8));
 	kvtier_region_close(r);
 	ASSERT_EQ(0, kvtier_region_unlink(self->t, "kv:lib-hints"));
 }
 
-/* kvtier_tier_stats on a stats file replaced by @text (a bind mount). */
-static int stats_of_text(const char *text)
+/*
+ * kvtier_tier_stats with tier 0's stat attribute replaced by @text (a
+ * bind mount in a private mount namespace): its first and last values
+ * checked against @first and @last, or -errno.
+ */
+static int stats_of_text(const char *text, long long first, long long last)
 {
-	const char *stats = "/sys/kernel/debug/kvtier/kvtier0/stats";
-	char file[] = "/tmp/kvt-lib-stats-XXXXXX";
+	const char *stat = "/sys/class/kvtier/kvtier0/stat";
+	char file[] = "/tmp/kvt-lib-stat-XXXXXX";
 	struct kvtier_stat *st = NULL;
 	size_t n = 0;
 	int fd, ret, status;
@@ -337,13 +341,13 @@ static int stats_of_text(const char *text)
 	if (!pid) {
 		if (unshare(CLONE_NEWNS) ||
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-		    mount(file, stats, NULL, MS_BIND, NULL))
+		    mount(file, stat, NULL, MS_BIND, NULL))
 			_exit(200);
 		ret = kvtier_tier_stats(0, &st, &n);
 		if (!ret)
-			ret = n == 2 && !strcmp(st[0].name, "a") &&
-			      st[0].value == -3 && !strcmp(st[1].name, "b_c") &&
-			      st[1].value == 1234567890123LL ? 0 : -1;
+			ret = n == 21 && !strcmp(st[0].name, "faults_minor") &&
+			      st[0].value == first && !strcmp(st[15].name, "inflight_bytes") &&
+			      st[15].value == last ? 0 : -1;
 		_exit(ret < 0 ? -ret : 0);
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
@@ -352,6 +356,21 @@ static int stats_of_text(const char *text)
 		ret = -WEXITSTATUS(status);
 	unlink(file);
 	return ret;
+}
+
+/* A user outside the kvtier group reads the counters. */
+static int stats_as_user(void *arg)
+{
+	struct kvtier_stat *st;
+	size_t n;
+	int ret;
+
+	(void)arg;
+	ret = kvtier_tier_stats(0, &st, &n);
+	if (ret)
+		return -ret;
+	free(st);
+	return n == 21 ? 0 : 1;
 }
 
 /* One version: the library's is the loaded module's (dkms.conf's). */
@@ -366,39 +385,41 @@ TEST_F_TIMEOUT(lib, version_is_the_modules, 60)
 
 TEST_F_TIMEOUT(lib, tier_stats, 300)
 {
-	char longname[200], text[300];
+	static const char *const gauges[] = {
+		"resident_bytes", "pinned_bytes", "used_bytes", "capacity_bytes",
+		"budget_bytes",
+	};
 	struct kvtier_stat *st;
 	size_t n, i;
-	int seen = 0;
+	long long dbg;
 
 	ASSERT_EQ(0, kvtier_tier_stats(0, &st, &n));
-	ASSERT_GT(n, 20U);
-	for (i = 0; i < n; i++) {
-		if (!strcmp(st[i].name, "budget_pages")) {
-			ASSERT_EQ(4 * MiB / PAGE, (unsigned long long)st[i].value);
-			seen++;
-		}
-		if (!strcmp(st[i].name, "faults_major"))
-			seen++;
+	ASSERT_EQ(21U, n);
+	for (i = 0; i < 5; i++)
+		ASSERT_STREQ(gauges[i], st[16 + i].name);
+	ASSERT_EQ(4 * MiB, (unsigned long long)st[20].value);	/* budget_bytes */
+	/* The same counters as debugfs's, where both have them. */
+	for (i = 0; i < 15; i++) {
+		dbg = kvt_stat(0, st[i].name);
+		if (dbg != st[i].value)
+			TH_LOG("%s: stat %lld, debugfs %lld", st[i].name,
+			       (long long)st[i].value, dbg);
+		ASSERT_EQ(dbg, st[i].value);
 	}
 	free(st);
-	ASSERT_EQ(2, seen);
 	ASSERT_EQ(-EINVAL, kvtier_tier_stats(0, NULL, &n));
 	ASSERT_EQ(-EINVAL, kvtier_tier_stats(0, &st, NULL));
 	ASSERT_EQ(-ENOENT, kvtier_tier_stats(7, &st, &n));
+	/* Without root and outside the kvtier group. */
+	ASSERT_EQ(0, kvt_as_user(65534, 65534, NULL, 0, stats_as_user, NULL));
 
 	/* The format, through files standing in for the module's. */
-	ASSERT_EQ(0, stats_of_text("kvtier-stats 1\na -3\nb_c 1234567890123\n"));
-	memset(longname, 'n', 60);
-	longname[60] = '\0';
-	snprintf(text, sizeof(text), "kvtier-stats 1\na -3\n%s 5\nb_c 1234567890123\n",
-		 longname);
-	ASSERT_EQ(0, stats_of_text(text));	/* a name too long is skipped */
-	ASSERT_EQ(-EPROTONOSUPPORT, stats_of_text("kvtier-stats 2\na -3\nb_c 1\n"));
-	ASSERT_EQ(-EPROTO, stats_of_text("kvtier-latency 1\na 1\n"));
-	ASSERT_EQ(-EPROTO, stats_of_text("kvtier-stats 1\na x\n"));
-	ASSERT_EQ(-EPROTO, stats_of_text("kvtier-stats 1\na 1 2\n"));
-	ASSERT_EQ(-EPROTO, stats_of_text(""));
+	ASSERT_EQ(0, stats_of_text("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n", 1, 16));
+	/* Columns a newer module appends are left out. */
+	ASSERT_EQ(0, stats_of_text("7 2 3 4 5 6 7 8 9 10 11 12 13 14 15 -4096 99 98\n", 7, -4096));
+	ASSERT_EQ(-EPROTO, stats_of_text("1 2 3\n", 0, 0));
+	ASSERT_EQ(-EPROTO, stats_of_text("1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 x\n", 0, 0));
+	ASSERT_EQ(-EPROTO, stats_of_text("", 0, 0));
 }
 
 TEST_F_TIMEOUT(lib, gpu_ranges, 300)
@@ -515,7 +536,7 @@ TEST_F_TIMEOUT(lib, region_bad_arguments, 300)
 	/* Over the pin budget (half the 4 MiB pool): ENOSPC, nothing pinned. */
 	ASSERT_EQ(0, kvtier_region_create(self->t, 4 * MiB, &r));
 	ASSERT_EQ(-ENOSPC, kvtier_region_pin(r, 0, 3 * MiB));
-	ASSERT_EQ(0, lib_stat("pinned_pages"));
+	ASSERT_EQ(0, lib_stat("pinned_bytes"));
 	kvtier_region_close(r);
 }
 

@@ -11,6 +11,7 @@
  *   devcheck.c    is a block device safe to give to a tier (libblkid), and
  *                 the kvtier format it may already hold
  *   conf.c        kvtier.conf(5) and its fragments
+ *   cmd_metrics.c Prometheus text (kvtierctl metrics)
  *   cmd_*.c       one file per command group
  */
 #ifndef KVTIERCTL_CTL_H
@@ -159,6 +160,8 @@ struct kvt_stats {
 struct kvt_hist {
 	char name[KVT_NAME_LEN];
 	uint64_t c[KVT_BUCKETS_MAX];
+	uint64_t sum;		/* of what is counted (ns, pages), when has_sum */
+	bool has_sum;		/* version 2 of the file */
 };
 
 /* `latency` and `io` share one shape: "buckets N" and named rows. */
@@ -401,6 +404,7 @@ const char *owner_name(uint64_t uid, char *buf, size_t len);
 /* --- commands ----------------------------------------------------------- */
 
 int cmd_apply(const struct cmd *cmd, int argc, char **argv);
+int cmd_metrics(const struct cmd *cmd, int argc, char **argv);
 int cmd_attach(const struct cmd *cmd, int argc, char **argv);
 int cmd_detach(const struct cmd *cmd, int argc, char **argv);
 int cmd_status(const struct cmd *cmd, int argc, char **argv);

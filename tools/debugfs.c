@@ -4,8 +4,9 @@
  * (Documentation/admin-guide/kvtier.rst):
  *
  *   stats            "kvtier-stats 1", then "name value" lines
- *   latency, io      "kvtier-latency 1" / "kvtier-io 1", "buckets N",
- *                    then "name c0 .. c(N-1)" lines
+ *   latency, io      "kvtier-latency 2" / "kvtier-io 2", "buckets N",
+ *                    then "name c0 .. c(N-1) sum" lines (version 1, still
+ *                    read: the same without the sums)
  *   regions          "kvtier-regions 1", a header naming the columns,
  *                    then one line per region
  *   gpu_ranges       "kvtier-gpu 1", a header naming the columns, then
@@ -59,8 +60,8 @@ static int parse_count(const char *s, uint64_t *v)
 	return parse_u64(s, v);
 }
 
-/* The first line: "@magic 1". */
-static int check_header(struct reader *r, const char *magic)
+/* The first line, "MAGIC VERSION", VERSION in 1..@max: VERSION or -errno. */
+static int read_header(struct reader *r, const char *magic, uint64_t max)
 {
 	char *tok[3], *line = next_line(r);
 	uint64_t v;
@@ -68,7 +69,14 @@ static int check_header(struct reader *r, const char *magic)
 	if (!line || split(line, tok, 3) != 2 || strcmp(tok[0], magic) ||
 	    parse_u64(tok[1], &v))
 		return -EPROTO;
-	return v == FORMAT_VERSION ? 0 : -EPROTONOSUPPORT;
+	return v >= 1 && v <= max ? (int)v : -EPROTONOSUPPORT;
+}
+
+static int check_header(struct reader *r, const char *magic)
+{
+	int ret = read_header(r, magic, FORMAT_VERSION);
+
+	return ret < 0 ? ret : 0;
 }
 
 static void copy_name(char *dst, size_t len, const char *src)
@@ -209,18 +217,23 @@ static int parse_buckets(struct reader *r, unsigned int *n)
 	return 0;
 }
 
-/* "name c0 .. c(N-1)" into @h. */
-static int parse_hist_row(char *line, unsigned int buckets, struct kvt_hist *h)
+/* "name c0 .. c(N-1)", and with @has_sum " sum", into @h. */
+static int parse_hist_row(char *line, unsigned int buckets, bool has_sum,
+			  struct kvt_hist *h)
 {
-	char *tok[KVT_BUCKETS_MAX + 2];
+	char *tok[KVT_BUCKETS_MAX + 3];
 	unsigned int i;
 
-	if (split(line, tok, KVT_BUCKETS_MAX + 2) != buckets + 1)
+	if (split(line, tok, KVT_BUCKETS_MAX + 3) != buckets + 1 + has_sum)
 		return -EPROTO;
 	copy_name(h->name, KVT_NAME_LEN, tok[0]);
 	for (i = 0; i < buckets; i++)
 		if (parse_u64(tok[i + 1], &h->c[i]))
 			return -EPROTO;
+	h->has_sum = has_sum;
+	h->sum = 0;
+	if (has_sum && parse_u64(tok[buckets + 1], &h->sum))
+		return -EPROTO;
 	return 0;
 }
 
@@ -228,16 +241,18 @@ int kvt_histset_parse(FILE *f, const char *magic, struct kvt_histset *hs)
 {
 	struct reader r = { .f = f };
 	struct kvt_hist spare;
+	bool has_sum;
 	char *line;
 	int ret;
 
 	hs->n = 0;
-	ret = check_header(&r, magic);
-	if (!ret)
+	ret = read_header(&r, magic, 2);
+	has_sum = ret == 2;
+	if (ret > 0)
 		ret = parse_buckets(&r, &hs->buckets);
 	while (!ret && (line = next_line(&r))) {
 		/* Rows beyond KVT_HIST_MAX are checked, then dropped. */
-		ret = parse_hist_row(line, hs->buckets,
+		ret = parse_hist_row(line, hs->buckets, has_sum,
 				     hs->n < KVT_HIST_MAX ? &hs->h[hs->n] : &spare);
 		if (!ret && hs->n < KVT_HIST_MAX)
 			hs->n++;
