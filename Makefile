@@ -267,6 +267,8 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/man/man8/kvtierctl.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man5/kvtier.conf.5 \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier-metrics.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier-metrics.timer \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/kvtierctl \
 		$(DESTDIR)/etc/udev/rules.d/60-kvtier.rules
 	if [ -z "$(DESTDIR)" ]; then ldconfig; fi

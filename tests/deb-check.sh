@@ -7,12 +7,13 @@
 # supported kernel (tests/vm/kernels.sh); the installed kvtierctl runs, a
 # program builds against the installed libkvtier-dev with pkg-config and
 # links the installed libkvtier0; the group and the udev rule are there;
-# kvtier.service passes systemd-analyze verify and is enabled;
-# each kernel boots once in the VM and round-trips a region with the
-# DKMS-built module, the installed kvtierctl and libkvtier.
+# kvtier.service and kvtier-metrics.timer pass systemd-analyze verify and
+# are enabled; each kernel boots once in the VM and round-trips a region
+# with the DKMS-built module, the installed kvtierctl and libkvtier.
 # Then `apt-get purge`: DKMS has no kvtier left, none of the packages'
-# files remain, the unit is no longer enabled, and the kvtier group stays (Debian does not remove system
-# groups on purge: files may still belong to it).
+# files remain, the units are no longer enabled, and the kvtier group
+# stays (Debian does not remove system groups on purge: files may still
+# belong to it).
 #
 # The DKMS-built modules are kept, decompressed, in BUILD/deb-check/<kver>/
 # kvtier.ko for a VM boot (tests/check.sh).
@@ -97,6 +98,11 @@ ok_if "systemd-analyze verify $unit" \
 	quiet "$out/verify.log" systemd-analyze verify "$unit"
 ok_if "kvtier.service is enabled (multi-user.target.wants)" \
 	test -L /etc/systemd/system/multi-user.target.wants/kvtier.service
+ok_if "systemd-analyze verify kvtier-metrics.timer and .service" \
+	quiet "$out/verify-metrics.log" systemd-analyze verify \
+	/lib/systemd/system/kvtier-metrics.timer /lib/systemd/system/kvtier-metrics.service
+ok_if "kvtier-metrics.timer is enabled (timers.target.wants)" \
+	test -L /etc/systemd/system/timers.target.wants/kvtier-metrics.timer
 ok_if "kvtier.conf(5) is installed" test -f /usr/share/man/man5/kvtier.conf.5.gz
 cat >"$out/use.c" <<'EOF'
 #include <kvtier.h>
@@ -155,8 +161,9 @@ done <<<"$files"
 ok_if "no file of the packages remains (${left[*]:-none})" test "${#left[@]}" -eq 0
 ok_if "no module left under /lib/modules/*/updates/dkms" \
 	bash -c '! ls /lib/modules/*/updates/dkms/kvtier.ko* 2>/dev/null | grep -q .'
-ok_if "kvtier.service is no longer enabled" \
-	test ! -e /etc/systemd/system/multi-user.target.wants/kvtier.service
+ok_if "kvtier.service and kvtier-metrics.timer are no longer enabled" \
+	bash -c '! test -e /etc/systemd/system/multi-user.target.wants/kvtier.service &&
+		! test -e /etc/systemd/system/timers.target.wants/kvtier-metrics.timer'
 ok_if "the kvtier group stays after purge (Debian policy)" quiet /dev/null getent group kvtier
 
 echo "1..$n"

@@ -26,6 +26,9 @@
 #   util-linux mount gnuplot-nox  make bench: mkswap, swapon/swapoff, plots
 #   systemd man-db                systemd-analyze verify of kvtier.service
 #                                 (and the man pages it names; deb-check.sh)
+#   prometheus prometheus-node-exporter
+#                                 promtool and a real node_exporter for
+#                                 kvtierctl metrics (kvtierctl_test)
 #
 # Not here: flex bison bc libelf-dev libssl-dev, which only the debug
 # kernel of `make check-debug` needs; tests/debug-kernel/build.sh installs
@@ -44,7 +47,7 @@ PKGS=(make gcc libc6-dev perl git
 	libblkid-dev
 	passwd
 	util-linux mount gnuplot-nox
-	systemd man-db)
+	systemd man-db prometheus prometheus-node-exporter)
 
 mode=install
 case "${1:-}" in

@@ -7,9 +7,11 @@
  * such, set validates before writing, stat/status/regions/top print what
  * they promise (regions: with GPU ranges registered and after they are
  * released), persist lists, pins, unpins and removes persistent regions
- * (and refuses a user who does not own one). Output is checked loosely
- * (fields and words, not bytes); exit codes exactly. JSON is parsed with
- * python3.
+ * (and refuses a user who does not own one), metrics prints Prometheus
+ * text that promtool accepts and a real node_exporter serves from its
+ * textfile collector, with counters that move by what a workload did.
+ * Output is checked loosely (fields and words, not bytes); exit codes
+ * exactly. JSON is parsed with python3.
  *
  * kvtierctl is <repo>/tools/kvtierctl, with LD_LIBRARY_PATH=<repo>/lib,
  * where <repo> is three levels above this binary (<repo>/build/tests/).
@@ -767,6 +769,152 @@ TEST_F_TIMEOUT(ctl, persist_ls_pin_rm, 600)
 	ASSERT_EQ(0, ctl_json("persist ls --json", "d == []"));
 	ASSERT_EQ(1, ctl(self->out, "persist rm " PNAME));
 	EXPECT_NE(NULL, strstr(self->out, "no region '" PNAME "' on kvtier0"));
+}
+
+static int metrics_as_nobody(void *arg)
+{
+	static char out[OUT_LEN];
+
+	(void)arg;
+	return ctl(out, "metrics >>/tmp/kvtierctl-metrics.nobody");
+}
+
+/* All of file @path (at most OUT_LEN - 1 bytes) in @buf; 0 or -1. */
+static int slurp(const char *path, char *buf)
+{
+	size_t n = 0, r;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	while ((r = fread(buf + n, 1, OUT_LEN - 1 - n, f)) > 0)
+		n += r;
+	buf[n] = '\0';
+	fclose(f);
+	return 0;
+}
+
+/*
+ * The value of sample @series (name and labels, as printed) in @out, or
+ * -1. node_exporter prints values as floats (4.194304e+06): strtod.
+ */
+static long long sample(const char *out, const char *series)
+{
+	const char *p = out;
+	size_t n = strlen(series);
+
+	while ((p = strstr(p, series))) {
+		if ((p == out || p[-1] == '\n') && p[n] == ' ')
+			return (long long)(strtod(p + n + 1, NULL) + 0.5);
+		p += n;
+	}
+	return -1;
+}
+
+/* promtool check metrics on @file: 0 when it finds nothing to say. */
+static int promtool(const char *file)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "promtool check metrics <%s >%s.lint 2>&1", file, file);
+	return system(cmd);
+}
+
+#define METRICS_DIR	"/tmp/kvtierctl-metrics"
+#define EXPORTER_PORT	"9177"
+
+/*
+ * metrics: Prometheus text that promtool accepts, counters and histograms
+ * that move with a workload, --textfile for node_exporter's textfile
+ * collector, and a real node_exporter serving the same series; without
+ * root the counters and gauges, without the histograms.
+ */
+TEST_F_TIMEOUT(ctl, metrics, 600)
+{
+	const char *series = "kvtier_read_bytes_total{tier=\"0\"}";
+	const char *reads = "kvtier_io_duration_seconds_count{tier=\"0\",op=\"read\"}";
+	char info[256];
+	long long read0, read1, count0, count1;
+	unsigned char *p;
+	int fd, i, ret;
+	FILE *f;
+
+	if (system("command -v promtool >/dev/null && command -v prometheus-node-exporter >/dev/null"))
+		SKIP(return, "promtool or prometheus-node-exporter missing (tests/deps.sh installs them)");
+	(void)!system("rm -rf " METRICS_DIR " " METRICS_DIR ".*");
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", self->ns0));
+	snprintf(info, sizeof(info), "kvtier_tier_info{tier=\"0\",device=\"%s\"} 1\n", self->ns0);
+	ASSERT_EQ(0, ctl(self->out, "metrics >" METRICS_DIR ".1"));
+	ASSERT_EQ(0, slurp(METRICS_DIR ".1", self->out));
+	ASSERT_NE(NULL, strstr(self->out, "# TYPE kvtier_faults_total counter\n"));
+	ASSERT_LE(0, sample(self->out, "kvtier_faults_total{tier=\"0\",kind=\"major\"}"));
+	ASSERT_NE(NULL, strstr(self->out, info));
+	ASSERT_NE(NULL, strstr(self->out, "# TYPE kvtier_fault_duration_seconds histogram\n"));
+	ASSERT_NE(NULL, strstr(self->out, "kvtier_attached{tier=\"1\"} 0\n"));
+	ASSERT_NE(NULL, strstr(self->out, "kvtier_tier_info{tier=\"1\",device=\"none\"} 1\n"));
+	ASSERT_EQ(0, promtool(METRICS_DIR ".1"));
+	read0 = sample(self->out, series);
+	ASSERT_LE(0, read0);
+	count0 = sample(self->out, reads);
+	ASSERT_LE(0, count0);
+
+	/* 4 MiB written, synced, dropped and read back through a mapping. */
+	fd = kvt_tier_open(0, O_RDWR);
+	ASSERT_LE(0, fd);
+	p = kvt_map_region(fd, 4 * MiB, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, 4 * MiB, 0, 11);
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(-1, kvt_check(p, 4 * MiB, 0, 11));
+	ASSERT_EQ(0, ctl(self->out, "metrics >" METRICS_DIR ".2"));
+	ASSERT_EQ(0, slurp(METRICS_DIR ".2", self->out));
+	read1 = sample(self->out, series);
+	count1 = sample(self->out, reads);
+	TH_LOG("%s %lld -> %lld; read bios %lld -> %lld", series, read0, read1, count0, count1);
+	ASSERT_EQ(read0 + 4 * MiB, read1);
+	ASSERT_LT(count0, count1);
+	ASSERT_EQ(0, promtool(METRICS_DIR ".2"));
+
+	/* --textfile, and node_exporter's textfile collector serving it. */
+	mkdir(METRICS_DIR, 0755);
+	ASSERT_EQ(0, ctl(self->out, "metrics --textfile " METRICS_DIR));
+	ASSERT_EQ(0, slurp(METRICS_DIR "/kvtier.prom", self->out));
+	ASSERT_EQ(read1, sample(self->out, series));
+	ASSERT_EQ(0, system("test -z \"$(ls -A " METRICS_DIR " | grep -v '^kvtier.prom$')\""));
+	ASSERT_EQ(0, system("prometheus-node-exporter --web.listen-address=127.0.0.1:" EXPORTER_PORT
+			    " --collector.disable-defaults --collector.textfile"
+			    " --collector.textfile.directory=" METRICS_DIR
+			    " >" METRICS_DIR ".exporter.log 2>&1 & echo $! >" METRICS_DIR ".pid"));
+	for (i = 0, ret = 1; i < 120 && ret; i++) {
+		ret = system("python3 -I -c 'import urllib.request, sys;"
+			     " sys.stdout.write(urllib.request.urlopen(\"http://127.0.0.1:" EXPORTER_PORT
+			     "/metrics\", timeout=5).read().decode())' >" METRICS_DIR ".scrape 2>/dev/null");
+		if (ret)
+			usleep(250 * 1000);
+	}
+	(void)!system("kill $(cat " METRICS_DIR ".pid) 2>/dev/null");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, slurp(METRICS_DIR ".scrape", self->out));
+	TH_LOG("node_exporter serves %s %lld", series, sample(self->out, series));
+	ASSERT_EQ(read1, sample(self->out, series));
+	ASSERT_NE(NULL, strstr(self->out, "node_textfile_scrape_error 0\n"));
+	ASSERT_EQ(0, promtool(METRICS_DIR ".scrape"));
+
+	/* Without root: counters and gauges, no histograms, and it says why. */
+	f = fopen(METRICS_DIR ".nobody", "we");
+	ASSERT_NE(NULL, f);
+	fclose(f);
+	ASSERT_EQ(0, chown(METRICS_DIR ".nobody", NOBODY, NOBODY));
+	ASSERT_EQ(0, kvt_as_user(NOBODY, NOBODY, NULL, 0, metrics_as_nobody, NULL));
+	ASSERT_EQ(0, slurp(METRICS_DIR ".nobody", self->out));
+	ASSERT_EQ(read1, sample(self->out, series));
+	ASSERT_NE(NULL, strstr(self->out, "# kvtier: no histograms: /sys/kernel/debug/kvtier cannot be read"));
+	ASSERT_EQ(NULL, strstr(self->out, "_bucket{"));
+	ASSERT_EQ(0, promtool(METRICS_DIR ".nobody"));
+	munmap(p, 4 * MiB);
+	close(fd);
+	(void)!system("rm -rf " METRICS_DIR " " METRICS_DIR ".*");
 }
 
 TEST_HARNESS_MAIN

@@ -82,6 +82,12 @@ static const struct cmd cmds[] = {
 	  "  -w, --wait SECONDS   wait up to SECONDS for the devices to appear\n"
 	  "  -d, --detach         detach the configured tiers instead (shutdown)\n",
 	  cmd_apply },
+	{ "metrics", "[--textfile DIR] [TIER]",
+	  "counters, gauges and histograms in the Prometheus text format",
+	  "options:\n"
+	  "  -T, --textfile DIR   write DIR/kvtier.prom atomically (node_exporter's\n"
+	  "                       textfile collector) instead of stdout\n",
+	  cmd_metrics },
 	{ "get", "TIER [KNOB...]", "read knobs back (all of them by default)",
 	  "options:\n"
 	  "  -j, --json           one object, knob: value\n",
@@ -175,6 +181,7 @@ static const struct option all_opts[] = {
 	{ "config", required_argument, NULL, 'C' },
 	{ "detach", no_argument, NULL, 'd' },
 	{ "wait", required_argument, NULL, 'w' },
+	{ "textfile", required_argument, NULL, 'T' },
 };
 
 /* The struct option of letter @c, or NULL. */

@@ -206,6 +206,23 @@ expect 0 '- +-$' "short latency row: no percentiles, stat goes on" -- stat -i 0.
 fresh
 rm "$dbg/regions"
 expect 1 'no debugfs regions file' "regions file missing" -- regions
+# latency and io version 2 (a sum after the counts, kvtier.rst): the same
+# rates and percentiles; a version 2 row without its sum is malformed.
+fresh
+mkdir -p "$tmp/later2" && cp -r "$here/later/." "$tmp/later2/"
+for f in "$dbg/latency" "$dbg/io" "$tmp"/later2/sys/kernel/debug/kvtier/kvtier0/{latency,io}; do
+	sed -i -e '1s/ 1$/ 2/' -e '3,$s/$/ 12345/' "$f"
+done
+(sleep 0.3; cp "$tmp"/later2/sys/kernel/debug/kvtier/kvtier0/* "$dbg/") &
+expect 0 '^ +(19[0-9][0-9]|2000) +25.0 +(9.[0-9]|10.0) +(4.[89]|5.0) +(19[0-9].[0-9]|200.0) +8 +1024$' \
+	"stat on latency/io version 2: the same rates and p50/p99" -- stat -i 1 -c 1
+wait
+fresh
+sed -i '1s/ 1$/ 2/' "$dbg/latency"
+expect 0 '- +-$' "latency version 2 without sums: rows malformed, no percentiles" -- stat -i 0.1 -c 1
+fresh
+sed -i '1s/ 1$/ 3/' "$dbg/latency"
+expect 0 '- +-$' "latency version 3: refused, no percentiles" -- stat -i 0.1 -c 1
 
 # set: validated before writing.
 fresh
@@ -512,6 +529,29 @@ if mknod "$tmp/nvme-a" b 7 250 2>/dev/null && mknod "$tmp/nvme-b" b 7 251 2>/dev
 else
 	ok "apply against the fixture's tier # SKIP mknod needs root"
 fi
+
+# metrics: the usage errors, and a machine without the module (the VM test,
+# kvtierctl_test metrics, covers a loaded one: libkvtier reads the real /sys).
+fresh
+expect 2 "metrics has no --json output" "metrics --json: exit 2" -- --json metrics
+expect 2 "too many arguments" "metrics 0 1: exit 2" -- metrics 0 1
+expect 2 "--textfile" "metrics --textfile without DIR: exit 2" -- metrics --textfile
+rm -rf "$KVTIERCTL_SYSROOT/sys/module"
+expect 0 "^kvtier_module_loaded 0$" "metrics without the module: kvtier_module_loaded 0" -- metrics
+mkdir -p "$tmp/tf"
+expect 0 "" "metrics --textfile without the module" -- metrics --textfile "$tmp/tf"
+if [[ $(ls -A "$tmp/tf") == kvtier.prom ]] && grep -q '^kvtier_module_loaded 0$' "$tmp/tf/kvtier.prom"; then
+	ok "metrics --textfile: kvtier.prom alone, no temporary file left"
+else
+	notok "metrics --textfile: $(ls -A "$tmp/tf")"
+fi
+if command -v promtool >/dev/null; then
+	if out=$(promtool check metrics <"$tmp/tf/kvtier.prom" 2>&1); then ok "promtool check metrics: clean"; else notok "promtool: $out"; fi
+else
+	ok "promtool check metrics # SKIP promtool not installed (tests/deps.sh)"
+fi
+expect 1 "--textfile: $tmp/none/kvtier.prom|--textfile: $tmp/none/.kvtier.prom" "metrics --textfile into a missing directory: exit 1" \
+	-- metrics --textfile "$tmp/none"
 
 echo "1..$n"
 ((failed == 0))
