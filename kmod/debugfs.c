@@ -190,10 +190,11 @@ static int kvtier_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "pinned_pages %ld\n", atomic_long_read(&tier->nr_pinned));
 	seq_printf(m, "slots_used %lu\n", READ_ONCE(tier->slots.used));
 	seq_printf(m, "slots_total %lu\n", READ_ONCE(tier->slots.nr));
-	seq_printf(m, "slots_deferred %lu\n", READ_ONCE(tier->slots.nr_deferred));
+	seq_printf(m, "slots_deferred %lu\n", READ_ONCE(tier->slots.deferred.units));
 	seq_printf(m, "generation %llu\n", READ_ONCE(tier->store.generation));
 	seq_printf(m, "inflight_bytes %ld\n",
 		   atomic_long_read(&tier->inflight_bytes));
+	seq_printf(m, "slot_extents %lu\n", kvtier_slots_extents(&tier->slots));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kvtier_stats);

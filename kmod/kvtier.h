@@ -53,11 +53,11 @@
  *       budget stall waits for that work (flush_work) under the locks
  *       above it: mmap_lock, pin_lock, tier.lock (detach).
  *     page lock (PG_locked of a resident page; held across its I/O)
+ *       kvtier_slots.lock (a mutex; only memory allocation under it)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
  *       kvtier_tier.regions_lock
  *         kvtier_region.pages xa_lock
  *           kvtier_pool.lock
- *             kvtier_slots.lock
  *   kvtier_tier.gpu_lock is a leaf: nothing else is taken under it.
  */
 #ifndef KVTIER_H
@@ -69,6 +69,7 @@
 #include <linux/math64.h>
 #include <linux/uidgid.h>
 #include <linux/mutex.h>
+#include <linux/rbtree.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -99,22 +100,49 @@ struct kvtier_backing {
 };
 
 /**
+ * struct kvtier_extent - a run of consecutive data slots in a set
+ * @node: in the set's tree, by @start
+ * @start: first slot
+ * @len: slots in the run, at least 1
+ */
+struct kvtier_extent {
+	struct rb_node node;
+	unsigned long start;
+	unsigned long len;
+};
+
+/**
+ * struct kvtier_extents - a set of data slots as runs (slots.c); runs
+ *                         neither overlap nor touch (touching ones merge)
+ * @root: the runs, by first slot
+ * @nr: runs in the set (each costs one struct kvtier_extent)
+ * @units: slots in the set
+ *
+ * Not locked itself: the owner's lock covers it (kvtier_slots.lock for
+ * the allocator's, kvtier_store.lock for a commit's).
+ */
+struct kvtier_extents {
+	struct rb_root root;
+	unsigned long nr;
+	unsigned long units;
+};
+
+/**
  * struct kvtier_slots - namespace space, in PAGE_SIZE data slots
- * @lock: protects @map, @used, @deferred, @nr_deferred and @hint
- * @map: one bit per slot, set when allocated (deferred slots included)
+ * @lock: protects @free, @deferred, @used and @hint (a mutex: a free may
+ *        sleep for memory; never taken under a spinlock)
+ * @free: slots nobody holds
  * @deferred: slots to free after the next commit (see slots.c)
  * @nr: data slots on the namespace
- * @used: slots allocated
- * @nr_deferred: bits set in @deferred
- * @hint: where the next search starts (keeps runs contiguous)
+ * @used: slots allocated (deferred slots included): @nr - @free.units
+ * @hint: where the next allocation looks first (keeps runs contiguous)
  */
 struct kvtier_slots {
-	spinlock_t lock;		/* protects all but nr */
-	unsigned long *map;
-	unsigned long *deferred;
+	struct mutex lock;		/* protects all but nr */
+	struct kvtier_extents free;
+	struct kvtier_extents deferred;
 	unsigned long nr;
 	unsigned long used;
-	unsigned long nr_deferred;
 	unsigned long hint;
 };
 
@@ -131,9 +159,7 @@ struct kvtier_slots {
  * @nr_slots: data slots
  * @max_regions: persistent regions a checkpoint has room for
  * @generation: of the last commit that reached the media
- * @ckpt: checkpoint buffer, @meta_blocks blocks (vmalloc)
  * @releasing: slots the next successful commit frees
- * @nr_releasing: bits set in @releasing
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
  * @commit_work: commits in the background (slots a region let go of)
@@ -180,9 +206,7 @@ struct kvtier_store {
 	u64 nr_slots;
 	u64 max_regions;
 	u64 generation;
-	void *ckpt;
-	unsigned long *releasing;
-	unsigned long nr_releasing;
+	struct kvtier_extents releasing;
 	atomic64_t changes;
 	s64 committed_changes;
 	struct work_struct commit_work;
@@ -793,17 +817,25 @@ void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 		       unsigned long nr);
 
 /* slots.c */
+int __init kvtier_slots_module_init(void);
+void kvtier_slots_module_exit(void);
+void kvtier_extents_init(struct kvtier_extents *set);
+void kvtier_extents_destroy(struct kvtier_extents *set);
 int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr);
 void kvtier_slots_exit(struct kvtier_slots *slots);
 unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 				 unsigned long want, unsigned long *got);
 void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 		       unsigned long nr);
-int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot);
+int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot,
+		       unsigned long nr);
 void kvtier_slots_defer(struct kvtier_slots *slots, unsigned long slot,
 			unsigned long nr);
 unsigned long kvtier_slots_freeze(struct kvtier_slots *slots,
-				  unsigned long *set);
+				  struct kvtier_extents *set);
+void kvtier_slots_release(struct kvtier_slots *slots,
+			  struct kvtier_extents *set);
+unsigned long kvtier_slots_extents(struct kvtier_slots *slots);
 
 /* store.c: open/close/drop under tier->lock */
 void kvtier_store_init(struct kvtier_store *st);

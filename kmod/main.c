@@ -88,10 +88,14 @@ static int __init kvtier_init(void)
 	kvtier_page_cache = KMEM_CACHE(kvtier_page, 0);
 	if (!kvtier_page_cache)
 		goto err_free;
+	ret = kvtier_slots_module_init();
+	if (ret)
+		goto err_cache;
+	ret = -ENOMEM;
 	/* Write-back runs here under memory pressure: it must make progress. */
 	kvtier_wq = alloc_workqueue("kvtier", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
 	if (!kvtier_wq)
-		goto err_cache;
+		goto err_slots;
 	/*
 	 * Lease renewals on a queue of their own, high priority: work queued
 	 * on kvtier_wq (prefetch, write-back) must never delay one past the
@@ -144,6 +148,8 @@ err_lease_wq:
 	destroy_workqueue(kvtier_lease_wq);
 err_wq:
 	destroy_workqueue(kvtier_wq);
+err_slots:
+	kvtier_slots_module_exit();
 err_cache:
 	kmem_cache_destroy(kvtier_page_cache);
 err_free:
@@ -160,6 +166,7 @@ static void __exit kvtier_exit(void)
 	kern_unmount(kvtier_mnt);
 	destroy_workqueue(kvtier_lease_wq);
 	destroy_workqueue(kvtier_wq);
+	kvtier_slots_module_exit();
 	kmem_cache_destroy(kvtier_page_cache);
 	kfree(kvtier_tiers);
 	pr_info("unloaded\n");

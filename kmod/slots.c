@@ -1,64 +1,279 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Namespace space: one PAGE_SIZE data slot per page written back, tracked
- * in a bitmap. Allocation prefers runs of consecutive slots so pages that
- * are neighbours in a region are neighbours on the namespace, and
- * write-back and readahead can move them in one bio.
+ * Namespace space: one PAGE_SIZE data slot per page written back. Free
+ * slots are kept as extents (runs of consecutive slots) in a tree sorted
+ * by first slot, so the memory this takes follows how fragmented the
+ * namespace is, not how large: a blank 15 TiB namespace is one extent.
+ * Every operation is O(log n) in the number of extents. Allocation takes
+ * runs from the front of the first free extent at or after the end of the
+ * last allocation (next fit), so pages that are neighbours in a region are
+ * neighbours on the namespace and write-back and readahead move them in
+ * one bio; it never splits an extent, so it never allocates memory.
  *
  * A slot that a committed checkpoint may name (one a persistent region
  * let go of) must not be written again until a later commit no longer
- * names it: it is deferred, not freed. It stays allocated in @map and is
- * set in @deferred; a commit moves @deferred to its own set before taking
- * its snapshot and frees that set once its superblock is on the media
- * (kvtier_slots_freeze, kvtier_slots_release in store.c).
+ * names it: it is deferred, not freed. It stays allocated (counted in
+ * @used) and is put in @deferred; a commit moves @deferred to its own set
+ * before taking its snapshot and frees that set once its superblock is on
+ * the media (kvtier_slots_freeze(), kvtier_slots_release()).
+ *
+ * Only adding a run that touches no extent of a set, and claiming a slot
+ * from the middle of a free extent at attach, need a new tree node. Frees
+ * cannot fail: they sleep for the node (GFP_NOIO, __GFP_NOFAIL: write-back
+ * frees under page locks), as ext4 and XFS do for their free extents.
  */
-#include <linux/bitmap.h>
+#include <linux/rbtree.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 
 #include "kvtier.h"
 
+static struct kmem_cache *kvtier_extent_cache;
+
+int __init kvtier_slots_module_init(void)
+{
+	kvtier_extent_cache = KMEM_CACHE(kvtier_extent, 0);
+	return kvtier_extent_cache ? 0 : -ENOMEM;
+}
+
+void kvtier_slots_module_exit(void)
+{
+	kmem_cache_destroy(kvtier_extent_cache);
+}
+
+static unsigned long kvtier_extent_end(const struct kvtier_extent *e)
+{
+	return e->start + e->len;
+}
+
+void kvtier_extents_init(struct kvtier_extents *set)
+{
+	set->root = RB_ROOT;
+	set->nr = 0;
+	set->units = 0;
+}
+
+/* Free every node of @set; it is empty after. */
+void kvtier_extents_destroy(struct kvtier_extents *set)
+{
+	struct kvtier_extent *e, *n;
+
+	rbtree_postorder_for_each_entry_safe(e, n, &set->root, node)
+		kmem_cache_free(kvtier_extent_cache, e);
+	kvtier_extents_init(set);
+}
+
+/* The first extent of @set that ends after @pos (it holds @pos or follows it). */
+static struct kvtier_extent *kvtier_extent_after(struct kvtier_extents *set,
+						 unsigned long pos)
+{
+	struct rb_node *n = set->root.rb_node;
+	struct kvtier_extent *best = NULL;
+
+	while (n) {
+		struct kvtier_extent *e = rb_entry(n, struct kvtier_extent, node);
+
+		if (kvtier_extent_end(e) > pos) {
+			best = e;
+			n = n->rb_left;
+		} else {
+			n = n->rb_right;
+		}
+	}
+	return best;
+}
+
+static void kvtier_extent_link(struct kvtier_extents *set,
+			       struct kvtier_extent *e)
+{
+	struct rb_node **p = &set->root.rb_node, *parent = NULL;
+
+	while (*p) {
+		parent = *p;
+		if (e->start < rb_entry(parent, struct kvtier_extent, node)->start)
+			p = &parent->rb_left;
+		else
+			p = &parent->rb_right;
+	}
+	rb_link_node(&e->node, parent, p);
+	rb_insert_color(&e->node, &set->root);
+	set->nr++;
+}
+
+static void kvtier_extent_unlink(struct kvtier_extents *set,
+				 struct kvtier_extent *e)
+{
+	rb_erase(&e->node, &set->root);
+	set->nr--;
+	kmem_cache_free(kvtier_extent_cache, e);
+}
+
+/*
+ * Add [@start, @start + @len) to @set, merging it with the extents it
+ * touches. Only a run that touches none needs a node: *@spare is used for
+ * it (and set to NULL). Returns -EEXIST if the run overlaps the set (set
+ * unchanged), -ENOMEM if a node is needed and *@spare is NULL.
+ */
+static int kvtier_extents_add(struct kvtier_extents *set, unsigned long start,
+			      unsigned long len, struct kvtier_extent **spare)
+{
+	struct kvtier_extent *next = kvtier_extent_after(set, start);
+	struct kvtier_extent *prev;
+	struct rb_node *pn;
+	bool to_prev, to_next;
+
+	if (next && next->start < start + len)
+		return -EEXIST;
+	pn = next ? rb_prev(&next->node) : rb_last(&set->root);
+	prev = pn ? rb_entry(pn, struct kvtier_extent, node) : NULL;
+	to_prev = prev && kvtier_extent_end(prev) == start;
+	to_next = next && next->start == start + len;
+	if (to_prev && to_next) {
+		prev->len += len + next->len;
+		kvtier_extent_unlink(set, next);
+	} else if (to_prev) {
+		prev->len += len;
+	} else if (to_next) {
+		next->start = start;	/* still after prev: order holds */
+		next->len += len;
+	} else {
+		if (!*spare)
+			return -ENOMEM;
+		(*spare)->start = start;
+		(*spare)->len = len;
+		kvtier_extent_link(set, *spare);
+		*spare = NULL;
+	}
+	set->units += len;
+	return 0;
+}
+
+/*
+ * Take [@start, @start + @len) out of @set; it must lie inside one extent
+ * (-ENOENT otherwise, set unchanged). Taking the middle of an extent
+ * splits it, which needs a node of @gfp (-ENOMEM).
+ */
+static int kvtier_extents_take(struct kvtier_extents *set, unsigned long start,
+			       unsigned long len, gfp_t gfp)
+{
+	struct kvtier_extent *e = kvtier_extent_after(set, start);
+	struct kvtier_extent *tail;
+	unsigned long end = start + len;
+
+	if (!len || end < start || !e || e->start > start ||
+	    kvtier_extent_end(e) < end)
+		return -ENOENT;
+	if (e->start == start && e->len == len) {
+		kvtier_extent_unlink(set, e);
+	} else if (e->start == start) {
+		e->start = end;
+		e->len -= len;
+	} else if (kvtier_extent_end(e) == end) {
+		e->len -= len;
+	} else {
+		tail = kmem_cache_alloc(kvtier_extent_cache, gfp | __GFP_NOWARN);
+		if (!tail)
+			return -ENOMEM;
+		tail->start = end;
+		tail->len = kvtier_extent_end(e) - end;
+		e->len = start - e->start;
+		kvtier_extent_link(set, tail);
+	}
+	set->units -= len;
+	return 0;
+}
+
+/*
+ * Add a run that may not fail: sleep for a node if one is needed. Caller
+ * holds slots->lock, which is dropped while it sleeps. Returns -EEXIST if
+ * the run overlaps the set (a slot freed twice).
+ */
+static int kvtier_extents_add_nofail(struct kvtier_slots *slots,
+				     struct kvtier_extents *set,
+				     unsigned long start, unsigned long len)
+{
+	struct kvtier_extent *spare = NULL;
+	int ret;
+
+	lockdep_assert_held(&slots->lock);
+	while ((ret = kvtier_extents_add(set, start, len, &spare)) == -ENOMEM) {
+		mutex_unlock(&slots->lock);
+		spare = kmem_cache_alloc(kvtier_extent_cache,
+					 GFP_NOIO | __GFP_NOFAIL);
+		mutex_lock(&slots->lock);
+	}
+	if (spare)
+		kmem_cache_free(kvtier_extent_cache, spare);
+	return ret;
+}
+
+/* Move every extent of @src into @dst, reusing its nodes; @src is empty after. */
+static void kvtier_extents_move(struct kvtier_extents *dst,
+				struct kvtier_extents *src)
+{
+	struct rb_node *n;
+
+	if (!dst->nr) {
+		swap(*dst, *src);
+		return;
+	}
+	while ((n = rb_first(&src->root))) {
+		struct kvtier_extent *e = rb_entry(n, struct kvtier_extent, node);
+
+		rb_erase(n, &src->root);
+		src->nr--;
+		src->units -= e->len;
+		/* Disjoint sets: a run overlapping @dst is a slot freed twice. */
+		WARN_ON_ONCE(kvtier_extents_add(dst, e->start, e->len, &e));
+		if (e)
+			kmem_cache_free(kvtier_extent_cache, e);
+	}
+}
+
 int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr)
 {
-	spin_lock_init(&slots->lock);
-	slots->map = kvcalloc(BITS_TO_LONGS(nr), sizeof(unsigned long),
-			      GFP_KERNEL);
-	slots->deferred = kvcalloc(BITS_TO_LONGS(nr), sizeof(unsigned long),
-				   GFP_KERNEL);
-	if (!slots->map || !slots->deferred) {
-		kvfree(slots->map);
-		kvfree(slots->deferred);
-		slots->map = NULL;
-		slots->deferred = NULL;
-		return -ENOMEM;
-	}
-	slots->nr = nr;
+	struct kvtier_extent *all;
+
+	mutex_init(&slots->lock);
+	kvtier_extents_init(&slots->free);
+	kvtier_extents_init(&slots->deferred);
+	slots->nr = 0;
 	slots->used = 0;
-	slots->nr_deferred = 0;
 	slots->hint = 0;
+	if (!nr)
+		return 0;
+	all = kmem_cache_alloc(kvtier_extent_cache, GFP_KERNEL);
+	if (!all)
+		return -ENOMEM;
+	kvtier_extents_add(&slots->free, 0, nr, &all);
+	slots->nr = nr;
 	return 0;
 }
 
 void kvtier_slots_exit(struct kvtier_slots *slots)
 {
 	WARN_ON_ONCE(slots->used);
-	kvfree(slots->map);
-	kvfree(slots->deferred);
-	slots->map = NULL;
-	slots->deferred = NULL;
+	kvtier_extents_destroy(&slots->free);
+	kvtier_extents_destroy(&slots->deferred);
 	slots->nr = 0;
 }
 
 /*
- * Mark a slot a loaded checkpoint names as allocated. Returns -EUCLEAN if
- * it is out of range or named twice (corrupt metadata). Attach only.
+ * Mark @nr slots from @slot, which a loaded checkpoint names, allocated.
+ * Returns -EUCLEAN if one is out of range or already named (corrupt
+ * metadata), -ENOMEM. Attach only.
  */
-int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot)
+int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot,
+		       unsigned long nr)
 {
-	if (slot >= slots->nr || test_and_set_bit(slot, slots->map))
-		return -EUCLEAN;
-	slots->used++;
-	return 0;
+	int ret;
+
+	mutex_lock(&slots->lock);
+	ret = kvtier_extents_take(&slots->free, slot, nr, GFP_KERNEL);
+	if (!ret)
+		slots->used += nr;
+	mutex_unlock(&slots->lock);
+	return ret == -ENOENT ? -EUCLEAN : ret;
 }
 
 /*
@@ -68,65 +283,85 @@ int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot)
 unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 				 unsigned long want, unsigned long *got)
 {
-	unsigned long start, end;
+	struct kvtier_extent *e;
+	unsigned long start;
 
 	if (kvtier_should_fail(KVT_FAIL_SLOT_ALLOC))
 		return KVTIER_NO_SLOT;
-	spin_lock(&slots->lock);
-	start = find_next_zero_bit(slots->map, slots->nr, slots->hint);
-	if (start >= slots->nr)
-		start = find_first_zero_bit(slots->map, slots->nr);
-	if (start >= slots->nr) {
-		spin_unlock(&slots->lock);
+	mutex_lock(&slots->lock);
+	e = kvtier_extent_after(&slots->free, slots->hint);
+	if (!e)
+		e = kvtier_extent_after(&slots->free, 0);
+	if (!e) {
+		mutex_unlock(&slots->lock);
 		return KVTIER_NO_SLOT;
 	}
-	end = find_next_bit(slots->map, min(slots->nr, start + want), start);
-	bitmap_set(slots->map, start, end - start);
-	slots->used += end - start;
-	slots->hint = end;
-	spin_unlock(&slots->lock);
-	*got = end - start;
+	start = e->start;
+	*got = min(want, e->len);
+	/* From the front of an extent: never a split, never an allocation. */
+	kvtier_extents_take(&slots->free, start, *got, GFP_NOWAIT);
+	slots->used += *got;
+	slots->hint = start + *got;
+	mutex_unlock(&slots->lock);
 	return start;
 }
 
 void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 		       unsigned long nr)
 {
-	spin_lock(&slots->lock);
-	if (!WARN_ON_ONCE(slot + nr > slots->nr)) {
-		bitmap_clear(slots->map, slot, nr);
+	int ret = -EINVAL;
+
+	mutex_lock(&slots->lock);
+	if (slot + nr <= slots->nr && nr <= slots->used)
+		ret = kvtier_extents_add_nofail(slots, &slots->free, slot, nr);
+	if (!WARN_ON_ONCE(ret))
 		slots->used -= nr;
-	}
-	spin_unlock(&slots->lock);
+	mutex_unlock(&slots->lock);
 }
 
 /* Free @nr slots from @slot after the next commit (see the top). */
 void kvtier_slots_defer(struct kvtier_slots *slots, unsigned long slot,
 			unsigned long nr)
 {
-	spin_lock(&slots->lock);
-	if (!WARN_ON_ONCE(slot + nr > slots->nr)) {
-		bitmap_set(slots->deferred, slot, nr);
-		slots->nr_deferred += nr;
-	}
-	spin_unlock(&slots->lock);
+	int ret = -EINVAL;
+
+	mutex_lock(&slots->lock);
+	if (slot + nr <= slots->nr)
+		ret = kvtier_extents_add_nofail(slots, &slots->deferred, slot, nr);
+	WARN_ON_ONCE(ret);
+	mutex_unlock(&slots->lock);
 }
 
 /*
- * Move the deferred slots into @set (a commit's, same size as the map);
- * returns how many moved. Slots deferred from now on wait for a later
- * commit.
+ * Move the deferred slots into @set (a commit's); returns how many moved.
+ * Slots deferred from now on wait for a later commit. Caller serialises
+ * the use of @set.
  */
 unsigned long kvtier_slots_freeze(struct kvtier_slots *slots,
-				  unsigned long *set)
+				  struct kvtier_extents *set)
 {
 	unsigned long n;
 
-	spin_lock(&slots->lock);
-	bitmap_or(set, set, slots->deferred, slots->nr);
-	bitmap_zero(slots->deferred, slots->nr);
-	n = slots->nr_deferred;
-	slots->nr_deferred = 0;
-	spin_unlock(&slots->lock);
+	mutex_lock(&slots->lock);
+	n = slots->deferred.units;
+	kvtier_extents_move(set, &slots->deferred);
+	mutex_unlock(&slots->lock);
 	return n;
+}
+
+/* Free every slot of @set (frozen, then committed); @set is empty after. */
+void kvtier_slots_release(struct kvtier_slots *slots,
+			  struct kvtier_extents *set)
+{
+	mutex_lock(&slots->lock);
+	if (!WARN_ON_ONCE(set->units > slots->used))
+		slots->used -= set->units;
+	kvtier_extents_move(&slots->free, set);
+	mutex_unlock(&slots->lock);
+}
+
+/* Extents the allocator holds now (free and deferred); a racy gauge. */
+unsigned long kvtier_slots_extents(struct kvtier_slots *slots)
+{
+	return READ_ONCE(slots->free.nr) + READ_ONCE(slots->deferred.nr);
 }

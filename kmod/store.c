@@ -168,51 +168,30 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 	return 0;
 }
 
+/*
+ * The in-memory side of an attached store: the slot allocator. Nothing
+ * here grows with the namespace: a blank namespace of any size is one
+ * free extent, and the checkpoint buffer exists only while a commit or
+ * the load at attach runs, sized by what it records.
+ */
 static int kvtier_store_alloc(struct kvtier_tier *tier)
 {
-	struct kvtier_store *st = &tier->store;
-	int ret;
-
-	st->ckpt = vzalloc(st->meta_blocks * KVTIER_BLOCK_SIZE);
-	st->releasing = kvcalloc(BITS_TO_LONGS(st->nr_slots),
-				 sizeof(unsigned long), GFP_KERNEL);
-	if (!st->ckpt || !st->releasing) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	ret = kvtier_slots_init(&tier->slots, st->nr_slots);
-	if (ret)
-		goto err;
-	return 0;
-err:
-	vfree(st->ckpt);
-	kvfree(st->releasing);
-	st->ckpt = NULL;
-	st->releasing = NULL;
-	return ret;
+	kvtier_extents_init(&tier->store.releasing);
+	return kvtier_slots_init(&tier->slots, tier->store.nr_slots);
 }
 
 static void kvtier_store_free(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
-	unsigned long start, end;
 
 	/*
 	 * Slots that wait for a commit that did not come (it failed, and the
 	 * tier is detaching): the namespace keeps what the last commit names,
 	 * and memory forgets the rest.
 	 */
-	if (st->releasing) {
-		kvtier_slots_freeze(&tier->slots, st->releasing);
-		for_each_set_bitrange(start, end, st->releasing, st->nr_slots)
-			kvtier_slots_free(&tier->slots, start, end - start);
-	}
+	kvtier_slots_freeze(&tier->slots, &st->releasing);
+	kvtier_slots_release(&tier->slots, &st->releasing);
 	kvtier_slots_exit(&tier->slots);
-	vfree(st->ckpt);
-	kvfree(st->releasing);
-	st->ckpt = NULL;
-	st->releasing = NULL;
-	st->nr_releasing = 0;
 }
 
 /*
@@ -294,29 +273,25 @@ static long kvtier_snapshot_pages(struct kvtier_region *r,
 	return n;
 }
 
-/* Build the checkpoint of generation @gen in st->ckpt; returns its bytes. */
-static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen)
+/*
+ * Build the checkpoint of generation @gen of the regions @v[0..@n) in @buf
+ * (@size bytes); returns its bytes, or -EOVERFLOW if it does not fit.
+ */
+static long kvtier_snapshot_fill(struct kvtier_tier *tier, u64 gen,
+				 struct kvtier_region **v, unsigned int n,
+				 void *buf, size_t size)
 {
 	struct kvtier_store *st = &tier->store;
-	struct kvtier_disk_ckpt *hdr = st->ckpt;
+	struct kvtier_disk_ckpt *hdr = buf;
 	struct kvtier_disk_region *rec = (void *)(hdr + 1);
-	struct kvtier_disk_page *pages;
-	struct kvtier_region **v;
-	unsigned int i, n;
+	struct kvtier_disk_page *pages = (void *)(rec + n);
 	u64 nr_pages = 0, room;
-	long ret = 0;
+	unsigned int i;
 
+	if ((u8 *)pages - (u8 *)buf > size)
+		return -EOVERFLOW;
+	room = (size - ((u8 *)pages - (u8 *)buf)) / sizeof(*pages);
 	st->has_sealed = false;
-	ret = kvtier_persistent_get(tier, &v, &n);
-	if (ret)
-		return ret;
-	if (n > st->max_regions) {
-		ret = -EOVERFLOW;
-		goto out;
-	}
-	pages = (void *)(rec + n);
-	room = (st->meta_blocks * KVTIER_BLOCK_SIZE - ((u8 *)pages - (u8 *)hdr)) /
-		sizeof(*pages);
 	for (i = 0; i < n; i++) {
 		struct kvtier_region *r = v[i];
 		long got;
@@ -335,10 +310,8 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen)
 					    KVTIER_DISK_REGION_SEALED : 0));
 		st->has_sealed |= READ_ONCE(r->sealed);
 		got = kvtier_snapshot_pages(r, pages + nr_pages, room - nr_pages);
-		if (got < 0) {
-			ret = got;
-			goto out;
-		}
+		if (got < 0)
+			return got;
 		rec[i].nr_pages = cpu_to_le64(got);
 		nr_pages += got;
 	}
@@ -347,13 +320,62 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen)
 	hdr->generation = cpu_to_le64(gen);
 	hdr->nr_regions = cpu_to_le64(n);
 	hdr->nr_pages = cpu_to_le64(nr_pages);
-	ret = (u8 *)(pages + nr_pages) - (u8 *)hdr;
+	return (u8 *)(pages + nr_pages) - (u8 *)hdr;
+}
+
+/*
+ * Build the checkpoint of generation @gen in a buffer of its own size
+ * (*@out, kvfree() it); returns its bytes. The buffer is sized by the
+ * pages the regions have on the namespace, with room for those written
+ * back meanwhile, and grown if more were (never past the area, which can
+ * name every slot). Caller is in a memalloc_noio scope.
+ */
+static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen, void **out)
+{
+	struct kvtier_store *st = &tier->store;
+	size_t area = st->meta_blocks * KVTIER_BLOCK_SIZE, size;
+	struct kvtier_region **v;
+	unsigned int i, n;
+	u64 pages = 0;
+	long ret;
+
+	*out = NULL;
+	ret = kvtier_persistent_get(tier, &v, &n);
+	if (ret)
+		return ret;
+	ret = -EOVERFLOW;
+	if (n > st->max_regions)
+		goto out;
+	for (i = 0; i < n; i++)
+		pages += atomic_long_read(&v[i]->nr_slots);
+	pages += pages / 8 + 256;
+	size = kvtier_ckpt_max_bytes(n, pages);
+	for (;;) {
+		size = min(round_up(size, KVTIER_BLOCK_SIZE), area);
+		*out = kvmalloc(size, GFP_KERNEL | __GFP_NOWARN);
+		if (!*out) {
+			dev_err_ratelimited(&tier->dev, "no memory for a checkpoint of %zu bytes\n",
+					    size);
+			ret = -ENOMEM;
+			break;
+		}
+		ret = kvtier_snapshot_fill(tier, gen, v, n, *out, size);
+		if (ret != -EOVERFLOW || size == area)
+			break;
+		kvfree(*out);
+		*out = NULL;
+		size *= 2;
+	}
 out:
 	for (i = 0; i < n; i++)
 		kvtier_region_put(v[i]);
 	kfree(v);
 	if (ret == -EOVERFLOW)
 		dev_err(&tier->dev, "checkpoint does not fit its area\n");
+	if (ret < 0) {
+		kvfree(*out);
+		*out = NULL;
+	}
 	return ret;
 }
 
@@ -361,14 +383,13 @@ out:
 static void kvtier_store_release(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
-	unsigned long start, end;
+	struct kvtier_extent *e;
 
-	for_each_set_bitrange(start, end, st->releasing, st->nr_slots) {
-		kvtier_io_discard(tier, start, end - start);
-		kvtier_slots_free(&tier->slots, start, end - start);
-	}
-	bitmap_zero(st->releasing, st->nr_slots);
-	st->nr_releasing = 0;
+	lockdep_assert_held(&st->lock);
+	for (e = rb_entry_safe(rb_first(&st->releasing.root), struct kvtier_extent, node);
+	     e; e = rb_entry_safe(rb_next(&e->node), struct kvtier_extent, node))
+		kvtier_io_discard(tier, e->start, e->len);
+	kvtier_slots_release(&tier->slots, &st->releasing);
 }
 
 /*
@@ -381,13 +402,14 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 	s64 changes = atomic64_read(&st->changes);
 	u64 gen = st->generation + 1;
 	struct kvtier_disk_super *sb;
+	void *ckpt = NULL;
 	unsigned int noio;
 	long bytes;
 	int ret;
 
 	lockdep_assert_held(&st->lock);
-	st->nr_releasing += kvtier_slots_freeze(&tier->slots, st->releasing);
-	if (changes == st->committed_changes && !st->nr_releasing)
+	kvtier_slots_freeze(&tier->slots, &st->releasing);
+	if (changes == st->committed_changes && !st->releasing.units)
 		return 0;
 
 	noio = memalloc_noio_save();
@@ -395,16 +417,18 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 	ret = -ENOMEM;
 	if (!sb)
 		goto out;
-	bytes = kvtier_snapshot(tier, gen);
+	bytes = kvtier_snapshot(tier, gen, &ckpt);
 	ret = bytes;
 	if (bytes < 0)
 		goto out;
+	/* The tail of the last block: zero, as every reader of the area sees. */
+	memset(ckpt + bytes, 0, round_up(bytes, KVTIER_BLOCK_SIZE) - bytes);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE,
 			     st->meta_start + (gen % 2) * st->meta_blocks,
-			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
+			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto out;
-	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(st->ckpt, bytes));
+	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(ckpt, bytes));
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
 			     gen % 2, sb, 1, 0);
 	if (ret)
@@ -416,6 +440,7 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 	kvtier_count(tier, KVT_STAT_COMMIT, 1);
 	kvtier_store_release(tier);
 out:
+	kvfree(ckpt);
 	kfree(sb);
 	memalloc_noio_restore(noio);
 	if (ret)
@@ -714,6 +739,9 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	return 0;
 }
 
+/* Slots claimed under one hold of the allocator's lock, at most. */
+#define KVT_CLAIM_RUN	4096
+
 /*
  * A region from its record, with its pages as shadow entries, linked. The
  * slots it names are claimed. Errors: -EUCLEAN (the record contradicts
@@ -732,7 +760,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	struct inode *inode;
 	char name[KVTIER_NAME_MAX];
 	s64 prev = -1;
-	u64 i;
+	u64 i, j, k;
 	int ret;
 
 	memcpy(name, rec->name, sizeof(name));
@@ -773,27 +801,36 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	}
 	r->linked = true;
 
-	for (i = 0; i < nr; i++) {
+	for (i = 0; i < nr; i = j) {
 		u64 slot = le64_to_cpu(pages[i].slot);
-		u32 index = le32_to_cpu(pages[i].index);
 
-		if ((s64)index <= prev || index >= r->nr_pages)
-			return -EUCLEAN;
-		ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
+		/* A run of consecutive slots is claimed at once. */
+		for (j = i + 1; j < nr && j - i < KVT_CLAIM_RUN &&
+		     le64_to_cpu(pages[j].slot) == slot + (j - i); j++)
+			;
+		ret = kvtier_slots_claim(&tier->slots, slot, j - i);
 		if (ret)
 			return ret;
-		ret = kvtier_slots_claim(&tier->slots, slot);
-		if (ret)
-			return ret;
-		ret = xa_err(xa_store(&r->pages, index, kvt_mk_shadow(slot, 0),
-				      GFP_KERNEL));
-		if (ret) {
-			kvtier_slots_free(&tier->slots, slot, 1);
-			return ret;
+		for (k = i; k < j; k++) {
+			u32 index = le32_to_cpu(pages[k].index);
+
+			ret = -EUCLEAN;
+			if ((s64)index > prev && index < r->nr_pages)
+				ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
+			if (!ret)
+				ret = xa_err(xa_store(&r->pages, index,
+						      kvt_mk_shadow(slot + k - i, 0),
+						      GFP_KERNEL));
+			if (ret) {
+				/* Those the region names go with it. */
+				kvtier_slots_free(&tier->slots, slot + k - i, j - k);
+				return ret;
+			}
+			kvtier_crcs_set(r, index, le32_to_cpu(pages[k].crc));
+			atomic_long_inc(&r->nr_slots);
+			prev = index;
 		}
-		kvtier_crcs_set(r, index, le32_to_cpu(pages[i].crc));
-		atomic_long_inc(&r->nr_slots);
-		prev = index;
+		cond_resched();
 	}
 	return 0;
 }
@@ -808,21 +845,30 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	struct kvtier_disk_region *rec;
 	struct kvtier_disk_page *pages;
 	u64 nr_regions, nr_pages, done = 0, i;
+	void *ckpt;
 	int ret;
 
 	ret = kvtier_store_alloc(tier);
 	if (ret)
 		return ret;
-	hdr = st->ckpt;
+	/* As large as the checkpoint (its size was checked against the area). */
+	ckpt = kvmalloc(round_up(bytes, KVTIER_BLOCK_SIZE), GFP_KERNEL | __GFP_NOWARN);
+	ret = -ENOMEM;
+	if (!ckpt) {
+		dev_err(&tier->dev, "%s: no memory to read the checkpoint of generation %llu (%llu bytes)\n",
+			tier->backing.path, st->generation, bytes);
+		goto err;
+	}
+	hdr = ckpt;
 	ret = kvtier_io_meta(tier, REQ_OP_READ,
 			     st->meta_start + (st->generation % 2) * st->meta_blocks,
-			     st->ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
+			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto err;
 	ret = -EUCLEAN;
 	nr_regions = le64_to_cpu(hdr->nr_regions);
 	nr_pages = le64_to_cpu(hdr->nr_pages);
-	if (kvtier_crc32c(st->ckpt, bytes) != le32_to_cpu(sb->ckpt_crc) ||
+	if (kvtier_crc32c(ckpt, bytes) != le32_to_cpu(sb->ckpt_crc) ||
 	    le64_to_cpu(hdr->magic) != KVTIER_CKPT_MAGIC ||
 	    le64_to_cpu(hdr->generation) != st->generation ||
 	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
@@ -853,6 +899,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		goto err_drop;
 	}
 	st->committed_changes = atomic64_read(&st->changes);
+	kvfree(ckpt);
 	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
 		 tier->backing.path, st->generation, nr_regions, nr_pages);
 	return 0;
@@ -860,6 +907,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 err_drop:
 	kvtier_store_drop_regions(tier);
 err:
+	kvfree(ckpt);
 	kvtier_store_free(tier);
 	return ret;
 }
