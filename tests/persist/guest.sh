@@ -36,6 +36,12 @@
 #                          num_tiers); the persistent region "conf" is
 #                          written on kvtier0; the unit's ExecStop detaches
 #   apply-2                the next boot's ExecStart, then "conf" by name
+#   scale-1                (kvt0 a blank 8 TiB namespace, kvt1 15 TiB) on
+#                          each: attach within the time and memory bounds,
+#                          write SCALE_N persistent regions, detach (one
+#                          commit)
+#   scale-2                on each: attach within the bounds, every region
+#                          listed and every byte read back, detach
 #   crash BOOT SEED        verify what boot BOOT-1 left, then run the crash
 #                          workload until the host kills the VM
 #   crash-final BOOT SEED  verify only, detach, attach, verify again
@@ -52,6 +58,11 @@ SEED_RELOAD=0x5eed0002
 SEED_MARK=0x5eed0003
 SEED_CKPT=0x5eed0004
 SEED_CONF=0x5eed0005
+SEED_SCALE=0x5eed0100
+
+# The scale test (#17's bounds): regions per namespace, the first one's
+# size, attach time (s) and kernel memory (MiB) an attach may take.
+SCALE_N=1000 SCALE_BIG=256M SCALE_ATTACH_S=5 SCALE_ATTACH_MIB=256
 
 KVTIER_KO=$build/$(uname -r)/kvtier.ko
 export KVTIER_KO
@@ -297,6 +308,26 @@ corrupt-3)
 	t attach "$ns2" EUCLEAN || rc=1
 	# Whatever happened, leave nothing attached before unloading.
 	echo none >/sys/class/kvtier/kvtier0/backing_dev 2>/dev/null
+	t unload || rc=1
+	exit $rc
+	;;
+scale-1 | scale-2)
+	[[ -n $ns1 ]] || fail "an NVMe namespace with serial kvt1"
+	t load || exit 1
+	rc=0
+	for ns in "$ns0" "$ns1"; do
+		echo "# $ns: $(($(blockdev --getsize64 "$ns") >> 40)) TiB" | tee -a "$KVT_CHECKS"
+		t scale-attach "$ns" $SCALE_ATTACH_S $SCALE_ATTACH_MIB || { rc=1; continue; }
+		if [[ $step == scale-1 ]]; then
+			t scale-write $SCALE_N $SCALE_BIG $SEED_SCALE || rc=1
+		else
+			t scale-verify $SCALE_N $SCALE_BIG $SEED_SCALE || rc=1
+		fi
+		grep -E '^(slots_used|slot_extents|generation) ' \
+			/sys/kernel/debug/kvtier/kvtier0/stats 2>/dev/null | sed 's/^/# /' |
+			tee -a "$KVT_CHECKS"
+		t detach || rc=1
+	done
 	t unload || rc=1
 	exit $rc
 	;;

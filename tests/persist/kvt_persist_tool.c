@@ -22,6 +22,15 @@
  *                                  (EIO from pread, SIGBUS from a mapping)
  *                                  and be counted in checksum_errors
  *   crash DIR BOOT SEED [--final]  crash-consistency boot (see below)
+ *   scale-attach DEV MAX_S MAX_MIB attach DEV; it must take at most MAX_S
+ *                                  seconds and MAX_MIB of kernel memory
+ *                                  (/proc/meminfo before and after)
+ *   scale-write N BIG SEED         create and fill (pwrite, no fsync) N
+ *                                  persistent regions scale-0000...: the
+ *                                  first BIG bytes, the others 4 KiB to
+ *                                  4 MiB (scale_size())
+ *   scale-verify N BIG SEED        exactly those N regions are listed, and
+ *                                  every byte reads back
  *
  * On the host, on a raw image file:
  *   find IMAGE SEED PAGE           print the byte offset of every block
@@ -1666,6 +1675,216 @@ static int cmd_ckpt_flip(int argc, char **argv)
 	return 0;
 }
 
+/* ---- scale: many regions on a multi-TiB namespace ---------------------- */
+
+/*
+ * Size of region @i of a scale set: region 0 is @big bytes, the others
+ * 4 KiB to 4 MiB (2^0..2^9 pages, log-uniform, plus up to as much again),
+ * from @seed.
+ */
+static uint64_t scale_size(int i, uint64_t seed, uint64_t big)
+{
+	uint64_t r = mix(seed + (uint64_t)i), pages;
+
+	if (!i)
+		return big;
+	pages = (uint64_t)1 << (r % 10);
+	return (pages + (r >> 8) % pages) * PG;
+}
+
+static void scale_name(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "scale-%04d", i);
+}
+
+/* MemAvailable, Slab and VmallocUsed of /proc/meminfo, in KiB. */
+struct meminfo {
+	long long avail, slab, vmalloc;
+};
+
+static int meminfo_read(struct meminfo *m)
+{
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return -errno;
+	m->avail = m->slab = m->vmalloc = -1;
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "MemAvailable: %lld", &m->avail);
+		sscanf(line, "Slab: %lld", &m->slab);
+		sscanf(line, "VmallocUsed: %lld", &m->vmalloc);
+	}
+	fclose(f);
+	return m->avail < 0 || m->slab < 0 || m->vmalloc < 0 ? -EIO : 0;
+}
+
+/*
+ * scale-attach DEV MAX_S MAX_MIB: attach DEV, timing it and measuring the
+ * kernel memory it took (MemAvailable, Slab and VmallocUsed before and
+ * after, the page cache dropped first so reclaimable memory does not move
+ * MemAvailable); the attach must take at most MAX_S seconds and MAX_MIB
+ * of memory.
+ */
+static int cmd_scale_attach(int argc, char **argv)
+{
+	struct meminfo a, b;
+	double t0, t;
+	long long took;
+	int ret;
+
+	if (argc != 3)
+		return 2;
+	sync();
+	write_file("/proc/sys/vm/drop_caches", "3\n", 2);
+	ret = meminfo_read(&a);
+	check(!ret, "read /proc/meminfo (%s)", errname(-ret));
+	t0 = now();
+	ret = tier_attach(argv[0]);
+	t = now() - t0;
+	check(!ret, "attach %s (%s)", argv[0], errname(-ret));
+	if (ret || meminfo_read(&b))
+		return 1;
+	took = a.avail - b.avail;
+	diag("attach took %.2f s; MemAvailable -%lld KiB, Slab %+lld KiB, VmallocUsed %+lld KiB",
+	     t, took, b.slab - a.slab, b.vmalloc - a.vmalloc);
+	check(t <= (double)num(argv[1]), "attach within %s s (%.2f s)", argv[1], t);
+	check(took <= (long long)num(argv[2]) * 1024 &&
+	      b.slab - a.slab + b.vmalloc - a.vmalloc <= (long long)num(argv[2]) * 1024,
+	      "attach took at most %s MiB of memory (%lld KiB available less, slab and vmalloc %+lld KiB)",
+	      argv[2], took, b.slab - a.slab + b.vmalloc - a.vmalloc);
+	return failures ? 1 : 0;
+}
+
+/*
+ * scale-write N BIG SEED: create the persistent regions scale-0000 ...
+ * (N of them, scale_size() bytes each) and fill them with the page
+ * pattern of SEED + i by pwrite. No fsync: the detach that follows writes
+ * them back and makes them durable in one commit.
+ */
+static int cmd_scale_write(int argc, char **argv)
+{
+	const uint64_t chunk = 256;	/* pages per pwrite */
+	uint64_t big, seed, total = 0;
+	int n, i, fd, bad = 0;
+	char name[KVTIER_NAME_MAX];
+	double t0 = now();
+	char *buf;
+
+	if (argc != 3)
+		return 2;
+	n = (int)num(argv[0]);
+	big = num(argv[1]);
+	seed = num(argv[2]);
+	buf = aligned_alloc(PG, chunk * PG);
+	if (!buf)
+		return 1;
+	for (i = 0; i < n && bad < 5; i++) {
+		uint64_t size = scale_size(i, seed, big), np = size / PG, p, k;
+
+		scale_name(name, sizeof(name), i);
+		fd = region_open(name, size, KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
+					     KVTIER_OPEN_PERSISTENT);
+		if (fd < 0) {
+			diag("create %s of %" PRIu64 " bytes: %s", name, size, errname(-fd));
+			bad++;
+			continue;
+		}
+		for (p = 0; p < np; p += chunk) {
+			uint64_t c = np - p < chunk ? np - p : chunk;
+
+			for (k = 0; k < c; k++)
+				pat_fill(buf + k * PG, p + k, seed + (uint64_t)i);
+			if (pwrite(fd, buf, c * PG, p * PG) != (ssize_t)(c * PG)) {
+				diag("pwrite %s at page %" PRIu64 ": %s", name, p, errname(errno));
+				bad++;
+				break;
+			}
+		}
+		close(fd);
+		total += size;
+	}
+	free(buf);
+	check(!bad && i == n, "create and write %d persistent regions, %" PRIu64 " MiB in all",
+	      n, (uint64_t)(total / MiB));
+	diag("wrote %" PRIu64 " MiB in %.1f s", (uint64_t)(total / MiB), now() - t0);
+	return failures ? 1 : 0;
+}
+
+/*
+ * scale-verify N BIG SEED: the tier names exactly the N regions of
+ * scale-write, each of its size, and every page of each reads back (pread)
+ * with its pattern.
+ */
+static int cmd_scale_verify(int argc, char **argv)
+{
+	const uint64_t chunk = 256;
+	struct kvtier_region_entry *e;
+	uint64_t big, seed, total = 0, wrong = 0;
+	int n, i, j, fd, listed, bad = 0;
+	char name[KVTIER_NAME_MAX];
+	double t0 = now();
+	char *buf;
+
+	if (argc != 3)
+		return 2;
+	n = (int)num(argv[0]);
+	big = num(argv[1]);
+	seed = num(argv[2]);
+	listed = region_list(&e);
+	check(listed == n, "the tier lists %d regions (%d)", n, listed);
+	for (i = 0; i < listed && i < n; i++) {
+		scale_name(name, sizeof(name), i);
+		for (j = 0; j < listed && strcmp(e[j].name, name); j++)
+			;
+		if (j == listed || e[j].size != scale_size(i, seed, big) ||
+		    !(e[j].flags & KVTIER_OPEN_PERSISTENT)) {
+			diag("%s: %s", name, j == listed ? "not listed" : "wrong size or flags");
+			bad++;
+		}
+	}
+	free(e);
+	check(!bad, "every region listed with its size, persistent");
+	buf = aligned_alloc(PG, chunk * PG);
+	if (!buf)
+		return 1;
+	bad = 0;
+	for (i = 0; i < n && bad < 5; i++) {
+		uint64_t size = scale_size(i, seed, big), np = size / PG, p, k;
+
+		scale_name(name, sizeof(name), i);
+		fd = region_open(name, 0, 0);
+		if (fd < 0) {
+			diag("open %s: %s", name, errname(-fd));
+			bad++;
+			continue;
+		}
+		for (p = 0; p < np; p += chunk) {
+			uint64_t c = np - p < chunk ? np - p : chunk;
+
+			if (pread(fd, buf, c * PG, p * PG) != (ssize_t)(c * PG)) {
+				diag("pread %s at page %" PRIu64 ": %s", name, p, errname(errno));
+				bad++;
+				break;
+			}
+			for (k = 0; k < c; k++) {
+				if (pat_check(buf + k * PG, p + k, seed + (uint64_t)i)) {
+					if (!wrong++)
+						diag("%s: page %" PRIu64 " is wrong", name, p + k);
+				}
+			}
+		}
+		close(fd);
+		total += size;
+	}
+	free(buf);
+	check(!bad && !wrong && i == n,
+	      "every byte of %d regions (%" PRIu64 " MiB) reads back (%" PRIu64 " pages wrong)",
+	      n, (uint64_t)(total / MiB), wrong);
+	diag("verified %" PRIu64 " MiB in %.1f s", (uint64_t)(total / MiB), now() - t0);
+	return failures ? 1 : 0;
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static int cmd_simple(const char *cmd, int argc, char **argv)
@@ -1717,6 +1936,12 @@ int main(int argc, char **argv)
 		ret = cmd_flip(argc - 2, argv + 2);
 	else if (!strcmp(argv[1], "ckpt-flip"))
 		ret = cmd_ckpt_flip(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "scale-attach"))
+		ret = cmd_scale_attach(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "scale-write"))
+		ret = cmd_scale_write(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "scale-verify"))
+		ret = cmd_scale_verify(argc - 2, argv + 2);
 	else
 		ret = cmd_simple(argv[1], argc - 2, argv + 2);
 	if (ret != 2)
