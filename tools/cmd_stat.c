@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -25,6 +26,15 @@ struct watch {
 };
 
 static volatile sig_atomic_t stop;
+
+/* Seconds since the epoch, with the fraction: the JSON lines' "time". */
+static double wall_secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static void on_signal(int sig)
 {
@@ -42,26 +52,59 @@ static void catch_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-/* -i, -c and [TIER] of stat and top. */
+/* A tier operand written as one: kvtierN or /dev/kvtierN, not a bare number. */
+static bool tier_named(const char *s)
+{
+	return !strncmp(s, "kvtier", 6) || !strncmp(s, "/dev/", 5);
+}
+
+/*
+ * The options and operands of stat and top: [TIER] [INTERVAL [COUNT]] as
+ * vmstat takes them, the tier written kvtierN or /dev/kvtierN (a bare
+ * number is the interval); or, as before, -i SECONDS, -c COUNT and a tier
+ * that may be a bare number.
+ */
 static int parse_watch(const struct cmd *cmd, int argc, char **argv,
 		       double def_interval, struct watch *w)
 {
 	const char *opt[OPT_NR] = { NULL };
-	int op, ret;
+	const char *interval, *count;
+	int op, left;
 
 	op = parse_opts(cmd, argc, argv, "i:c:", opt);
 	if (op < 0)
 		return EXIT_USAGE;
+	w->id = 0;
 	w->interval = def_interval;
 	w->count = 0;
-	if (opt[OPT_INTERVAL] && parse_interval(opt[OPT_INTERVAL], &w->interval))
-		return usage_error(cmd, "%s: bad interval '%s' (seconds, 0.01..3600)",
-				   cmd->name, opt[OPT_INTERVAL]);
-	if (opt[OPT_COUNT] && (parse_u64(opt[OPT_COUNT], &w->count) || !w->count))
+	interval = opt[OPT_INTERVAL];
+	count = opt[OPT_COUNT];
+	left = argc - op;
+	if (interval || count) {
+		int ret = tier_operand(cmd, argc, argv, op, &w->id);
+
+		if (ret)
+			return ret;
+	} else {
+		if (left && tier_named(argv[op])) {
+			if (parse_tier(argv[op], &w->id))
+				return usage_error(cmd, "%s: bad TIER '%s' (kvtier0..kvtier%d)",
+						   cmd->name, argv[op], KVT_MAX_TIERS - 1);
+			op++;
+			left--;
+		}
+		if (left > 2)
+			return usage_error(cmd, "%s: too many arguments", cmd->name);
+		interval = left > 0 ? argv[op] : NULL;
+		count = left > 1 ? argv[op + 1] : NULL;
+	}
+	if (interval && parse_interval(interval, &w->interval))
+		return usage_error(cmd, "%s: bad interval '%s' (seconds, 0.01..3600; a tier is written kvtierN)",
+				   cmd->name, interval);
+	if (count && (parse_u64(count, &w->count) || !w->count))
 		return usage_error(cmd, "%s: bad count '%s' (a positive number)",
-				   cmd->name, opt[OPT_COUNT]);
-	ret = tier_operand(cmd, argc, argv, op, &w->id);
-	return ret ? ret : tier_check(w->id);
+				   cmd->name, count);
+	return tier_check(w->id);
 }
 
 static int sample(unsigned int id, struct kvt_sample *s)
@@ -95,7 +138,7 @@ int cmd_stat(const struct cmd *cmd, int argc, char **argv)
 			break;
 		kvt_rates_compute(&s[cur], &s[!cur], &r);
 		if (opt_json)
-			kvt_rates_print_json(stdout, w.id, &r);
+			kvt_rates_print_json(stdout, w.id, wall_secs(), &r);
 		else
 			kvt_rates_print(stdout, &r);
 		fflush(stdout);

@@ -253,7 +253,8 @@ uint64_t kvt_io_median(const struct kvt_sample *a, const struct kvt_sample *b,
 		       const char *name);
 void kvt_rates_print_header(FILE *f);
 void kvt_rates_print(FILE *f, const struct kvt_rates *r);
-void kvt_rates_print_json(FILE *f, unsigned int id, const struct kvt_rates *r);
+void kvt_rates_print_json(FILE *f, unsigned int id, double time,
+			  const struct kvt_rates *r);
 
 /* Warnings in words for `top`: bits of enum kvt_warning. */
 enum kvt_warning {

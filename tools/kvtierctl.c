@@ -37,18 +37,22 @@ static const struct cmd cmds[] = {
 	  "                       is not a terminal)\n",
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
-	{ "stat", "[-i SECONDS] [-c COUNT] [TIER]",
+	{ "stat", "[TIER] [INTERVAL [COUNT]]  (TIER: kvtierN or /dev/kvtierN)",
 	  "rates per interval: faults, major %, MB/s, refaults, fault latency",
+	  "INTERVAL seconds per line (default 1; decimals allowed), COUNT lines\n"
+	  "(default: until interrupted), as vmstat takes them.\n"
 	  "options:\n"
-	  "  -i, --interval SECS  seconds per line (default 1; decimals allowed)\n"
-	  "  -c, --count N        stop after N lines (default: until interrupted)\n"
-	  "  -j, --json           one JSON object per line\n",
+	  "  -i, --interval SECS  the interval as an option; then TIER may be a number\n"
+	  "  -c, --count N        the count as an option\n"
+	  "  -j, --json           one JSON object per line, with \"time\" (epoch s)\n",
 	  cmd_stat },
-	{ "top", "[-i SECONDS] [-c COUNT] [TIER]",
+	{ "top", "[TIER] [INTERVAL [COUNT]]  (TIER: kvtierN or /dev/kvtierN)",
 	  "live full-screen view of a tier and its regions, with warnings",
+	  "INTERVAL seconds per frame (default 2), COUNT frames (default: until q\n"
+	  "or Ctrl-C).\n"
 	  "options:\n"
-	  "  -i, --interval SECS  seconds per frame (default 2)\n"
-	  "  -c, --count N        stop after N frames (default: until q or Ctrl-C)\n",
+	  "  -i, --interval SECS  the interval as an option; then TIER may be a number\n"
+	  "  -c, --count N        the count as an option\n",
 	  cmd_top },
 	{ "regions", "[TIER]", "list the regions of a tier (debugfs, root)",
 	  "options:\n"

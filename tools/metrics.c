@@ -219,11 +219,13 @@ static void json_rate(FILE *f, bool *first, const char *key, double v)
 		json_key_num(f, first, key, v);
 }
 
-void kvt_rates_print_json(FILE *f, unsigned int id, const struct kvt_rates *r)
+void kvt_rates_print_json(FILE *f, unsigned int id, double time,
+			  const struct kvt_rates *r)
 {
 	bool first = true;
 
 	fputc('{', f);
+	json_key_num(f, &first, "time", time);
 	json_key_u64(f, &first, "tier", id);
 	json_rate(f, &first, "interval_s", r->secs);
 	json_rate(f, &first, "faults_per_s", r->faults);

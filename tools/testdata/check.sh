@@ -177,6 +177,21 @@ pycheck "stat --json" \
 	-- stat --json -i 1 -c 1 0
 fresh
 expect 0 '^ +[0-9]+ +0.0 +0.0 +0.0 +0.0 +- +-$' "stat: an idle interval" -- stat -i 0.1 -c 1
+# vmstat's operands: [TIER] [INTERVAL [COUNT]], the tier written kvtierN.
+expect 0 '^ +[0-9]+ +0.0 +0.0 +0.0 +0.0 +- +-$' "stat INTERVAL COUNT" -- stat 0.1 1
+expect 0 '^ +[0-9]+ +0.0 +0.0 +0.0 +0.0 +- +-$' "stat kvtier0 INTERVAL COUNT" -- stat kvtier0 0.1 1
+expect 0 '^ +[0-9]+ +0.0 +0.0 +0.0 +0.0 +- +-$' "stat /dev/kvtier0 INTERVAL COUNT" -- stat /dev/kvtier0 0.1 1
+[[ $("$ctl" stat 0.1 3 | grep -c '^ *[0-9]') == 3 ]] && ok "stat 0.1 3: three lines" ||
+	notok "stat 0.1 3: three lines"
+pycheck "stat --json: a wall-clock time per line" \
+	'abs(d["time"] - __import__("time").time()) < 60 and d["tier"] == 0' \
+	-- stat --json 0.1 1
+expect 2 "bad interval '0' \\(seconds, 0.01..3600; a tier is written kvtierN\\)" \
+	"stat 0: a bare number is the interval" -- stat 0
+expect 2 'too many arguments' "stat INTERVAL COUNT EXTRA: exit 2" -- stat 0.1 1 1
+expect 2 "bad count '0'" "stat INTERVAL 0: exit 2" -- stat 0.1 0
+expect 2 "bad TIER 'kvtier99'" "stat kvtier99: exit 2" -- stat kvtier99 1
+expect 2 'too many arguments' "stat -i with INTERVAL too: exit 2" -- stat -i 1 0 1
 
 fresh
 later
