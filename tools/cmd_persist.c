@@ -16,7 +16,7 @@
 
 #include "ctl.h"
 
-enum { OPT_TIER, OPT_NR };
+enum { OPT_TIER, OPT_OUTPUT, OPT_BYTES, OPT_NOHEADINGS, OPT_NR };
 
 /* Why @name is not a region name the module accepts, or NULL. */
 static const char *name_problem(const char *name)
@@ -126,18 +126,61 @@ static int by_name(const void *a, const void *b)
 	return strncmp(x->name, y->name, KVTIER_NAME_MAX);
 }
 
-static void print_entry(const struct kvtier_region_entry *e, int width)
-{
-	char s[3][32], o[64], t[2][32], nm[KVTIER_NAME_MAX * 4 + 4];
+enum {
+	PC_NAME, PC_SIZE, PC_NS, PC_RESIDENT, PC_OWNER, PC_MODE, PC_CREATED,
+	PC_LAST_USED, PC_USERS, PC_PINNED, PC_SEALED, PC_NR
+};
 
-	printf("%-*s %8s %8s %8s %-8s %04o %-16s %-16s %5u %-6s %s\n", width,
-	       name_shown(e->name, nm, sizeof(nm)), fmt_size(s[0], 32, e->size),
-	       fmt_size(s[1], 32, e->namespace), fmt_size(s[2], 32, e->resident),
-	       owner_name(e->owner, o, sizeof(o)), e->mode & 07777,
-	       fmt_time(t[0], 32, e->created), fmt_time(t[1], 32, e->last_used),
-	       e->users, e->flags & KVTIER_REGION_PINNED ? "yes" : "no",
-	       e->flags & KVTIER_REGION_SEALED ? "yes" : "no");
+static const struct table_col persist_cols[PC_NR] = {
+	[PC_NAME] = { "NAME", -4 },
+	[PC_SIZE] = { "SIZE", 8, true },
+	[PC_NS] = { "NS", 8, true },
+	[PC_RESIDENT] = { "RESIDENT", 8, true },
+	[PC_OWNER] = { "OWNER", -8 },
+	[PC_MODE] = { "MODE", 4 },
+	[PC_CREATED] = { "CREATED", -16 },
+	[PC_LAST_USED] = { "LAST_USED", -16 },
+	[PC_USERS] = { "USERS", 5 },
+	[PC_PINNED] = { "PINNED", -6 },
+	[PC_SEALED] = { "SEALED", -6 },
+};
+
+static const char *persist_cell(const void *row, size_t col, char *buf, size_t len)
+{
+	const struct kvtier_region_entry *e = row;
+
+	switch (col) {
+	case PC_NAME:
+		return name_shown(e->name, buf, len);
+	case PC_OWNER:
+		return owner_name(e->owner, buf, len);
+	case PC_MODE:
+		snprintf(buf, len, "%04o", e->mode & 07777);
+		return buf;
+	case PC_CREATED:
+		return fmt_time(buf, len, e->created);
+	case PC_LAST_USED:
+		return fmt_time(buf, len, e->last_used);
+	case PC_USERS:
+		snprintf(buf, len, "%u", e->users);
+		return buf;
+	case PC_PINNED:
+		return e->flags & KVTIER_REGION_PINNED ? "yes" : "no";
+	default:
+		return e->flags & KVTIER_REGION_SEALED ? "yes" : "no";
+	}
 }
+
+static uint64_t persist_size(const void *row, size_t col)
+{
+	const struct kvtier_region_entry *e = row;
+
+	return col == PC_SIZE ? e->size : col == PC_NS ? e->namespace : e->resident;
+}
+
+static const struct table persist_table = {
+	persist_cols, PC_NR, persist_cell, persist_size
+};
 
 static void print_entry_json(const struct kvtier_region_entry *e, bool comma)
 {
@@ -160,8 +203,10 @@ static void print_entry_json(const struct kvtier_region_entry *e, bool comma)
 	putchar('}');
 }
 
-static int persist_ls(const struct cmd *cmd, unsigned int id)
+static int persist_ls(const struct cmd *cmd, unsigned int id,
+		      const struct table_view *view)
 {
+	struct table_view tv = *view;
 	struct kvtier_region_entry *v;
 	struct kvtier_tier *tier;
 	int ret, total, width = 4;
@@ -189,17 +234,16 @@ static int persist_ls(const struct cmd *cmd, unsigned int id)
 	if (!keep && !tier_attached(id))
 		warn("kvtier%u has no namespace attached: persistent regions are listed while one is",
 		     id);
+	tv.width[PC_NAME] = -width;
 	if (opt_json)
 		putchar('[');
 	else
-		printf("%-*s %8s %8s %8s %-8s %4s %-16s %-16s %5s %-6s %s\n", width,
-		       "NAME", "SIZE", "NS", "RESIDENT", "OWNER", "MODE",
-		       "CREATED", "LAST_USED", "USERS", "PINNED", "SEALED");
+		table_header(&tv, NULL);
 	for (i = 0; i < keep; i++) {
 		if (opt_json)
 			print_entry_json(&v[i], i > 0);
 		else
-			print_entry(&v[i], width);
+			table_row(&tv, &v[i], NULL);
 	}
 	if (opt_json)
 		puts("]");
@@ -305,12 +349,13 @@ static int persist_setflags(unsigned int id, const char *name,
 int cmd_persist(const struct cmd *cmd, int argc, char **argv)
 {
 	const char *opt[OPT_NR] = { NULL };
+	struct table_view view;
 	unsigned int id = 0;
 	const char *verb, *why;
 	char shown[KVTIER_NAME_MAX * 4 + 4];
 	int op, ret;
 
-	op = parse_opts(cmd, argc, argv, "t:", opt);
+	op = parse_opts(cmd, argc, argv, "t:o:bn", opt);
 	if (op < 0)
 		return EXIT_USAGE;
 	if (op >= argc)
@@ -330,8 +375,12 @@ int cmd_persist(const struct cmd *cmd, int argc, char **argv)
 		} else if (argc - op > 1) {
 			return usage_error(cmd, "persist ls: too many arguments");
 		}
-		return persist_ls(cmd, id);
+		ret = table_select(cmd, &persist_table, opt[OPT_OUTPUT],
+				   opt[OPT_BYTES], opt[OPT_NOHEADINGS], &view);
+		return ret ? ret : persist_ls(cmd, id, &view);
 	}
+	if (opt[OPT_OUTPUT] || opt[OPT_BYTES] || opt[OPT_NOHEADINGS])
+		return usage_error(cmd, "persist %s: -o, -b and -n are options of ls", verb);
 	if (strcmp(verb, "rm") && strcmp(verb, "pin") && strcmp(verb, "unpin") &&
 	    strcmp(verb, "seal"))
 		return usage_error(cmd, "persist: unknown verb '%s'", verb);

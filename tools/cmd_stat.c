@@ -338,20 +338,22 @@ static unsigned int draw_warnings(const struct top_state *t)
 static void draw_regions(struct top_state *t, unsigned int room)
 {
 	struct kvt_regions *rs = &t->regions[t->cur];
+	struct table_view v;
 	char lead[32];
 	size_t i;
 
 	putchar('\n');
+	table_select(NULL, &regions_table, NULL, false, false, &v);
 	if (t->regions_err) {
 		printf("(no per-region view: regions: %s)\n", strerror(-t->regions_err));
 		return;
 	}
 	sort_ctx = t;
 	qsort(rs->r, rs->n, sizeof(*rs->r), by_faults);
-	regions_print_header(" FAULTS/s");
+	table_header(&v, " FAULTS/s");
 	for (i = 0; i < rs->n && (!room || i < room); i++) {
 		snprintf(lead, sizeof(lead), "%9.0f", region_fault_rate(t, &rs->r[i]));
-		regions_print_row(&rs->r[i], lead);
+		table_row(&v, &rs->r[i], lead);
 	}
 	if (i < rs->n)
 		printf("... %zu more regions\n", rs->n - i);

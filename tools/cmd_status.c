@@ -281,30 +281,76 @@ const char *owner_name(uint64_t uid, char *buf, size_t len)
 	return buf;
 }
 
-void regions_print_row(const struct kvt_region *r, const char *lead)
-{
-	char o[64], s[6][32];
+enum {
+	RC_ID, RC_NAME, RC_OWNER, RC_SIZE, RC_RESIDENT, RC_DIRTY, RC_NS,
+	RC_PINNED, RC_GPU, RC_FAULTS, RC_REFAULTS, RC_IDLE_MS, RC_NR
+};
 
-	if (lead)
-		printf("%s ", lead);
-	printf("%6llu %-16s %-8s %8s %8s %8s %8s %8s %8s %10llu %9llu %9llu\n",
-	       (unsigned long long)r->id, r->name, owner_name(r->owner, o, sizeof(o)),
-	       fmt_size(s[0], 32, r->size), fmt_size(s[1], 32, r->resident),
-	       fmt_size(s[2], 32, r->dirty), fmt_size(s[3], 32, r->ns),
-	       fmt_size(s[4], 32, r->pinned),
-	       r->have_gpu_bytes ? fmt_size(s[5], 32, r->gpu_bytes) : "-",
-	       (unsigned long long)r->faults, (unsigned long long)r->refaults,
-	       (unsigned long long)r->idle_ms);
+static const struct table_col region_cols[RC_NR] = {
+	[RC_ID] = { "ID", 6 },
+	[RC_NAME] = { "NAME", -16 },
+	[RC_OWNER] = { "OWNER", -8 },
+	[RC_SIZE] = { "SIZE", 8, true },
+	[RC_RESIDENT] = { "RESIDENT", 8, true },
+	[RC_DIRTY] = { "DIRTY", 8, true },
+	[RC_NS] = { "NS", 8, true },
+	[RC_PINNED] = { "PINNED", 8, true },
+	[RC_GPU] = { "GPU", 8, true },
+	[RC_FAULTS] = { "FAULTS", 10 },
+	[RC_REFAULTS] = { "REFAULTS", 9 },
+	[RC_IDLE_MS] = { "IDLE_MS", 9 },
+};
+
+static const char *region_cell(const void *row, size_t col, char *buf, size_t len)
+{
+	const struct kvt_region *r = row;
+	uint64_t v;
+
+	switch (col) {
+	case RC_NAME:
+		return r->name;
+	case RC_OWNER:
+		return owner_name(r->owner, buf, len);
+	case RC_ID:
+		v = r->id;
+		break;
+	case RC_FAULTS:
+		v = r->faults;
+		break;
+	case RC_REFAULTS:
+		v = r->refaults;
+		break;
+	default:
+		v = r->idle_ms;
+		break;
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+	return buf;
 }
 
-void regions_print_header(const char *lead)
+static uint64_t region_size(const void *row, size_t col)
 {
-	if (lead)
-		printf("%s ", lead);
-	printf("%6s %-16s %-8s %8s %8s %8s %8s %8s %8s %10s %9s %9s\n", "ID",
-	       "NAME", "OWNER", "SIZE", "RESIDENT", "DIRTY", "NS", "PINNED", "GPU",
-	       "FAULTS", "REFAULTS", "IDLE_MS");
+	const struct kvt_region *r = row;
+
+	switch (col) {
+	case RC_SIZE:
+		return r->size;
+	case RC_RESIDENT:
+		return r->resident;
+	case RC_DIRTY:
+		return r->dirty;
+	case RC_NS:
+		return r->ns;
+	case RC_PINNED:
+		return r->pinned;
+	default:
+		return r->have_gpu_bytes ? r->gpu_bytes : TABLE_NONE;
+	}
 }
+
+const struct table regions_table = {
+	region_cols, RC_NR, region_cell, region_size
+};
 
 static void print_region_json(const struct kvt_region *r, bool comma)
 {
@@ -338,7 +384,7 @@ static void print_gpu_header(void)
 	       "LENGTH", "MODE", "GPU", "TENANT", "REGION");
 }
 
-static void print_gpu_row(const struct kvt_gpu_range *g)
+static void print_gpu_row(const struct kvt_gpu_range *g, bool bytes)
 {
 	char va[24], len[32], region[24];
 
@@ -348,9 +394,13 @@ static void print_gpu_row(const struct kvt_gpu_range *g)
 			 (unsigned long long)g->region);
 	else
 		snprintf(region, sizeof(region), "-");
+	if (bytes)
+		snprintf(len, sizeof(len), "%llu", (unsigned long long)g->length);
+	else
+		fmt_size(len, sizeof(len), g->length);
 	printf("%6llu %8llu %-18s %8s %-7s %-40s %-16s %6s\n",
 	       (unsigned long long)g->id, (unsigned long long)g->pid, va,
-	       fmt_size(len, sizeof(len), g->length), g->mode, g->gpu,
+	       len, g->mode, g->gpu,
 	       g->tenant[0] ? g->tenant : "-", region);
 }
 
@@ -387,10 +437,15 @@ int cmd_regions(const struct cmd *cmd, int argc, char **argv)
 	int op, ret;
 	size_t i;
 
-	op = parse_opts(cmd, argc, argv, "", NULL);
+	const char *opt[3] = { NULL };
+	struct table_view v;
+
+	op = parse_opts(cmd, argc, argv, "o:bn", opt);
 	if (op < 0)
 		return EXIT_USAGE;
-	ret = tier_operand(cmd, argc, argv, op, &id);
+	ret = table_select(cmd, &regions_table, opt[0], opt[1], opt[2], &v);
+	if (!ret)
+		ret = tier_operand(cmd, argc, argv, op, &id);
 	if (!ret)
 		ret = tier_check(id);
 	if (ret)
@@ -411,15 +466,16 @@ int cmd_regions(const struct cmd *cmd, int argc, char **argv)
 			print_gpu_json(&gs.g[i], rs.n + i > 0);
 		puts("]");
 	} else {
-		regions_print_header(NULL);
+		table_header(&v, NULL);
 		for (i = 0; i < rs.n; i++)
-			regions_print_row(&rs.r[i], NULL);
-		if (gs.n) {
+			table_row(&v, &rs.r[i], NULL);
+		/* For scripts (-o, -n) one table; --json has both. */
+		if (gs.n && !opt[0] && !v.noheadings) {
 			puts("\nGPU ranges");
 			print_gpu_header();
+			for (i = 0; i < gs.n; i++)
+				print_gpu_row(&gs.g[i], v.bytes);
 		}
-		for (i = 0; i < gs.n; i++)
-			print_gpu_row(&gs.g[i]);
 	}
 	kvt_gpu_ranges_free(&gs);
 	kvt_regions_free(&rs);

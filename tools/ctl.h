@@ -395,10 +395,50 @@ int kvt_format_probe(const char *path, struct kvt_format *f);
 /* "a kvtier format (version 1, 3 persistent regions, ...)" in @buf. */
 const char *kvt_format_describe(char *buf, size_t len, const struct kvt_format *f);
 
+/* --- table.c: lsblk-style tables --------------------------------------- */
+
+#define TABLE_MAX_COLS	32
+
+struct table_col {
+	const char *name;	/* header, and the name -o takes */
+	int width;		/* minimum; negative: left-aligned */
+	bool size;		/* bytes: "64.0M", or the number with --bytes */
+	bool extra;		/* only shown when -o names it */
+};
+
+struct table {
+	const struct table_col *cols;
+	size_t n;
+	/* Text of column @col of @row (may use @buf); for !size columns. */
+	const char *(*cell)(const void *row, size_t col, char *buf, size_t len);
+	/* Bytes of column @col of @row, TABLE_NONE for "-"; size columns. */
+	uint64_t (*size)(const void *row, size_t col);
+};
+
+#define TABLE_NONE	UINT64_MAX
+
+struct table_view {
+	const struct table *t;
+	size_t cols[TABLE_MAX_COLS], n;	/* shown, in order */
+	int width[TABLE_MAX_COLS];	/* per column of t (callers may widen) */
+	bool bytes, noheadings;
+};
+
+/*
+ * The columns of @t that @list ("NAME,SIZE", any case; NULL: all but the
+ * extra ones) picks, with --bytes and --noheadings. A bad list is a usage
+ * error naming the columns (returns EXIT_USAGE).
+ */
+int table_select(const struct cmd *cmd, const struct table *t,
+		 const char *list, bool bytes, bool noheadings,
+		 struct table_view *v);
+void table_header(const struct table_view *v, const char *lead);
+void table_row(const struct table_view *v, const void *row, const char *lead);
+
 /* --- cmd_status.c: shared with top ------------------------------------ */
 
-void regions_print_header(const char *lead);
-void regions_print_row(const struct kvt_region *r, const char *lead);
+/* The columns of regions (and of top's region lines). */
+extern const struct table regions_table;
 /* The login name of @uid, else the number. */
 const char *owner_name(uint64_t uid, char *buf, size_t len);
 

@@ -54,9 +54,15 @@ static const struct cmd cmds[] = {
 	  "  -i, --interval SECS  the interval as an option; then TIER may be a number\n"
 	  "  -c, --count N        the count as an option\n",
 	  cmd_top },
-	{ "regions", "[TIER]", "list the regions of a tier (debugfs, root)",
+	{ "regions", "[-o COLUMNS] [-b] [-n] [TIER]",
+	  "list the regions of a tier (debugfs, root)",
 	  "options:\n"
-	  "  -j, --json           a JSON array, one object per region\n",
+	  "  -j, --json           a JSON array, one object per region and GPU range\n"
+	  "  -o, --output LIST    the columns to show, in order (ID,NAME,OWNER,SIZE,\n"
+	  "                       RESIDENT,DIRTY,NS,PINNED,GPU,FAULTS,REFAULTS,IDLE_MS);\n"
+	  "                       the GPU ranges table is left out\n"
+	  "  -b, --bytes          sizes in bytes, not 64.0M\n"
+	  "  -n, --noheadings     no header line (and no GPU ranges table)\n",
 	  cmd_regions },
 	{ "set", "TIER KNOB VALUE", "validate VALUE and write the knob",
 	  "knobs (VALUE: decimal; checked before writing, exit 2 if bad):\n"
@@ -96,7 +102,7 @@ static const struct cmd cmds[] = {
 	  "options:\n"
 	  "  -j, --json           one object, knob: value\n",
 	  cmd_get },
-	{ "persist", "ls [TIER] | rm|pin|unpin|seal [-t TIER] NAME",
+	{ "persist", "ls [-o COLUMNS] [-b] [-n] [TIER] | rm|pin|unpin|seal [-t TIER] NAME",
 	  "persistent regions: list, remove, pin against reclaim, unpin, seal",
 	  "verbs:\n"
 	  "  ls [TIER]            the tier's persistent regions (default tier 0)\n"
@@ -107,6 +113,10 @@ static const struct cmd cmds[] = {
 	  "                       no file may have it open)\n"
 	  "options:\n"
 	  "  -t, --tier N         the tier (default 0)\n"
+	  "  -o, --output LIST    ls: the columns, in order (NAME,SIZE,NS,RESIDENT,\n"
+	  "                       OWNER,MODE,CREATED,LAST_USED,USERS,PINNED,SEALED)\n"
+	  "  -b, --bytes          ls: sizes in bytes\n"
+	  "  -n, --noheadings     ls: no header line\n"
 	  "  -j, --json           ls: a JSON array, one object per region\n",
 	  cmd_persist },
 };
@@ -172,30 +182,41 @@ int usage_error(const struct cmd *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-/* Long names of the option letters commands may use. */
-static const struct option all_opts[] = {
-	{ "json", no_argument, NULL, 'j' },
-	{ "force", no_argument, NULL, 'f' },
-	{ "format", no_argument, NULL, 'F' },
-	{ "yes", no_argument, NULL, 'y' },
-	{ "tier", required_argument, NULL, 't' },
-	{ "interval", required_argument, NULL, 'i' },
-	{ "count", required_argument, NULL, 'c' },
-	{ "dry-run", no_argument, NULL, 'n' },
-	{ "config", required_argument, NULL, 'C' },
-	{ "detach", no_argument, NULL, 'd' },
-	{ "wait", required_argument, NULL, 'w' },
-	{ "textfile", required_argument, NULL, 'T' },
+/*
+ * Long names of the option letters commands may use. A letter may mean
+ * two things (-n: apply's --dry-run, the tables' --noheadings, as lsblk
+ * has it): then its entries name the commands they belong to.
+ */
+static const struct {
+	struct option opt;
+	const char *only;	/* the command it belongs to, or NULL: any */
+} all_opts[] = {
+	{ { "json", no_argument, NULL, 'j' }, NULL },
+	{ { "force", no_argument, NULL, 'f' }, NULL },
+	{ { "format", no_argument, NULL, 'F' }, NULL },
+	{ { "yes", no_argument, NULL, 'y' }, NULL },
+	{ { "tier", required_argument, NULL, 't' }, NULL },
+	{ { "interval", required_argument, NULL, 'i' }, NULL },
+	{ { "count", required_argument, NULL, 'c' }, NULL },
+	{ { "dry-run", no_argument, NULL, 'n' }, "apply" },
+	{ { "noheadings", no_argument, NULL, 'n' }, NULL },
+	{ { "output", required_argument, NULL, 'o' }, NULL },
+	{ { "bytes", no_argument, NULL, 'b' }, NULL },
+	{ { "config", required_argument, NULL, 'C' }, NULL },
+	{ { "detach", no_argument, NULL, 'd' }, NULL },
+	{ { "wait", required_argument, NULL, 'w' }, NULL },
+	{ { "textfile", required_argument, NULL, 'T' }, NULL },
 };
 
-/* The struct option of letter @c, or NULL. */
-static const struct option *opt_of(char c)
+/* The struct option of letter @c for @cmd. */
+static const struct option *opt_of(const struct cmd *cmd, char c)
 {
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(all_opts); i++)
-		if (all_opts[i].val == c)
-			return &all_opts[i];
+		if (all_opts[i].opt.val == c &&
+		    (!all_opts[i].only || !strcmp(all_opts[i].only, cmd->name)))
+			return &all_opts[i].opt;
 	return NULL;
 }
 
@@ -219,11 +240,11 @@ int parse_opts(const struct cmd *cmd, int argc, char **argv,
 	const char *p;
 	int c;
 
-	longopts[n++] = all_opts[0];
+	longopts[n++] = all_opts[0].opt;
 	for (p = spec; *p; p++) {
 		if (*p == ':')
 			continue;
-		longopts[n++] = *opt_of(*p);
+		longopts[n++] = *opt_of(cmd, *p);
 		strncat(shortopts, p, p[1] == ':' ? 2 : 1);
 	}
 	optind = 0;	/* glibc: start afresh (main() used getopt too) */

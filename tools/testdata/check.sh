@@ -90,6 +90,17 @@ expect 0 '^ +ID NAME +OWNER +SIZE +RESIDENT +DIRTY +NS +PINNED +GPU +FAULTS +REF
 pycheck "regions --json" \
 	'[r["id"] for r in d if r["kind"] == "region"] == [1, 2] and d[1]["name"] == "prefix-llama" and d[0]["namespace_bytes"] == 58720256 and d[1]["owner"] == 1000 and d[0]["gpu_bytes"] == 0 and d[1]["gpu_bytes"] == 8388608' \
 	-- regions --json
+# lsblk's habits: -o columns in order, -b bytes, -n no header.
+expect 0 '^prefix-llama +16777216 +16777216 +8388608$' "regions -o NAME,SIZE,NS,GPU -b" \
+	-- regions -o NAME,SIZE,NS,GPU -b 0
+expect 0 '^ +1 +1500$' "regions -n -o id,faults (any case)" -- regions -n -o id,faults
+out=$("$ctl" regions -n -o ID 2>&1)
+[[ $out == $'     1\n     2' ]] && ok "regions -n -o ID: no header, no GPU table" ||
+	notok "regions -n -o ID: no header, no GPU table (got: ${out//$'\n'/ | })"
+expect 0 '^ +GPU NAME +GPU$' "regions --output: the column list order" -- regions --output GPU,NAME,GPU
+expect 0 ' 8388608 hmm ' "regions -b: GPU range lengths in bytes" -- regions -b
+expect 2 "unknown column 'bogus' \\(columns: ID,NAME,OWNER," "regions -o bogus: exit 2" -- regions -o bogus
+expect 2 'names no column' "regions -o ,: exit 2" -- regions -o ,
 
 # GPU ranges: a second table (unknown column numa_node skipped), and
 # objects of kind "gpu" after the regions in JSON.
@@ -320,6 +331,13 @@ if [[ -f $fake ]]; then
 		"persist ls: unpinned row, never used" -- persist ls
 	pexpect 0 '^prefix-llama +16\.0M +16\.0M +8\.0M +4242 +0640 +2026-09-21 14:13 +2026-09-21 15:13 +0 +yes +yes$' \
 		"persist ls: pinned row" -- persist ls 0
+	pexpect 0 '^prefix-llama +16777216 yes$' "persist ls -o NAME,SIZE,SEALED -b -n" \
+		-- persist ls -o NAME,SIZE,SEALED -b -n
+	out=$(LD_PRELOAD=$fake "$ctl" persist ls -n -o name 2>&1)
+	[[ $out == $'aaa-first\nprefix-llama' ]] && ok "persist ls -n -o name: names only" ||
+		notok "persist ls -n -o name: names only (got: ${out//$'\n'/ | })"
+	pexpect 2 "unknown column 'x'" "persist ls -o x: exit 2" -- persist ls -o x
+	pexpect 2 '-o, -b and -n are options of ls' "persist rm -b: exit 2" -- persist rm -b x
 	out=$(LD_PRELOAD=$fake "$ctl" persist ls 2>&1)
 	if grep -q in-memory <<<"$out"; then
 		notok "persist ls: only persistent regions"
