@@ -195,6 +195,7 @@ static int kvtier_stats_show(struct seq_file *m, void *v)
 	seq_printf(m, "inflight_bytes %ld\n",
 		   atomic_long_read(&tier->inflight_bytes));
 	seq_printf(m, "slot_extents %lu\n", kvtier_slots_extents(&tier->slots));
+	seq_printf(m, "largest_free_slots %lu\n", READ_ONCE(tier->slots.largest));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kvtier_stats);

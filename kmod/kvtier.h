@@ -21,7 +21,8 @@
  *              batches, completion, the range pass (fsync, DONTNEED)
  *   io.c       where bytes hit the namespace: read and write bios, flush,
  *              discard, the in-flight cap
- *   slots.c    namespace space: the slot allocator, deferred frees
+ *   slots.c    namespace space: the slot allocator (free extents), deferred
+ *              frees; its types in slots.h
  *   store.c    the on-namespace store: superblock, checkpoint, commit,
  *              format, load at attach, capacity reclaim of regions
  *   lease.c    the ownership lease: one read-write attach at a time
@@ -80,6 +81,7 @@
 #include <linux/kvtier.h>
 
 #include "compat.h"
+#include "slots.h"
 
 #define KVTIER_NAME		"kvtier"
 #define KVTIER_MAX_TIERS	64
@@ -97,53 +99,6 @@ struct kvtier_backing {
 	sector_t nr_sectors;
 	unsigned int lbs;
 	bool read_only;			/* opened read-only: nothing is written */
-};
-
-/**
- * struct kvtier_extent - a run of consecutive data slots in a set
- * @node: in the set's tree, by @start
- * @start: first slot
- * @len: slots in the run, at least 1
- */
-struct kvtier_extent {
-	struct rb_node node;
-	unsigned long start;
-	unsigned long len;
-};
-
-/**
- * struct kvtier_extents - a set of data slots as runs (slots.c); runs
- *                         neither overlap nor touch (touching ones merge)
- * @root: the runs, by first slot
- * @nr: runs in the set (each costs one struct kvtier_extent)
- * @units: slots in the set
- *
- * Not locked itself: the owner's lock covers it (kvtier_slots.lock for
- * the allocator's, kvtier_store.lock for a commit's).
- */
-struct kvtier_extents {
-	struct rb_root root;
-	unsigned long nr;
-	unsigned long units;
-};
-
-/**
- * struct kvtier_slots - namespace space, in PAGE_SIZE data slots
- * @lock: protects @free, @deferred, @used and @hint (a mutex: a free may
- *        sleep for memory; never taken under a spinlock)
- * @free: slots nobody holds
- * @deferred: slots to free after the next commit (see slots.c)
- * @nr: data slots on the namespace
- * @used: slots allocated (deferred slots included): @nr - @free.units
- * @hint: where the next allocation looks first (keeps runs contiguous)
- */
-struct kvtier_slots {
-	struct mutex lock;		/* protects all but nr */
-	struct kvtier_extents free;
-	struct kvtier_extents deferred;
-	unsigned long nr;
-	unsigned long used;
-	unsigned long hint;
 };
 
 /**
@@ -229,8 +184,6 @@ struct kvtier_store {
 	unsigned int lease_interval_ms;
 	struct delayed_work lease_work;
 };
-
-#define KVTIER_NO_SLOT		ULONG_MAX
 
 /* Counters in debugfs stats, named by cause. Racy sums; see admin guide. */
 enum kvtier_stat {
@@ -815,27 +768,6 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 		   void *buf, unsigned int nr, unsigned int flags);
 void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 		       unsigned long nr);
-
-/* slots.c */
-int __init kvtier_slots_module_init(void);
-void kvtier_slots_module_exit(void);
-void kvtier_extents_init(struct kvtier_extents *set);
-void kvtier_extents_destroy(struct kvtier_extents *set);
-int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr);
-void kvtier_slots_exit(struct kvtier_slots *slots);
-unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
-				 unsigned long want, unsigned long *got);
-void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
-		       unsigned long nr);
-int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot,
-		       unsigned long nr);
-void kvtier_slots_defer(struct kvtier_slots *slots, unsigned long slot,
-			unsigned long nr);
-unsigned long kvtier_slots_freeze(struct kvtier_slots *slots,
-				  struct kvtier_extents *set);
-void kvtier_slots_release(struct kvtier_slots *slots,
-			  struct kvtier_extents *set);
-unsigned long kvtier_slots_extents(struct kvtier_slots *slots);
 
 /* store.c: open/close/drop under tier->lock */
 void kvtier_store_init(struct kvtier_store *st);

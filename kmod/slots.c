@@ -4,11 +4,17 @@
  * slots are kept as extents (runs of consecutive slots) in a tree sorted
  * by first slot, so the memory this takes follows how fragmented the
  * namespace is, not how large: a blank 15 TiB namespace is one extent.
- * Every operation is O(log n) in the number of extents. Allocation takes
- * runs from the front of the first free extent at or after the end of the
- * last allocation (next fit), so pages that are neighbours in a region are
- * neighbours on the namespace and write-back and readahead move them in
- * one bio; it never splits an extent, so it never allocates memory.
+ * Every operation is O(log n) in the number of extents: each node keeps
+ * the longest run of its subtree, so a run of a given length is found
+ * without visiting the shorter ones. Allocation takes a write-back batch's
+ * run from the front of the first free extent long enough for all of it,
+ * at or after the end of the last allocation (next fit), then from the
+ * start, and only when no extent is long enough from the longest one: the
+ * pages of a batch, neighbours in a region, stay neighbours on the
+ * namespace (one bio for write-back and readahead), short holes are left
+ * to short runs, and a region filled into a fragmented namespace gets as
+ * few runs as its holes allow. Taking the front of an extent never splits
+ * it, so allocation never allocates memory.
  *
  * A slot that a committed checkpoint may name (one a persistent region
  * let go of) must not be written again until a later commit no longer
@@ -22,13 +28,23 @@
  * cannot fail: they sleep for the node (GFP_NOIO, __GFP_NOFAIL: write-back
  * frees under page locks), as ext4 and XFS do for their free extents.
  */
-#include <linux/rbtree.h>
+#include <linux/rbtree_augmented.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "kvtier.h"
 
 static struct kmem_cache *kvtier_extent_cache;
+
+/* Each node keeps the longest run in its subtree (@max), for first fit. */
+#define kvtier_extent_len(e)	((e)->len)
+RB_DECLARE_CALLBACKS_MAX(static, kvtier_extent_cb, struct kvtier_extent, node,
+			 unsigned long, max, kvtier_extent_len)
+
+static struct kvtier_extent *kvtier_extent_of(struct rb_node *n)
+{
+	return n ? rb_entry(n, struct kvtier_extent, node) : NULL;
+}
 
 int __init kvtier_slots_module_init(void)
 {
@@ -88,24 +104,89 @@ static void kvtier_extent_link(struct kvtier_extents *set,
 {
 	struct rb_node **p = &set->root.rb_node, *parent = NULL;
 
+	e->max = e->len;
 	while (*p) {
+		struct kvtier_extent *pe = kvtier_extent_of(*p);
+
 		parent = *p;
-		if (e->start < rb_entry(parent, struct kvtier_extent, node)->start)
+		if (pe->max < e->len)
+			pe->max = e->len;
+		if (e->start < pe->start)
 			p = &parent->rb_left;
 		else
 			p = &parent->rb_right;
 	}
 	rb_link_node(&e->node, parent, p);
-	rb_insert_color(&e->node, &set->root);
+	rb_insert_augmented(&e->node, &set->root, &kvtier_extent_cb);
 	set->nr++;
+}
+
+/* Take @e out of @set without freeing it. */
+static void kvtier_extent_erase(struct kvtier_extents *set,
+				struct kvtier_extent *e)
+{
+	rb_erase_augmented(&e->node, &set->root, &kvtier_extent_cb);
+	set->nr--;
 }
 
 static void kvtier_extent_unlink(struct kvtier_extents *set,
 				 struct kvtier_extent *e)
 {
-	rb_erase(&e->node, &set->root);
-	set->nr--;
+	kvtier_extent_erase(set, e);
 	kmem_cache_free(kvtier_extent_cache, e);
+}
+
+/* @e's length changed in place: the subtree maxima above it follow. */
+static void kvtier_extent_resized(struct kvtier_extent *e)
+{
+	kvtier_extent_cb_propagate(&e->node, NULL);
+}
+
+/* The first extent, in order, of the subtree at @n that has @want slots. */
+static struct kvtier_extent *
+kvtier_extent_leftmost_fit(struct rb_node *n, unsigned long want)
+{
+	while (n) {
+		struct kvtier_extent *e = kvtier_extent_of(n);
+		struct kvtier_extent *l = kvtier_extent_of(n->rb_left);
+
+		if (e->max < want)
+			return NULL;
+		if (l && l->max >= want) {
+			n = n->rb_left;
+			continue;
+		}
+		if (e->len >= want)
+			return e;
+		n = n->rb_right;
+	}
+	return NULL;
+}
+
+/*
+ * The first extent that ends after @pos and has at least @want slots, or
+ * NULL: from the first extent after @pos, on in order, skipping subtrees
+ * whose longest run is too short. O(log n).
+ */
+static struct kvtier_extent *kvtier_extent_fit(struct kvtier_extents *set,
+					       unsigned long pos,
+					       unsigned long want)
+{
+	struct kvtier_extent *e = kvtier_extent_after(set, pos);
+	struct rb_node *n, *p;
+
+	while (e) {
+		if (e->len >= want)
+			return e;
+		n = &e->node;
+		if (n->rb_right && kvtier_extent_of(n->rb_right)->max >= want)
+			return kvtier_extent_leftmost_fit(n->rb_right, want);
+		/* Up to the first ancestor whose left subtree holds us. */
+		while ((p = rb_parent(n)) && n == p->rb_right)
+			n = p;
+		e = kvtier_extent_of(p);
+	}
+	return NULL;
 }
 
 /*
@@ -129,13 +210,19 @@ static int kvtier_extents_add(struct kvtier_extents *set, unsigned long start,
 	to_prev = prev && kvtier_extent_end(prev) == start;
 	to_next = next && next->start == start + len;
 	if (to_prev && to_next) {
-		prev->len += len + next->len;
+		unsigned long grow = len + next->len;
+
+		/* Out of the tree first: a rotation meets no stale maximum. */
 		kvtier_extent_unlink(set, next);
+		prev->len += grow;
+		kvtier_extent_resized(prev);
 	} else if (to_prev) {
 		prev->len += len;
+		kvtier_extent_resized(prev);
 	} else if (to_next) {
 		next->start = start;	/* still after prev: order holds */
 		next->len += len;
+		kvtier_extent_resized(next);
 	} else {
 		if (!*spare)
 			return -ENOMEM;
@@ -168,8 +255,10 @@ static int kvtier_extents_take(struct kvtier_extents *set, unsigned long start,
 	} else if (e->start == start) {
 		e->start = end;
 		e->len -= len;
+		kvtier_extent_resized(e);
 	} else if (kvtier_extent_end(e) == end) {
 		e->len -= len;
+		kvtier_extent_resized(e);
 	} else {
 		tail = kmem_cache_alloc(kvtier_extent_cache, gfp | __GFP_NOWARN);
 		if (!tail)
@@ -177,6 +266,7 @@ static int kvtier_extents_take(struct kvtier_extents *set, unsigned long start,
 		tail->start = end;
 		tail->len = kvtier_extent_end(e) - end;
 		e->len = start - e->start;
+		kvtier_extent_resized(e);
 		kvtier_extent_link(set, tail);
 	}
 	set->units -= len;
@@ -218,16 +308,29 @@ static void kvtier_extents_move(struct kvtier_extents *dst,
 		return;
 	}
 	while ((n = rb_first(&src->root))) {
-		struct kvtier_extent *e = rb_entry(n, struct kvtier_extent, node);
+		struct kvtier_extent *e = kvtier_extent_of(n);
 
-		rb_erase(n, &src->root);
-		src->nr--;
+		kvtier_extent_erase(src, e);
 		src->units -= e->len;
 		/* Disjoint sets: a run overlapping @dst is a slot freed twice. */
 		WARN_ON_ONCE(kvtier_extents_add(dst, e->start, e->len, &e));
 		if (e)
 			kmem_cache_free(kvtier_extent_cache, e);
 	}
+}
+
+/* The longest run of free slots. Caller holds slots->lock. */
+static unsigned long kvtier_slots_largest_locked(struct kvtier_slots *slots)
+{
+	struct kvtier_extent *root = kvtier_extent_of(slots->free.root.rb_node);
+
+	return root ? root->max : 0;
+}
+
+/* The free set changed: update the gauges read without the lock. */
+static void kvtier_slots_changed(struct kvtier_slots *slots)
+{
+	WRITE_ONCE(slots->largest, kvtier_slots_largest_locked(slots));
 }
 
 int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr)
@@ -240,6 +343,7 @@ int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr)
 	slots->nr = 0;
 	slots->used = 0;
 	slots->hint = 0;
+	slots->largest = 0;
 	if (!nr)
 		return 0;
 	all = kmem_cache_alloc(kvtier_extent_cache, GFP_KERNEL);
@@ -247,6 +351,7 @@ int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr)
 		return -ENOMEM;
 	kvtier_extents_add(&slots->free, 0, nr, &all);
 	slots->nr = nr;
+	slots->largest = nr;
 	return 0;
 }
 
@@ -256,6 +361,7 @@ void kvtier_slots_exit(struct kvtier_slots *slots)
 	kvtier_extents_destroy(&slots->free);
 	kvtier_extents_destroy(&slots->deferred);
 	slots->nr = 0;
+	WRITE_ONCE(slots->largest, 0);
 }
 
 /*
@@ -272,6 +378,7 @@ int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot,
 	ret = kvtier_extents_take(&slots->free, slot, nr, GFP_KERNEL);
 	if (!ret)
 		slots->used += nr;
+	kvtier_slots_changed(slots);
 	mutex_unlock(&slots->lock);
 	return ret == -ENOENT ? -EUCLEAN : ret;
 }
@@ -289,9 +396,13 @@ unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 	if (kvtier_should_fail(KVT_FAIL_SLOT_ALLOC))
 		return KVTIER_NO_SLOT;
 	mutex_lock(&slots->lock);
-	e = kvtier_extent_after(&slots->free, slots->hint);
+	e = kvtier_extent_fit(&slots->free, slots->hint, want);
 	if (!e)
-		e = kvtier_extent_after(&slots->free, 0);
+		e = kvtier_extent_fit(&slots->free, 0, want);
+	/* No run is long enough: the longest there is, so runs stay long. */
+	if (!e)
+		e = kvtier_extent_leftmost_fit(slots->free.root.rb_node,
+					       kvtier_slots_largest_locked(slots));
 	if (!e) {
 		mutex_unlock(&slots->lock);
 		return KVTIER_NO_SLOT;
@@ -302,6 +413,7 @@ unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 	kvtier_extents_take(&slots->free, start, *got, GFP_NOWAIT);
 	slots->used += *got;
 	slots->hint = start + *got;
+	kvtier_slots_changed(slots);
 	mutex_unlock(&slots->lock);
 	return start;
 }
@@ -316,6 +428,7 @@ void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 		ret = kvtier_extents_add_nofail(slots, &slots->free, slot, nr);
 	if (!WARN_ON_ONCE(ret))
 		slots->used -= nr;
+	kvtier_slots_changed(slots);
 	mutex_unlock(&slots->lock);
 }
 
@@ -357,6 +470,7 @@ void kvtier_slots_release(struct kvtier_slots *slots,
 	if (!WARN_ON_ONCE(set->units > slots->used))
 		slots->used -= set->units;
 	kvtier_extents_move(&slots->free, set);
+	kvtier_slots_changed(slots);
 	mutex_unlock(&slots->lock);
 }
 

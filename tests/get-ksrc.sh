@@ -3,7 +3,8 @@
 #
 # Extract the few files kvtier takes from Debian's kernel source package
 # (kselftest_harness.h and kselftest.h for the tests, checkpatch.pl and its
-# data files for style checks) into BUILD/ksrc. They are not committed: the
+# data files for style checks, tools/include and tools/lib/rbtree.c, the
+# kernel's rbtree for user space, for tests/unit/) into BUILD/ksrc. They are not committed: the
 # package is their source. Prints the extracted tree's path.
 #
 # usage: tests/get-ksrc.sh BUILD
@@ -16,6 +17,9 @@ files=(
 	scripts/checkpatch.pl
 	scripts/spelling.txt
 	scripts/const_structs.checkpatch
+	tools/include
+	tools/arch/x86/include
+	tools/lib/rbtree.c
 )
 
 tarball=$(ls /usr/src/linux-source-6.12.tar.xz /usr/src/linux-source-6.1.tar.xz 2>/dev/null | head -n 1 || true)
