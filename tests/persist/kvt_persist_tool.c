@@ -1746,8 +1746,8 @@ static int cmd_scale_attach(int argc, char **argv)
 	if (ret || meminfo_read(&b))
 		return 1;
 	took = a.avail - b.avail;
-	diag("attach took %.2f s; MemAvailable -%lld KiB, Slab %+lld KiB, VmallocUsed %+lld KiB",
-	     t, took, b.slab - a.slab, b.vmalloc - a.vmalloc);
+	diag("attach took %.2f s; MemAvailable %+lld KiB, Slab %+lld KiB, VmallocUsed %+lld KiB",
+	     t, -took, b.slab - a.slab, b.vmalloc - a.vmalloc);
 	check(t <= (double)num(argv[1]), "attach within %s s (%.2f s)", argv[1], t);
 	check(took <= (long long)num(argv[2]) * 1024 &&
 	      b.slab - a.slab + b.vmalloc - a.vmalloc <= (long long)num(argv[2]) * 1024,
