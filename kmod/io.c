@@ -247,9 +247,12 @@ static void kvtier_write_end_io(struct bio *bio)
 	struct kvtier_io *io = bio->bi_private;
 	struct kvtier_tier *tier = io->tier;
 	int err = blk_status_to_errno(bio->bi_status);
+	u64 ns = ktime_get_ns() - io->start_ns;
 	unsigned int i;
 
-	kvtier_hist_add(&tier->lat[KVT_HIST_WRITE], ktime_get_ns() - io->start_ns);
+	kvtier_hist_add(&tier->lat[KVT_HIST_WRITE], ns);
+	trace_kvtier_write_done(tier->id, slot_to_sector(tier, io->slot),
+				io->bytes, ns, err);
 	if (!err) {
 		kvtier_count(tier, KVT_STAT_WB_PAGES, io->nr);
 		kvtier_count(tier, KVT_STAT_WB_BYTES, io->bytes);

@@ -102,6 +102,71 @@ TRACE_EVENT(kvtier_read_done,
 		  __entry->latency_ns, __entry->status)
 );
 
+TRACE_EVENT(kvtier_write_done,
+	TP_PROTO(unsigned int tier, u64 sector, unsigned int bytes,
+		 u64 latency_ns, int status),
+	TP_ARGS(tier, sector, bytes, latency_ns, status),
+	TP_STRUCT__entry(
+		__field(unsigned int, tier)
+		__field(u64, sector)
+		__field(unsigned int, bytes)
+		__field(u64, latency_ns)
+		__field(int, status)
+	),
+	TP_fast_assign(
+		__entry->tier = tier;
+		__entry->sector = sector;
+		__entry->bytes = bytes;
+		__entry->latency_ns = latency_ns;
+		__entry->status = status;
+	),
+	TP_printk("tier=%u sector=%llu bytes=%u latency_ns=%llu status=%d",
+		  __entry->tier, __entry->sector, __entry->bytes,
+		  __entry->latency_ns, __entry->status)
+);
+
+/* A charge that found the pool full and reclaimed or waited (pool.c). */
+TRACE_EVENT(kvtier_budget_stall,
+	TP_PROTO(unsigned int tier, u64 wait_ns, int status),
+	TP_ARGS(tier, wait_ns, status),
+	TP_STRUCT__entry(
+		__field(unsigned int, tier)
+		__field(u64, wait_ns)
+		__field(int, status)
+	),
+	TP_fast_assign(
+		__entry->tier = tier;
+		__entry->wait_ns = wait_ns;
+		__entry->status = status;
+	),
+	TP_printk("tier=%u wait_ns=%llu status=%d", __entry->tier,
+		  __entry->wait_ns, __entry->status)
+);
+
+/*
+ * A page read back less than a budget's worth of evictions after it was
+ * evicted (page.c): distance is the evictions in between, in pages.
+ */
+TRACE_EVENT(kvtier_refault,
+	TP_PROTO(unsigned int tier, u64 region, u64 offset, u64 distance),
+	TP_ARGS(tier, region, offset, distance),
+	TP_STRUCT__entry(
+		__field(unsigned int, tier)
+		__field(u64, region)
+		__field(u64, offset)
+		__field(u64, distance)
+	),
+	TP_fast_assign(
+		__entry->tier = tier;
+		__entry->region = region;
+		__entry->offset = offset;
+		__entry->distance = distance;
+	),
+	TP_printk("tier=%u region=%llu offset=%llu distance=%llu",
+		  __entry->tier, __entry->region, __entry->offset,
+		  __entry->distance)
+);
+
 #endif /* _KVTIER_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

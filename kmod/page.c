@@ -20,6 +20,7 @@
 #include <linux/slab.h>
 
 #include "kvtier.h"
+#include "kvtier_trace.h"
 
 /* Undo kvtier_page_new() for a page that never became visible. */
 static void kvtier_page_discard(struct kvtier_page *kp)
@@ -96,7 +97,8 @@ bool kvtier_page_ready(struct kvtier_page *kp)
  * A page evicted less than a budget's worth of evictions ago is back: it
  * would have stayed resident in a slightly larger pool.
  */
-static void kvtier_note_refault(struct kvtier_region *region, void *shadow)
+static void kvtier_note_refault(struct kvtier_region *region, pgoff_t index,
+				void *shadow)
 {
 	struct kvtier_tier *tier = region->tier;
 	unsigned long now = atomic_long_read(&tier->evict_clock);
@@ -105,6 +107,8 @@ static void kvtier_note_refault(struct kvtier_region *region, void *shadow)
 	if (kvt_shadow_clock(shadow) && distance < kvtier_budget_pages(tier)) {
 		kvtier_count(tier, KVT_STAT_REFAULT, 1);
 		atomic_long_inc(&region->nr_refaults);
+		trace_kvtier_refault(tier->id, region->id,
+				     (u64)index << PAGE_SHIFT, distance);
 	}
 }
 
@@ -133,7 +137,7 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
 		kp->slot = slot + 1 + n;
 		if (kvtier_page_publish(kp, entry))
 			break;
-		kvtier_note_refault(region, entry);
+		kvtier_note_refault(region, i, entry);
 		kps[n++] = kp;
 	}
 	return n;
@@ -191,7 +195,7 @@ static int kvtier_read_run(struct kvtier_region *region, pgoff_t index,
 	kp->slot = kvt_shadow_slot(entry);
 	if (kvtier_page_publish(kp, entry))
 		return 0;
-	kvtier_note_refault(region, entry);
+	kvtier_note_refault(region, index, entry);
 	kps[0] = kp;
 	n = 1 + kvtier_readahead(region, index, kp->slot, kps + 1, max - 1);
 	ret = kvtier_io_read(region->tier, kps, n);
@@ -371,7 +375,7 @@ retry:
 		return ERR_PTR(ret);
 	page = kp->page;
 	get_page(page);
-	kvtier_note_refault(region, entry);
+	kvtier_note_refault(region, index, entry);
 
 	ra_max = single ? 1 : kvtier_readahead_window(region, index);
 	ra = kmalloc_array(ra_max, sizeof(*ra), GFP_KERNEL);

@@ -87,18 +87,20 @@ static unsigned long kvtier_stall_batch(struct kvtier_tier *tier)
 int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 {
 	unsigned int idle = 0, ticket;
-	bool stalled = false;
+	u64 stalled = 0;
 	long freed;
+	int ret;
 
 	while (!kvtier_pool_try_charge(tier)) {
 		if (!may_wait)
 			return -ENOBUFS;
 		if (!stalled) {
 			kvtier_count(tier, KVT_STAT_BUDGET_STALL, 1);
-			stalled = true;
+			stalled = ktime_get_ns();
 		}
+		ret = -EINTR;
 		if (fatal_signal_pending(current))
-			return -EINTR;
+			goto out;
 		ticket = kvtier_store_room_ticket(tier);
 		freed = kvtier_reclaim(tier, kvtier_stall_batch(tier), true);
 		if (freed > 0) {
@@ -117,7 +119,8 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 				continue;
 			if (err == -ENOSPC) {
 				kvtier_count(tier, KVT_STAT_NOSPACE, 1);
-				return -ENOSPC;
+				ret = -ENOSPC;
+				goto out;
 			}
 			/* A commit failed: nothing reclaimed; as below. */
 		}
@@ -126,17 +129,23 @@ int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait)
 		 * unlock pages when it completes or fails: wait for it however
 		 * long it takes. Without any, count towards giving up.
 		 */
+		ret = -ENOBUFS;
 		if (atomic_long_read(&tier->inflight_bytes))
 			idle = 0;
 		else if (++idle > 100)
-			return -ENOBUFS;
+			goto out;
+		ret = -EINTR;
 		if (wait_event_killable_timeout(tier->pool.wait,
 						tier->pool.nr_pages <
 						kvtier_budget_pages(tier),
 						HZ / 50) < 0)
-			return -EINTR;
+			goto out;
 	}
-	return 0;
+	ret = 0;
+out:
+	if (stalled)
+		trace_kvtier_budget_stall(tier->id, ktime_get_ns() - stalled, ret);
+	return ret;
 }
 
 void kvtier_pool_uncharge(struct kvtier_tier *tier, unsigned long nr)

@@ -91,6 +91,8 @@ done < <("$top/tests/vm/kernels.sh" list)
 
 ok_if "installed kvtierctl runs (/usr/sbin/kvtierctl --help)" \
 	bash -c '/usr/sbin/kvtierctl --help >/dev/null'
+ok_if "the bpftrace tools are installed executable (/usr/sbin/kvtier-*.bt)" \
+	bash -c 'for t in faultlat wbsize stalls topregions; do test -x /usr/sbin/kvtier-$t.bt || exit 1; done'
 # kvtier.service: valid to systemd (its commands and man pages exist),
 # enabled for the next boot, not started by the install.
 unit=/lib/systemd/system/kvtier.service

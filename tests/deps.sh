@@ -29,6 +29,8 @@
 #   prometheus prometheus-node-exporter
 #                                 promtool and a real node_exporter for
 #                                 kvtierctl metrics (kvtierctl_test)
+#   bpftrace                      runs tools/bpftrace/*.bt in the guest
+#                                 (kvtier_trace_test)
 #
 # Not here: flex bison bc libelf-dev libssl-dev, which only the debug
 # kernel of `make check-debug` needs; tests/debug-kernel/build.sh installs
@@ -47,7 +49,8 @@ PKGS=(make gcc libc6-dev perl git
 	libblkid-dev
 	passwd
 	util-linux mount gnuplot-nox
-	systemd man-db prometheus prometheus-node-exporter)
+	systemd man-db prometheus prometheus-node-exporter
+	bpftrace)
 
 mode=install
 case "${1:-}" in
