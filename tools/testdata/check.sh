@@ -563,6 +563,34 @@ else
 	ok "apply against the fixture's tier # SKIP mknod needs root"
 fi
 
+# The Grafana dashboard: valid JSON whose every query names only series
+# kvtierctl metrics prints (its table in cmd_metrics.c; _bucket, _sum and
+# _count of its histograms), so a renamed metric fails here.
+if out=$(python3 - "$here/../grafana/kvtier-dashboard.json" "$here/../cmd_metrics.c" 2>&1 <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+src = open(sys.argv[2]).read()
+known = set(re.findall(r'"(kvtier_[a-z_]+)"', src))
+bad = []
+n = 0
+for p in d["panels"]:
+    assert p["targets"], p["title"]
+    for t in p["targets"]:
+        for m in re.findall(r"kvtier_[a-z_]+", t["expr"]):
+            n += 1
+            base = re.sub(r"_(bucket|sum|count)$", "", m)
+            if m not in known and base not in known:
+                bad.append(m)
+assert n >= 20, n
+assert not bad, "unknown series: %s" % sorted(set(bad))
+print(n)
+PY
+); then
+	ok "grafana dashboard: JSON, $out queries of known series"
+else
+	notok "grafana dashboard: $out"
+fi
+
 # metrics: the usage errors, and a machine without the module (the VM test,
 # kvtierctl_test metrics, covers a loaded one: libkvtier reads the real /sys).
 fresh
