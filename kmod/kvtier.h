@@ -114,6 +114,8 @@ struct kvtier_backing {
  * @nr_slots: data slots
  * @max_regions: persistent regions a checkpoint has room for
  * @generation: of the last commit that reached the media
+ * @ckpt: the checkpoint buffer (kvmalloc or vmalloc), @ckpt_size bytes: as
+ *        large as the last checkpoint, kept while attached (store.c)
  * @releasing: slots the next successful commit frees
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
@@ -161,6 +163,8 @@ struct kvtier_store {
 	u64 nr_slots;
 	u64 max_regions;
 	u64 generation;
+	void *ckpt;
+	size_t ckpt_size;
 	struct kvtier_extents releasing;
 	atomic64_t changes;
 	s64 committed_changes;

@@ -297,26 +297,35 @@ static int kvtier_extents_add_nofail(struct kvtier_slots *slots,
 	return ret;
 }
 
-/* Move every extent of @src into @dst, reusing its nodes; @src is empty after. */
-static void kvtier_extents_move(struct kvtier_extents *dst,
-				struct kvtier_extents *src)
+/*
+ * Move every extent of @src into @dst, reusing its nodes; @src is empty
+ * after. Returns the slots moved (a run that overlaps @dst, a slot freed
+ * twice, warns and is dropped).
+ */
+static unsigned long kvtier_extents_move(struct kvtier_extents *dst,
+					 struct kvtier_extents *src)
 {
+	unsigned long moved = 0;
 	struct rb_node *n;
 
 	if (!dst->nr) {
+		moved = src->units;
 		swap(*dst, *src);
-		return;
+		return moved;
 	}
 	while ((n = rb_first(&src->root))) {
 		struct kvtier_extent *e = kvtier_extent_of(n);
+		unsigned long len = e->len;
 
 		kvtier_extent_erase(src, e);
-		src->units -= e->len;
+		src->units -= len;
 		/* Disjoint sets: a run overlapping @dst is a slot freed twice. */
-		WARN_ON_ONCE(kvtier_extents_add(dst, e->start, e->len, &e));
+		if (!WARN_ON_ONCE(kvtier_extents_add(dst, e->start, len, &e)))
+			moved += len;
 		if (e)
 			kmem_cache_free(kvtier_extent_cache, e);
 	}
+	return moved;
 }
 
 /* The longest run of free slots. Caller holds slots->lock. */
@@ -418,13 +427,20 @@ unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 	return start;
 }
 
+/* Is [@slot, @slot + @nr) a non-empty range of data slots (no wrap)? */
+static bool kvtier_slots_range_ok(struct kvtier_slots *slots,
+				  unsigned long slot, unsigned long nr)
+{
+	return nr && nr <= slots->nr && slot <= slots->nr - nr;
+}
+
 void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 		       unsigned long nr)
 {
 	int ret = -EINVAL;
 
 	mutex_lock(&slots->lock);
-	if (slot + nr <= slots->nr && nr <= slots->used)
+	if (kvtier_slots_range_ok(slots, slot, nr) && nr <= slots->used)
 		ret = kvtier_extents_add_nofail(slots, &slots->free, slot, nr);
 	if (!WARN_ON_ONCE(ret))
 		slots->used -= nr;
@@ -439,7 +455,7 @@ void kvtier_slots_defer(struct kvtier_slots *slots, unsigned long slot,
 	int ret = -EINVAL;
 
 	mutex_lock(&slots->lock);
-	if (slot + nr <= slots->nr)
+	if (kvtier_slots_range_ok(slots, slot, nr))
 		ret = kvtier_extents_add_nofail(slots, &slots->deferred, slot, nr);
 	WARN_ON_ONCE(ret);
 	mutex_unlock(&slots->lock);
@@ -456,8 +472,7 @@ unsigned long kvtier_slots_freeze(struct kvtier_slots *slots,
 	unsigned long n;
 
 	mutex_lock(&slots->lock);
-	n = slots->deferred.units;
-	kvtier_extents_move(set, &slots->deferred);
+	n = kvtier_extents_move(set, &slots->deferred);
 	mutex_unlock(&slots->lock);
 	return n;
 }
@@ -466,10 +481,12 @@ unsigned long kvtier_slots_freeze(struct kvtier_slots *slots,
 void kvtier_slots_release(struct kvtier_slots *slots,
 			  struct kvtier_extents *set)
 {
+	unsigned long moved;
+
 	mutex_lock(&slots->lock);
-	if (!WARN_ON_ONCE(set->units > slots->used))
-		slots->used -= set->units;
-	kvtier_extents_move(&slots->free, set);
+	moved = kvtier_extents_move(&slots->free, set);
+	if (!WARN_ON_ONCE(moved > slots->used))
+		slots->used -= moved;
 	kvtier_slots_changed(slots);
 	mutex_unlock(&slots->lock);
 }

@@ -24,7 +24,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/blkdev.h>
-#include <linux/bitmap.h>
 #include <linux/fs.h>
 #include <linux/mount.h>
 #include <linux/random.h>
@@ -169,15 +168,42 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 }
 
 /*
- * The in-memory side of an attached store: the slot allocator. Nothing
- * here grows with the namespace: a blank namespace of any size is one
- * free extent, and the checkpoint buffer exists only while a commit or
- * the load at attach runs, sized by what it records.
+ * The in-memory side of an attached store: the slot allocator and the
+ * checkpoint buffer. Nothing here grows with the namespace: a blank
+ * namespace of any size is one free extent, and the buffer is as large as
+ * the last checkpoint (16 bytes per persistent page on the namespace),
+ * grown when a commit needs more and kept, so the commit that makes room
+ * on a full namespace under memory pressure usually allocates nothing.
  */
 static int kvtier_store_alloc(struct kvtier_tier *tier)
 {
+	tier->store.ckpt = NULL;
+	tier->store.ckpt_size = 0;
 	kvtier_extents_init(&tier->store.releasing);
 	return kvtier_slots_init(&tier->slots, tier->store.nr_slots);
+}
+
+/*
+ * The checkpoint buffer, at least @size bytes (a multiple of the block
+ * size); NULL, with the old buffer kept, when it cannot grow.
+ */
+static void *kvtier_ckpt_buf(struct kvtier_store *st, size_t size)
+{
+	void *buf;
+
+	if (st->ckpt && st->ckpt_size >= size)
+		return st->ckpt;
+	/* kvmalloc() refuses more than INT_MAX bytes; vmalloc takes those. */
+	if (size <= INT_MAX)
+		buf = kvmalloc(size, GFP_KERNEL | __GFP_NOWARN);
+	else
+		buf = __vmalloc(size, GFP_KERNEL | __GFP_NOWARN);
+	if (!buf)
+		return NULL;
+	kvfree(st->ckpt);
+	st->ckpt = buf;
+	st->ckpt_size = size;
+	return buf;
 }
 
 static void kvtier_store_free(struct kvtier_tier *tier)
@@ -192,6 +218,9 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 	kvtier_slots_freeze(&tier->slots, &st->releasing);
 	kvtier_slots_release(&tier->slots, &st->releasing);
 	kvtier_slots_exit(&tier->slots);
+	kvfree(st->ckpt);
+	st->ckpt = NULL;
+	st->ckpt_size = 0;
 }
 
 /*
@@ -324,11 +353,11 @@ static long kvtier_snapshot_fill(struct kvtier_tier *tier, u64 gen,
 }
 
 /*
- * Build the checkpoint of generation @gen in a buffer of its own size
- * (*@out, kvfree() it); returns its bytes. The buffer is sized by the
- * pages the regions have on the namespace, with room for those written
- * back meanwhile, and grown if more were (never past the area, which can
- * name every slot). Caller is in a memalloc_noio scope.
+ * Build the checkpoint of generation @gen in the checkpoint buffer (*@out);
+ * returns its bytes. The buffer is sized by the pages the regions have on
+ * the namespace, with room for those written back meanwhile, and grown if
+ * more were (never past the area, which can name every slot). Caller holds
+ * store.lock and is in a memalloc_noio scope.
  */
 static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen, void **out)
 {
@@ -352,7 +381,7 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen, void **out)
 	size = kvtier_ckpt_max_bytes(n, pages);
 	for (;;) {
 		size = min(round_up(size, KVTIER_BLOCK_SIZE), area);
-		*out = kvmalloc(size, GFP_KERNEL | __GFP_NOWARN);
+		*out = kvtier_ckpt_buf(st, size);
 		if (!*out) {
 			dev_err_ratelimited(&tier->dev, "no memory for a checkpoint of %zu bytes\n",
 					    size);
@@ -362,8 +391,6 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen, void **out)
 		ret = kvtier_snapshot_fill(tier, gen, v, n, *out, size);
 		if (ret != -EOVERFLOW || size == area)
 			break;
-		kvfree(*out);
-		*out = NULL;
 		size *= 2;
 	}
 out:
@@ -372,10 +399,6 @@ out:
 	kfree(v);
 	if (ret == -EOVERFLOW)
 		dev_err(&tier->dev, "checkpoint does not fit its area\n");
-	if (ret < 0) {
-		kvfree(*out);
-		*out = NULL;
-	}
 	return ret;
 }
 
@@ -440,7 +463,6 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 	kvtier_count(tier, KVT_STAT_COMMIT, 1);
 	kvtier_store_release(tier);
 out:
-	kvfree(ckpt);
 	kfree(sb);
 	memalloc_noio_restore(noio);
 	if (ret)
@@ -852,7 +874,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	if (ret)
 		return ret;
 	/* As large as the checkpoint (its size was checked against the area). */
-	ckpt = kvmalloc(round_up(bytes, KVTIER_BLOCK_SIZE), GFP_KERNEL | __GFP_NOWARN);
+	ckpt = kvtier_ckpt_buf(st, round_up(bytes, KVTIER_BLOCK_SIZE));
 	ret = -ENOMEM;
 	if (!ckpt) {
 		dev_err(&tier->dev, "%s: no memory to read the checkpoint of generation %llu (%llu bytes)\n",
@@ -899,7 +921,6 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		goto err_drop;
 	}
 	st->committed_changes = atomic64_read(&st->changes);
-	kvfree(ckpt);
 	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
 		 tier->backing.path, st->generation, nr_regions, nr_pages);
 	return 0;
@@ -907,7 +928,6 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 err_drop:
 	kvtier_store_drop_regions(tier);
 err:
-	kvfree(ckpt);
 	kvtier_store_free(tier);
 	return ret;
 }

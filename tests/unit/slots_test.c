@@ -334,6 +334,41 @@ static void run(struct __test_metadata *_metadata, uint64_t seed,
 		ASSERT_EQ(m.n - count(&m, FREE), slots.used);
 		warnings = 0;
 	}
+	/* Ranges that wrap or leave the namespace warn and change nothing. */
+	w = warnings;
+	kvtier_slots_free(&slots, KVTIER_NO_SLOT, 1);
+	kvtier_slots_free(&slots, m.n - 1, 2);
+	kvtier_slots_defer(&slots, KVTIER_NO_SLOT - 1, 4);
+	kvtier_slots_free(&slots, 0, 0);
+	ASSERT_EQ(w + 4, warnings);
+	ASSERT_TRUE(set_matches(&m, &slots.free, FREE));
+	ASSERT_TRUE(set_matches(&m, &slots.deferred, DEFERRED));
+	ASSERT_EQ(m.n - count(&m, FREE), slots.used);
+	warnings = 0;
+
+	/*
+	 * A slot freed while it waits for a commit: the commit's release
+	 * warns and drops it, and the count stays right (it was freed once).
+	 */
+	if (pick_held(&m, 1, &s, &len)) {
+		kvtier_slots_defer(&slots, s, 1);
+		kvtier_slots_free(&slots, s, 1);
+		m.st[s] = FREE;
+		kvtier_slots_freeze(&slots, &rel.set);
+		for (first = 0; first < m.n; first++)
+			if (m.st[first] == DEFERRED)
+				m.st[first] = RELEASING;
+		w = warnings;
+		kvtier_slots_release(&slots, &rel.set);
+		for (first = 0; first < m.n; first++)
+			if (m.st[first] == RELEASING)
+				m.st[first] = FREE;
+		ASSERT_EQ(w + 1, warnings);
+		ASSERT_TRUE(set_matches(&m, &slots.free, FREE));
+		ASSERT_EQ(m.n - count(&m, FREE), slots.used);
+		ASSERT_EQ((long)(slots.free.nr + slots.deferred.nr + rel.set.nr), kvt_objects);
+		warnings = 0;
+	}
 	TH_LOG("seed %#llx, %lu slots, %u ops: %u allocs, %u frees, %u defers, %u commits, %u claims; %lu free runs, largest %lu",
 	       (unsigned long long)seed, nslots, ops, kinds[0] + kinds[1] + kinds[2],
 	       kinds[3] + kinds[4], kinds[5], kinds[6], kinds[7], slots.free.nr,
