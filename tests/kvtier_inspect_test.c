@@ -292,6 +292,8 @@ TEST_F_TIMEOUT(tier, tracepoints_record_a_storm, 300)
 		ASSERT_EQ(1, file_contains(TRACEFS "trace", events[i]));
 	}
 	ASSERT_EQ(0, trace_write("trace", ""));
+	/* As found: tracing on (the kernel's default), the buffer cleared. */
+	ASSERT_EQ(0, trace_write("tracing_on", "1"));
 }
 
 /*

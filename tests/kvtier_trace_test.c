@@ -219,8 +219,12 @@ TEST_F(events, trace)
 	unsigned int k;
 	FILE *f;
 
+	/* Whatever an earlier program left: tracing on, no filter, all kvtier. */
+	ASSERT_EQ(0, trace_write("tracing_on", "1"));
 	ASSERT_EQ(0, trace_write("buffer_size_kb", "16384"));
 	ASSERT_EQ(0, trace_write("trace", ""));
+	ASSERT_EQ(0, trace_write("set_event_pid", ""));
+	ASSERT_EQ(0, trace_write("events/kvtier/filter", "0"));
 	ASSERT_EQ(0, trace_write("events/kvtier/enable", "1"));
 	counters_read(&a);
 	ASSERT_EQ(0, workload(&id));
