@@ -79,7 +79,8 @@ TRACE_EVENT(kvtier_writeback,
 		  __entry->bios, __entry->status)
 );
 
-TRACE_EVENT(kvtier_read_done,
+/* One data bio of the tier completed (io.c): read-back or write-back. */
+DECLARE_EVENT_CLASS(kvtier_bio_done,
 	TP_PROTO(unsigned int tier, u64 sector, unsigned int bytes,
 		 u64 latency_ns, int status),
 	TP_ARGS(tier, sector, bytes, latency_ns, status),
@@ -102,27 +103,16 @@ TRACE_EVENT(kvtier_read_done,
 		  __entry->latency_ns, __entry->status)
 );
 
-TRACE_EVENT(kvtier_write_done,
+DEFINE_EVENT(kvtier_bio_done, kvtier_read_done,
 	TP_PROTO(unsigned int tier, u64 sector, unsigned int bytes,
 		 u64 latency_ns, int status),
-	TP_ARGS(tier, sector, bytes, latency_ns, status),
-	TP_STRUCT__entry(
-		__field(unsigned int, tier)
-		__field(u64, sector)
-		__field(unsigned int, bytes)
-		__field(u64, latency_ns)
-		__field(int, status)
-	),
-	TP_fast_assign(
-		__entry->tier = tier;
-		__entry->sector = sector;
-		__entry->bytes = bytes;
-		__entry->latency_ns = latency_ns;
-		__entry->status = status;
-	),
-	TP_printk("tier=%u sector=%llu bytes=%u latency_ns=%llu status=%d",
-		  __entry->tier, __entry->sector, __entry->bytes,
-		  __entry->latency_ns, __entry->status)
+	TP_ARGS(tier, sector, bytes, latency_ns, status)
+);
+
+DEFINE_EVENT(kvtier_bio_done, kvtier_write_done,
+	TP_PROTO(unsigned int tier, u64 sector, unsigned int bytes,
+		 u64 latency_ns, int status),
+	TP_ARGS(tier, sector, bytes, latency_ns, status)
 );
 
 /* A charge that found the pool full and reclaimed or waited (pool.c). */
