@@ -29,7 +29,6 @@
  * frees under page locks), as ext4 and XFS do for their free extents.
  */
 #include <linux/rbtree_augmented.h>
-#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "kvtier.h"
