@@ -74,21 +74,71 @@ KVTIER_EXPORT int kvtier_tier_info(struct kvtier_tier *tier,
 	return 0;
 }
 
-/* Write @val to the tier's sysfs attribute @attr in one write(). */
-static int write_attr(unsigned int id, const char *attr, const char *val)
+/*
+ * The path of sysfs attribute @attr of tier @id into @path; -EINVAL for a
+ * name that is empty or would leave the tier's directory.
+ */
+static int attr_path(char *path, size_t len, unsigned int id, const char *attr)
 {
-	char path[128];
-	ssize_t n;
-	int fd, ret = 0;
+	if (!attr || !*attr || strchr(attr, '/') || !strcmp(attr, "..") ||
+	    !strcmp(attr, "."))
+		return -EINVAL;
+	if ((size_t)snprintf(path, len, "/sys/class/kvtier/kvtier%u/%s", id,
+			     attr) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
 
-	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u/%s", id, attr);
+KVTIER_EXPORT int kvtier_tier_attr_get(unsigned int id, const char *attr,
+				       char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, ret;
+
+	if (!buf || !len)
+		return -EINVAL;
+	ret = attr_path(path, sizeof(path), id, attr);
+	if (ret)
+		return ret;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* sysfs hands out the whole value on the first read. */
+	n = read(fd, buf, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n == len)
+		return -ERANGE;
+	if (n && buf[n - 1] == '\n')
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+KVTIER_EXPORT int kvtier_tier_attr_set(unsigned int id, const char *attr,
+				       const char *value)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd, ret;
+
+	if (!value)
+		return -EINVAL;
+	ret = attr_path(path, sizeof(path), id, attr);
+	if (ret)
+		return ret;
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = write(fd, val, strlen(val));
+	/* One write(): sysfs stores take the value in one call. */
+	n = write(fd, value, strlen(value));
 	if (n < 0)
 		ret = -errno;
-	else if ((size_t)n != strlen(val))
+	else if ((size_t)n != strlen(value))
 		ret = -EIO;
 	close(fd);
 	return ret;
@@ -99,19 +149,19 @@ KVTIER_EXPORT int kvtier_attach(unsigned int id, const char *path)
 	/* "none" is the detach keyword of backing_dev, not a path. */
 	if (!path || !*path || !strcmp(path, "none"))
 		return -EINVAL;
-	return write_attr(id, "backing_dev", path);
+	return kvtier_tier_attr_set(id, "backing_dev", path);
 }
 
 KVTIER_EXPORT int kvtier_detach(unsigned int id)
 {
-	return write_attr(id, "backing_dev", "none");
+	return kvtier_tier_attr_set(id, "backing_dev", "none");
 }
 
 KVTIER_EXPORT int kvtier_format(unsigned int id, const char *path)
 {
 	if (!path || !*path || !strcmp(path, "none"))
 		return -EINVAL;
-	return write_attr(id, "format", path);
+	return kvtier_tier_attr_set(id, "format", path);
 }
 
 KVTIER_EXPORT int kvtier_region_list(struct kvtier_tier *tier,
@@ -595,27 +645,6 @@ static const struct { const char *name, *attr; int64_t scale; } stat_gauges[] = 
 
 #define NR_STAT_GAUGES	(sizeof(stat_gauges) / sizeof(stat_gauges[0]))
 
-/* Read the small sysfs file @attr of tier @id into @buf. */
-static int read_attr(unsigned int id, const char *attr, char *buf, size_t len)
-{
-	char path[128];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u/%s", id, attr);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n < 0)
-		return (int)n;
-	buf[n] = '\0';
-	return 0;
-}
-
 /* The next decimal number of *@p (after blanks) into @v; -EPROTO if none. */
 static int next_number(char **p, int64_t *v)
 {
@@ -654,7 +683,7 @@ KVTIER_EXPORT int kvtier_tier_stats(unsigned int id, struct kvtier_stat **statsp
 
 	if (!statsp || !countp)
 		return -EINVAL;
-	ret = read_attr(id, "stat", buf, sizeof(buf));
+	ret = kvtier_tier_attr_get(id, "stat", buf, sizeof(buf));
 	if (ret)
 		return ret;
 	st = calloc(NR_STAT_COLUMNS + NR_STAT_GAUGES, sizeof(*st));
@@ -668,7 +697,8 @@ KVTIER_EXPORT int kvtier_tier_stats(unsigned int id, struct kvtier_stat **statsp
 		stat_set(&st[n++], stat_columns[i], v);
 	}
 	for (i = 0; i < NR_STAT_GAUGES; i++) {
-		ret = read_attr(id, stat_gauges[i].attr, buf, sizeof(buf));
+		ret = kvtier_tier_attr_get(id, stat_gauges[i].attr, buf,
+					   sizeof(buf));
 		if (ret)
 			goto out;
 		p = buf;

@@ -5,12 +5,13 @@
  * Every function returns 0 (or a non-negative value where documented) on
  * success and a negative errno on failure; errno itself is not relied on.
  * One man page per function: kvtier_tier_open(3), kvtier_tier_info(3),
- * kvtier_attach(3), kvtier_format(3), kvtier_region_list(3),
- * kvtier_region_unlink(3), kvtier_region_setflags(3), kvtier_region_open(3),
- * kvtier_region_map(3), kvtier_region_read(3), kvtier_region_prefetch(3),
- * kvtier_region_pin(3), kvtier_region_sync(3), kvtier_region_info(3),
- * kvtier_gpu_register(3), kvtier_tier_stats(3), kvtier_xfer_create(3),
- * kvtier_xfer_store(3), kvtier_xfer_poll(3), kvtier_version(3).
+ * kvtier_attach(3), kvtier_format(3), kvtier_tier_attr_get(3),
+ * kvtier_region_list(3), kvtier_region_unlink(3), kvtier_region_setflags(3),
+ * kvtier_region_open(3), kvtier_region_map(3), kvtier_region_read(3),
+ * kvtier_region_prefetch(3), kvtier_region_pin(3), kvtier_region_sync(3),
+ * kvtier_region_info(3), kvtier_gpu_register(3), kvtier_tier_stats(3),
+ * kvtier_xfer_create(3), kvtier_xfer_store(3), kvtier_xfer_poll(3),
+ * kvtier_version(3).
  */
 #ifndef LIBKVTIER_H
 #define LIBKVTIER_H
@@ -37,6 +38,14 @@ int kvtier_tier_info(struct kvtier_tier *tier, struct kvtier_tier_info *info);
 int kvtier_attach(unsigned int id, const char *path);
 int kvtier_detach(unsigned int id);
 int kvtier_format(unsigned int id, const char *path);
+
+/*
+ * A sysfs attribute of tier @id (/sys/class/kvtier/kvtierN/@attr: a knob,
+ * state, error, ...) as text without its newline, and setting one.
+ */
+int kvtier_tier_attr_get(unsigned int id, const char *attr, char *buf,
+			 size_t len);
+int kvtier_tier_attr_set(unsigned int id, const char *attr, const char *value);
 
 int kvtier_region_list(struct kvtier_tier *tier,
 		       struct kvtier_region_entry **entriesp, size_t *countp);

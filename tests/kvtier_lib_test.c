@@ -422,6 +422,46 @@ TEST_F_TIMEOUT(lib, tier_stats, 300)
 	ASSERT_EQ(-EPROTO, stats_of_text("", 0, 0));
 }
 
+/* A knob through kvtier_tier_attr_get/set, and each refusal. */
+TEST_F_TIMEOUT(lib, tier_attr, 120)
+{
+	static const char *const bad[] = { "", ".", "..", "../kvtier1/state", "a/b" };
+	char buf[64], two[2], three[3];
+	size_t i;
+
+	ASSERT_EQ(0, kvtier_tier_attr_get(0, "host_budget_mb", buf, sizeof(buf)));
+	ASSERT_STREQ("4", buf);
+	ASSERT_EQ(0, kvtier_tier_attr_set(0, "host_budget_mb", "6"));
+	ASSERT_EQ(0, kvtier_tier_attr_get(0, "host_budget_mb", buf, sizeof(buf)));
+	ASSERT_STREQ("6", buf);
+	ASSERT_EQ(6, kvt_tier_num(0, "host_budget_mb"));
+	/* The module's refusals come back, and change nothing. */
+	ASSERT_EQ(-EINVAL, kvtier_tier_attr_set(0, "host_budget_mb", "x"));
+	ASSERT_EQ(-EBUSY, kvtier_tier_attr_set(0, "read_only", "1"));
+	ASSERT_EQ(-EACCES, kvtier_tier_attr_set(0, "state", "detached"));
+	ASSERT_EQ(0, kvtier_tier_attr_get(0, "host_budget_mb", buf, sizeof(buf)));
+	ASSERT_STREQ("6", buf);
+	ASSERT_EQ(0, kvtier_tier_attr_get(0, "read_only", buf, sizeof(buf)));
+	ASSERT_STREQ("0", buf);
+	/* "6\n" and its terminator fit in 3 bytes, not in 2. */
+	ASSERT_EQ(0, kvtier_tier_attr_get(0, "host_budget_mb", three, sizeof(three)));
+	ASSERT_STREQ("6", three);
+	ASSERT_EQ(-ERANGE, kvtier_tier_attr_get(0, "host_budget_mb", two, sizeof(two)));
+	/* Names that would leave the tier's directory. */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ASSERT_EQ(-EINVAL, kvtier_tier_attr_get(0, bad[i], buf, sizeof(buf)));
+		ASSERT_EQ(-EINVAL, kvtier_tier_attr_set(0, bad[i], "1"));
+	}
+	ASSERT_EQ(-EINVAL, kvtier_tier_attr_get(0, NULL, buf, sizeof(buf)));
+	ASSERT_EQ(-EINVAL, kvtier_tier_attr_get(0, "state", NULL, 8));
+	ASSERT_EQ(-EINVAL, kvtier_tier_attr_get(0, "state", buf, 0));
+	ASSERT_EQ(-EINVAL, kvtier_tier_attr_set(0, "host_budget_mb", NULL));
+	ASSERT_EQ(-ENOENT, kvtier_tier_attr_get(0, "no_such_knob", buf, sizeof(buf)));
+	ASSERT_EQ(-ENOENT, kvtier_tier_attr_get(7, "state", buf, sizeof(buf)));
+	ASSERT_EQ(-ENOENT, kvtier_tier_attr_set(7, "host_budget_mb", "6"));
+	ASSERT_EQ(6, kvt_tier_num(0, "host_budget_mb"));
+}
+
 TEST_F_TIMEOUT(lib, gpu_ranges, 300)
 {
 	struct kvtier_gpu_range g;

@@ -207,7 +207,7 @@ static int check_running(struct apply_tier *a)
 	uint64_t v;
 	int ret;
 
-	ret = tier_attr_str(a->id, "backing_dev", backing, sizeof(backing));
+	ret = kvtier_tier_attr_get(a->id, "backing_dev", backing, sizeof(backing));
 	if (ret)
 		return tier_error(a, &a->t->at, "cannot read backing_dev: %s", strerror(-ret));
 	if (strcmp(backing, "none")) {
@@ -325,7 +325,7 @@ static int apply_tier(struct apply_tier *a, bool unloaded, unsigned int *changes
 		if (dry_run)
 			continue;
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)item->num);
-		ret = tier_attr_write(a->id, knobs[k].name, buf);
+		ret = kvtier_tier_attr_set(a->id, knobs[k].name, buf);
 		if (ret)
 			return tier_error(a, item, "%s = %s: refused by the kernel: %s; not attaching",
 					  knobs[k].name, buf, strerror(-ret));
@@ -365,7 +365,7 @@ static int detach_all(struct apply_tier *as, unsigned int n, bool all)
 		id = all ? i : as[i].id;
 		if (id >= have)
 			continue;
-		ret = tier_attr_str(id, "backing_dev", backing, sizeof(backing));
+		ret = kvtier_tier_attr_get(id, "backing_dev", backing, sizeof(backing));
 		if (ret) {
 			status = fail("kvtier%u: cannot read backing_dev: %s", id, strerror(-ret));
 			continue;
@@ -427,7 +427,7 @@ int cmd_apply(const struct cmd *cmd, int argc, char **argv)
 	if (opt[OPT_CONFIG])
 		snprintf(path, sizeof(path), "%s", opt[OPT_CONFIG]);
 	else
-		sys_path(path, sizeof(path), "%s", KVT_CONF_PATH);
+		snprintf(path, sizeof(path), "%s", KVT_CONF_PATH);
 
 	if (kvt_conf_read(&c, path)) {
 		kvt_conf_free(&c);

@@ -90,7 +90,7 @@ static int tier_free(unsigned int id)
 {
 	char backing[4096];
 
-	if (tier_attr_str(id, "backing_dev", backing, sizeof(backing)) ||
+	if (kvtier_tier_attr_get(id, "backing_dev", backing, sizeof(backing)) ||
 	    !strcmp(backing, "none"))
 		return 0;
 	return fail("kvtier%u already has %s attached; detach it first (kvtierctl detach %u)",
@@ -100,11 +100,11 @@ static int tier_free(unsigned int id)
 /* Does the running module have the format attribute? */
 static bool has_format_attr(unsigned int id)
 {
-	char path[512];
+	char path[64];
 	struct stat st;
 
-	return !stat(sys_path(path, sizeof(path), "/sys/class/kvtier/kvtier%u/format", id),
-		     &st);
+	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u/format", id);
+	return !stat(path, &st);
 }
 
 /* What --format is about to destroy, on stderr; nothing for a blank device. */

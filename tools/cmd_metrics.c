@@ -243,9 +243,9 @@ static int collect(unsigned int id, struct tier_metrics *t)
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
-	if (tier_attr_str(id, "backing_dev", t->device, sizeof(t->device)))
+	if (kvtier_tier_attr_get(id, "backing_dev", t->device, sizeof(t->device)))
 		snprintf(t->device, sizeof(t->device), "none");
-	if (!tier_attr_str(id, "error", buf, sizeof(buf)))
+	if (!kvtier_tier_attr_get(id, "error", buf, sizeof(buf)))
 		t->error = strtoll(buf, NULL, 10);
 	ret = kvtier_tier_stats(id, &t->st, &t->nst);
 	if (ret)

@@ -115,7 +115,7 @@ static bool tier_attached(unsigned int id)
 {
 	char backing[4096];
 
-	return tier_attr_str(id, "backing_dev", backing, sizeof(backing)) ||
+	return kvtier_tier_attr_get(id, "backing_dev", backing, sizeof(backing)) ||
 	       strcmp(backing, "none");
 }
 

@@ -122,7 +122,7 @@ int cmd_get(const struct cmd *cmd, int argc, char **argv)
 		printf("{");
 	for (i = 0; i < (argc > 2 ? (size_t)(argc - 2) : n); i++) {
 		k = argc > 2 ? find_knob(argv[i + 2]) : &knobs[i];
-		if (tier_attr_str(id, k->name, buf, sizeof(buf))) {
+		if (kvtier_tier_attr_get(id, k->name, buf, sizeof(buf))) {
 			if (argc > 2)
 				ret = fail("kvtier%u: no knob %s (an older module?)",
 					   id, k->name);
@@ -164,7 +164,7 @@ int cmd_set(const struct cmd *cmd, int argc, char **argv)
 	if (ret)
 		return ret;
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	ret = tier_attr_write(id, k->name, buf);
+	ret = kvtier_tier_attr_set(id, k->name, buf);
 	if (ret)
 		return fail("kvtier%u: %s = %s: refused by the kernel: %s", id,
 			    k->name, buf, strerror(-ret));

@@ -230,8 +230,8 @@ static void top_identity(struct top_state *t)
 {
 	struct kvt_nvme_id id;
 
-	tier_attr_str(t->id, "backing_dev", t->backing, sizeof(t->backing));
-	if (tier_attr_str(t->id, "state", t->state, sizeof(t->state)))
+	kvtier_tier_attr_get(t->id, "backing_dev", t->backing, sizeof(t->backing));
+	if (kvtier_tier_attr_get(t->id, "state", t->state, sizeof(t->state)))
 		snprintf(t->state, sizeof(t->state), "?");
 	t->ident[0] = '\0';
 	if (strcmp(t->backing, "none") && !kvt_nvme_identify(t->backing, &id))

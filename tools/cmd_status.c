@@ -46,7 +46,7 @@ static void read_error(struct tier_status *t)
 {
 	char buf[32], *end;
 
-	if (tier_attr_str(t->id, "error", buf, sizeof(buf)))
+	if (kvtier_tier_attr_get(t->id, "error", buf, sizeof(buf)))
 		return;
 	t->error = strtol(buf, &end, 10);
 	t->have_error = *buf && !*end;
@@ -72,14 +72,14 @@ static int read_status(unsigned int id, struct tier_status *t)
 
 	memset(t, 0, sizeof(*t));
 	t->id = id;
-	ret = tier_attr_str(id, "backing_dev", t->backing, sizeof(t->backing));
+	ret = kvtier_tier_attr_get(id, "backing_dev", t->backing, sizeof(t->backing));
 	if (ret)
 		return ret;
-	if (tier_attr_str(id, "state", t->state, sizeof(t->state)))
+	if (kvtier_tier_attr_get(id, "state", t->state, sizeof(t->state)))
 		snprintf(t->state, sizeof(t->state), "%s",
 			 strcmp(t->backing, "none") ? "attached" : "detached");
 	read_error(t);
-	if (tier_attr_str(id, "lease", t->lease, sizeof(t->lease)))
+	if (kvtier_tier_attr_get(id, "lease", t->lease, sizeof(t->lease)))
 		t->lease[0] = '\0';
 	tier_attr_u64(id, "capacity", &t->capacity);
 	tier_attr_u64(id, "used", &t->used);

@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kvtier.h"
+
 /* Exit status of every command: documented in kvtierctl(8). */
 #define EXIT_OK		0
 #define EXIT_FAIL	1
@@ -124,16 +126,7 @@ void kvt_conf_free(struct kvt_conf *c);
 
 /* --- sysfs.c ------------------------------------------------------------ */
 
-/*
- * All paths below /sys, and the default kvtier.conf, are taken relative to
- * $KVTIERCTL_SYSROOT when it is set (a directory holding sys/...): a
- * testing aid, see kvtierctl(8).
- */
-const char *sys_path(char *buf, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-int tier_attr_str(unsigned int id, const char *attr, char *buf, size_t len);
 int tier_attr_u64(unsigned int id, const char *attr, uint64_t *v);
-int tier_attr_write(unsigned int id, const char *attr, const char *val);
 int read_num_tiers(unsigned int *n);
 /* 0 if tier @id exists; else prints why and returns EXIT_FAIL. */
 int tier_check(unsigned int id);

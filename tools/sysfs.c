@@ -1,40 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvtierctl: the module's sysfs attributes and parameters, and the paths of
- * its debugfs files.
+ * kvtierctl: the module's parameters, the tiers' directories and the paths
+ * of their debugfs files. Attributes are read and written by libkvtier
+ * (kvtier_tier_attr_get(3)).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl.h"
-
-const char *sys_path(char *buf, size_t len, const char *fmt, ...)
-{
-	const char *root = getenv("KVTIERCTL_SYSROOT");
-	size_t n = 0;
-	va_list ap;
-
-	if (root && *root)
-		n = (size_t)snprintf(buf, len, "%s", root);
-	if (n >= len)
-		n = len - 1;
-	va_start(ap, fmt);
-	vsnprintf(buf + n, len - n, fmt, ap);
-	va_end(ap);
-	return buf;
-}
-
-static const char *tier_path(char *buf, size_t len, unsigned int id,
-			     const char *attr)
-{
-	return sys_path(buf, len, "/sys/class/kvtier/kvtier%u/%s", id, attr);
-}
 
 /* Read a small text file into @buf without its trailing newline. */
 static int read_text(const char *path, char *buf, size_t len)
@@ -56,50 +34,24 @@ static int read_text(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-int tier_attr_str(unsigned int id, const char *attr, char *buf, size_t len)
-{
-	char path[512];
-
-	return read_text(tier_path(path, sizeof(path), id, attr), buf, len);
-}
-
 int tier_attr_u64(unsigned int id, const char *attr, uint64_t *v)
 {
 	char buf[64];
-	int ret = tier_attr_str(id, attr, buf, sizeof(buf));
+	int ret = kvtier_tier_attr_get(id, attr, buf, sizeof(buf));
 
 	if (ret)
 		return ret;
 	return parse_u64(buf, v) ? -EIO : 0;
 }
 
-int tier_attr_write(unsigned int id, const char *attr, const char *val)
-{
-	char path[512];
-	ssize_t n;
-	int fd, ret = 0;
-
-	fd = open(tier_path(path, sizeof(path), id, attr), O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	if (n < 0)
-		ret = -errno;
-	else if ((size_t)n != strlen(val))
-		ret = -EIO;
-	close(fd);
-	return ret;
-}
-
 int read_num_tiers(unsigned int *n)
 {
-	char path[512], buf[32];
+	char buf[32];
 	uint64_t v;
 	int ret;
 
-	ret = read_text(sys_path(path, sizeof(path),
-				 "/sys/module/kvtier/parameters/num_tiers"),
-			buf, sizeof(buf));
+	ret = read_text("/sys/module/kvtier/parameters/num_tiers", buf,
+			sizeof(buf));
 	if (ret)
 		return ret;
 	if (parse_u64(buf, &v) || v > KVT_MAX_TIERS)
@@ -114,7 +66,8 @@ int tier_check(unsigned int id)
 	unsigned int n;
 	struct stat st;
 
-	if (!stat(tier_path(path, sizeof(path), id, ""), &st))
+	snprintf(path, sizeof(path), "/sys/class/kvtier/kvtier%u", id);
+	if (!stat(path, &st))
 		return 0;
 	if (read_num_tiers(&n))
 		return fail("the kvtier module is not loaded");
@@ -125,9 +78,9 @@ FILE *tier_debugfs_open(unsigned int id, const char *file)
 {
 	char path[512];
 
-	return fopen(sys_path(path, sizeof(path),
-			      "/sys/kernel/debug/kvtier/kvtier%u/%s", id, file),
-		     "re");
+	snprintf(path, sizeof(path), "/sys/kernel/debug/kvtier/kvtier%u/%s", id,
+		 file);
+	return fopen(path, "re");
 }
 
 int debugfs_error(unsigned int id, const char *file, int err)

@@ -3,8 +3,12 @@
 #
 # kvtierctl against fixture files: the debugfs parsers, the rates and
 # percentiles, the JSON, `set` validation and the usage errors, without the
-# module. KVTIERCTL_SYSROOT points kvtierctl at a copy of sysroot/; for the
-# rates, the files in later/ replace the debugfs files during an interval.
+# module. kvtierctl and libkvtier read the real paths: the script re-runs
+# itself in a private mount namespace (as root, or in a user namespace) and
+# mounts empty tmpfs over /sys/class, /sys/module, /sys/kernel/debug and
+# /etc/kvtier, then copies sysroot/ there; nothing outside the namespace
+# sees it. For the rates, the files in later/ replace the debugfs files
+# during an interval.
 #
 # `persist` talks to /dev/kvtierN by ioctl: fakedev.so (LD_PRELOAD, built by
 # make -C tools check) answers those from the regions file.
@@ -16,16 +20,39 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ctl=${1:-$here/../kvtierctl}
 export LD_LIBRARY_PATH=$here/../../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+if [[ -z ${KVT_FIXTURE_NS:-} ]]; then
+	ns=(unshare --mount --propagation private)
+	[[ $(id -u) -eq 0 ]] || ns=(unshare --map-root-user --mount --propagation private)
+	if ! "${ns[@]}" true 2>/dev/null; then
+		echo "Bail out! cannot make a private mount namespace (${ns[*]}): run as root, or enable unprivileged user namespaces"
+		exit 1
+	fi
+	KVT_FIXTURE_NS=1 exec "${ns[@]}" "$0" "$@"
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export KVTIERCTL_SYSROOT=$tmp/root
-dbg=$KVTIERCTL_SYSROOT/sys/kernel/debug/kvtier/kvtier0
-cls=$KVTIERCTL_SYSROOT/sys/class/kvtier/kvtier0
+for d in /sys/class /sys/module /sys/kernel/debug; do
+	mount -t tmpfs kvtier-fixture "$d" || { echo "Bail out! mount tmpfs on $d"; exit 1; }
+done
+if [[ -d /etc/kvtier ]]; then
+	mount -t tmpfs kvtier-fixture /etc/kvtier
+else
+	# /etc/kvtier does not exist and /etc is not ours to write: an overlay.
+	mkdir "$tmp/etc-upper" "$tmp/etc-work"
+	mount -t overlay kvtier-fixture -o "lowerdir=/etc,upperdir=$tmp/etc-upper,workdir=$tmp/etc-work" /etc &&
+		mkdir /etc/kvtier
+fi || { echo "Bail out! cannot give /etc/kvtier a fixture"; exit 1; }
+dbg=/sys/kernel/debug/kvtier/kvtier0
+cls=/sys/class/kvtier/kvtier0
 
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 notok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; }
-fresh() { rm -rf "$KVTIERCTL_SYSROOT"; cp -r "$here/sysroot" "$KVTIERCTL_SYSROOT"; }
+fresh() {
+	rm -rf /sys/class/kvtier /sys/module/kvtier /sys/kernel/debug/kvtier
+	cp -r "$here/sysroot/sys/." /sys/
+}
 
 # expect RC GREP-PATTERN NAME -- ARGS...: exit status and output (both streams).
 expect() {
@@ -499,9 +526,9 @@ if mknod "$tmp/nvme-a" b 7 250 2>/dev/null && mknod "$tmp/nvme-b" b 7 251 2>/dev
 	echo "$tmp/nvme-a" >"$cls/backing_dev"
 	echo 0 >"$cls/read_only"
 	echo 1 >"$cls/checksum"
-	# The default file is /etc/kvtier/kvtier.conf (below KVTIERCTL_SYSROOT
-	# here), then kvtier.conf.d/*.conf in name order: the last one wins.
-	etc=$KVTIERCTL_SYSROOT/etc/kvtier
+	# The default file is /etc/kvtier/kvtier.conf (the fixture's, in this
+	# namespace), then kvtier.conf.d/*.conf in name order: the last one wins.
+	etc=/etc/kvtier
 	mkdir -p "$etc/kvtier.conf.d"
 	printf '# tier 0 on the fixture\n[kvtier0]\ndevice = %s\nhost_budget_mb = 100\n' "$tmp/nvme-a" >"$etc/kvtier.conf"
 	printf '[kvtier0]\nhost_budget_mb = 300\n' >"$etc/kvtier.conf.d/20-b.conf"
@@ -591,13 +618,34 @@ else
 	notok "grafana dashboard: $out"
 fi
 
-# metrics: the usage errors, and a machine without the module (the VM test,
-# kvtierctl_test metrics, covers a loaded one: libkvtier reads the real /sys).
+# metrics: the fixture's tier as libkvtier reads it (every stat column has
+# its own value, so a column read into the wrong family shows), the usage
+# errors, and a machine without the module.
+fresh
+# A module with the pinned attribute (the fixture's is older: status sums
+# the regions' pins there).
+echo 8388608 >"$cls/pinned"
+metrics_has() {
+	if grep -qxF -- "$2" "$tmp/metrics.out"; then ok "metrics: $1"; else notok "metrics: $1: no line '$2'"; fi
+}
+if "$ctl" metrics >"$tmp/metrics.out" 2>"$tmp/metrics.err"; then
+	metrics_has "module loaded" 'kvtier_module_loaded 1'
+	metrics_has "device label" 'kvtier_tier_info{tier="0",device="/dev/nvme0n1"} 1'
+	metrics_has "first stat column" 'kvtier_faults_total{tier="0",kind="minor"} 101'
+	metrics_has "a middle stat column" 'kvtier_written_bytes_total{tier="0"} 438272'
+	metrics_has "last stat column" 'kvtier_inflight_bytes{tier="0"} 65536'
+	metrics_has "pinned gauge" 'kvtier_pinned_bytes{tier="0"} 8388608'
+	metrics_has "budget in bytes" 'kvtier_budget_bytes{tier="0"} 16777216'
+else
+	notok "metrics of the fixture tier: $(cat "$tmp/metrics.err")"
+fi
+echo "1 2 3" >"$cls/stat"
+expect 1 "kvtier0" "metrics: a short stat line is an error" -- metrics
 fresh
 expect 2 "metrics has no --json output" "metrics --json: exit 2" -- --json metrics
 expect 2 "too many arguments" "metrics 0 1: exit 2" -- metrics 0 1
 expect 2 "--textfile" "metrics --textfile without DIR: exit 2" -- metrics --textfile
-rm -rf "$KVTIERCTL_SYSROOT/sys/module"
+rm -rf /sys/module/kvtier
 expect 0 "^kvtier_module_loaded 0$" "metrics without the module: kvtier_module_loaded 0" -- metrics
 mkdir -p "$tmp/tf"
 expect 0 "" "metrics --textfile without the module" -- metrics --textfile "$tmp/tf"
