@@ -544,14 +544,46 @@ static void disable(const char *why, const char *detail)
 }
 
 /*
+ * Why hmm is or is not available for device @dev, from the host's evidence
+ * and the device's own answers (kvtier_gpu_mode_check(3)), into @why.
+ * Returns the KVTIER_GPU_* verdict, or KVTIER_GPU_MAYBE if the host
+ * cannot be probed.
+ */
+static int hmm_verdict(CUdevice dev, char *why, size_t len)
+{
+	struct kvtier_gpu_host h;
+	int v;
+
+	if (kvtier_gpu_host_probe(pol.tier_id, &h)) {
+		snprintf(why, len, "the host cannot be probed");
+		return KVTIER_GPU_MAYBE;
+	}
+	if (!aux.cuDeviceGetAttribute ||
+	    aux.cuDeviceGetAttribute(&h.pageable,
+				     CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+				     dev) != CUDA_SUCCESS)
+		h.pageable = -1;
+	if (!aux.cuDeviceGetAttribute ||
+	    aux.cuDeviceGetAttribute(&h.host_page_tables,
+				     CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+				     dev) != CUDA_SUCCESS)
+		h.host_page_tables = -1;
+	v = kvtier_gpu_mode_check(&h, KVTIER_GPU_MODE_HMM, why, len);
+	return v < 0 ? KVTIER_GPU_MAYBE : v;
+}
+
+/* Said of managed memory wherever the shim makes it. */
+#define MANAGED_HOST_COPY "its host copy is UVM's own memory, not kvtier's"
+
+/*
  * The effective mode, decided at the first allocation worth placing, when
  * a context is current (the device's attributes need one). Returns
  * EFF_UNDECIDED while that is not so: the allocation passes through.
  */
 static int decide(CUdevice dev)
 {
-	int e = atomic_load(&eff), pageable = 0;
-	CUresult r = CUDA_ERROR_NOT_FOUND;
+	int e = atomic_load(&eff);
+	char why[1024];
 
 	if (e != EFF_UNDECIDED)
 		return e;
@@ -566,6 +598,9 @@ static int decide(CUdevice dev)
 			e = EFF_HMM;
 			LOG(LOG_INFO, "mode hmm (KVTIER_MODE=hmm): allocations of %" PRIu64 " bytes or more are mappings of %s",
 			    pol.min_bytes, pol.tier_path);
+			if (hmm_verdict(dev, why, sizeof(why)) == KVTIER_GPU_NO)
+				LOG(LOG_WARN, "KVTIER_MODE=hmm on device %d, but %s: the GPU cannot reach these allocations",
+				    (int)dev, why);
 		} else {
 			e = EFF_PASS;
 			LOG(LOG_WARN, "KVTIER_MODE=hmm but %s cannot be opened (%s): passing allocations through",
@@ -574,9 +609,9 @@ static int decide(CUdevice dev)
 		break;
 	case MODE_MANAGED:
 		e = EFF_MANAGED;
-		LOG(LOG_INFO, "mode managed (KVTIER_MODE=managed): allocations of %" PRIu64 " bytes or more become managed memory%s%s%s",
-		    pol.min_bytes, tier ? ", registered with " : "; not registered: ",
-		    pol.tier_path, tier ? "" : " cannot be opened");
+		LOG(LOG_INFO, "mode managed (KVTIER_MODE=managed): allocations of %" PRIu64 " bytes or more become managed memory (" MANAGED_HOST_COPY ")%s%s%s",
+		    pol.min_bytes, tier ? "; registered with " : "; not registered: ",
+		    pol.tier_path, tier ? " for accounting" : " cannot be opened");
 		break;
 	case MODE_AUTO:
 		/*
@@ -590,19 +625,14 @@ static int decide(CUdevice dev)
 			    pol.tier_path, strerror(-tier_error));
 			break;
 		}
-		if (aux.cuDeviceGetAttribute)
-			r = aux.cuDeviceGetAttribute(&pageable,
-				CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev);
-		if (r == CUDA_SUCCESS && pageable) {
+		/* Only the device's own yes picks hmm. */
+		if (hmm_verdict(dev, why, sizeof(why)) == KVTIER_GPU_YES) {
 			e = EFF_HMM;
-			LOG(LOG_INFO, "mode hmm (auto): device %d reports pageable memory access and %s is present",
-			    (int)dev, pol.tier_path);
+			LOG(LOG_INFO, "mode hmm (auto): device %d: %s", (int)dev, why);
 		} else {
 			e = EFF_MANAGED;
-			LOG(LOG_INFO, "mode managed (auto): %s; registered with %s",
-			    r != CUDA_SUCCESS ? "the pageable memory access attribute cannot be read" :
-			    "the device does not report pageable memory access (no HMM)",
-			    pol.tier_path);
+			LOG(LOG_INFO, "mode managed (auto): device %d: %s; so managed memory (" MANAGED_HOST_COPY "), registered with %s for accounting",
+			    (int)dev, why, pol.tier_path);
 		}
 		break;
 	default:

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * libkvtier internals shared by kvtier.c (tiers, regions, stats) and
- * xfer.c (the block-offload API). Not installed.
+ * libkvtier internals shared by kvtier.c (tiers, regions, stats),
+ * xfer.c (the block-offload API) and gpuhost.c (what the host lets a GPU
+ * do). Not installed.
  */
 #ifndef LIBKVTIER_INTERNAL_H
 #define LIBKVTIER_INTERNAL_H

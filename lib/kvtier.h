@@ -9,9 +9,9 @@
  * kvtier_region_list(3), kvtier_region_unlink(3), kvtier_region_setflags(3),
  * kvtier_region_open(3), kvtier_region_map(3), kvtier_region_read(3),
  * kvtier_region_prefetch(3), kvtier_region_pin(3), kvtier_region_sync(3),
- * kvtier_region_info(3), kvtier_gpu_register(3), kvtier_tier_stats(3),
- * kvtier_xfer_create(3), kvtier_xfer_store(3), kvtier_xfer_poll(3),
- * kvtier_version(3).
+ * kvtier_region_info(3), kvtier_gpu_register(3), kvtier_gpu_host_probe(3),
+ * kvtier_tier_stats(3), kvtier_xfer_create(3), kvtier_xfer_store(3),
+ * kvtier_xfer_poll(3), kvtier_version(3).
  */
 #ifndef LIBKVTIER_H
 #define LIBKVTIER_H
@@ -100,6 +100,44 @@ struct kvtier_stat {
 
 int kvtier_tier_stats(unsigned int id, struct kvtier_stat **statsp,
 		      size_t *countp);
+
+/*
+ * What this host lets a GPU do with tier @id (kvtier_gpu_host_probe(3)):
+ * the evidence, read from the kernel's configuration, the NVIDIA kernel
+ * modules and the tier; then a verdict per placement mode with its reason
+ * and what to do about it (kvtier_gpu_mode_check(3)). -1: not known.
+ */
+struct kvtier_gpu_host {
+	char kernel[65];		/* uname -r */
+	char machine[65];		/* uname -m */
+	char config_path[128];		/* where the configuration was read, "" */
+	int hmm_mirror;			/* CONFIG_HMM_MIRROR: 1 set, 0 unset, -1 */
+	int device_private;		/* CONFIG_DEVICE_PRIVATE: 1, 0, -1 */
+	int nvidia;			/* an NVIDIA kernel module is loaded: 1, 0 */
+	int nvidia_open;		/* open kernel modules 1, proprietary 0, -1 */
+	char nvidia_version[32];	/* "550.54.15", or "" */
+	int uvm;			/* nvidia_uvm is loaded: 1, 0 */
+	int uvm_hmm_disabled;		/* its uvm_disable_hmm: 1, 0, -1 */
+	unsigned int tier_id;
+	int tier;			/* 1 attached, 0 detached, -1 no such tier */
+	char tier_device[128];		/* its backing_dev */
+	/* Not probed: the caller sets them from CUDA for one device. */
+	int pageable;			/* CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS */
+	int host_page_tables;		/* ..._USES_HOST_PAGE_TABLES (ATS) */
+	int reserved[8];
+};
+
+#define KVTIER_GPU_MODE_HMM	0	/* the shim maps tier regions for the GPU */
+#define KVTIER_GPU_MODE_MANAGED	1	/* the shim's managed memory */
+#define KVTIER_GPU_MODE_OFFLOAD	2	/* the engine copies through kvtier_xfer */
+
+#define KVTIER_GPU_NO		0
+#define KVTIER_GPU_YES		1
+#define KVTIER_GPU_MAYBE	2	/* the host allows it; the device decides */
+
+int kvtier_gpu_host_probe(unsigned int id, struct kvtier_gpu_host *host);
+int kvtier_gpu_mode_check(const struct kvtier_gpu_host *host, int mode,
+			  char *why, size_t len);
 
 /*
  * Block offload: store N blocks of block_bytes from host or (with

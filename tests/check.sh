@@ -43,7 +43,7 @@ phase "checkpatch --strict" "$top/tests/checkpatch.sh" "$build"
 phase "module builds, W=1, all kernels" "$top/tests/build-modules.sh" "$build"
 phase "test programs" make -s -C "$top/tests" BUILD="$build"
 phase "knob table against its documentation (host)" "$top/tests/knobs-check.sh"
-phase "slot allocator against a model (host unit test)" make -s -C "$top/tests" BUILD="$build" unit
+phase "slot allocator against a model, GPU verdicts (host unit tests)" make -s -C "$top/tests" BUILD="$build" unit
 phase "kvtierctl on fixture files (host)" make -s -C "$top/tools" check
 phase "CUDA shim on the test double (host)" make -s -C "$top/tests/cuda-double" \
 	BUILD="$build" KSRC="$("$top/tests/get-ksrc.sh" "$build")" check

@@ -14,6 +14,7 @@
  */
 #include <linux/kvtier.h>
 #include <sys/ioctl.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -291,6 +292,27 @@ TEST_F_TIMEOUT(tier, hmm_round_trip_and_registration, 600)
 	ASSERT_NE(NULL, strstr(err, "mode hmm (KVTIER_MODE=hmm)"));
 }
 
+/*
+ * Why hmm is out on the double's device 0 without pageable access, in the
+ * guest: the kernel's own configuration where /boot has it (Debian's lack
+ * CONFIG_DEVICE_PRIVATE), else that no NVIDIA module is loaded.
+ */
+static const char *no_hmm_reason(void)
+{
+	static char why[512];
+	struct utsname u;
+	char path[128];
+
+	uname(&u);
+	snprintf(path, sizeof(path), "/boot/config-%s", u.release);
+	if (kvt_exists(path))
+		snprintf(why, sizeof(why), "hmm unavailable: the device reports no pageable memory access: kernel %s built without CONFIG_DEVICE_PRIVATE (%s)",
+			 u.release, path);
+	else
+		snprintf(why, sizeof(why), "hmm unavailable: the device reports no pageable memory access: no NVIDIA kernel module is loaded");
+	return why;
+}
+
 /* auto: hmm where the device reports pageable memory access, else managed. */
 TEST_F_TIMEOUT(tier, auto_mode, 300)
 {
@@ -311,7 +333,7 @@ TEST_F_TIMEOUT(tier, auto_mode, 300)
 	ASSERT_STREQ("hmm", cols[4]);
 	ASSERT_STREQ("-", cols[6]);	/* no tenant */
 	ASSERT_EQ(0, finish(&a, err, sizeof(err)));
-	ASSERT_NE(NULL, strstr(err, "mode hmm (auto): device 0 reports pageable memory access and /dev/kvtier0 is present"));
+	ASSERT_NE(NULL, strstr(err, "mode hmm (auto): device 0: hmm available: the device reaches pageable memory through HMM; allocations are mappings of tier 0"));
 	ASSERT_EQ(0, ranges_listed());
 
 	/* No HMM: managed memory, registered for accounting (no region). */
@@ -327,8 +349,91 @@ TEST_F_TIMEOUT(tier, auto_mode, 300)
 	ASSERT_STREQ("-", cols[7]);
 	ASSERT_EQ(64 * MiB, strtoull(cols[3], NULL, 0));
 	ASSERT_EQ(0, finish(&a, err, sizeof(err)));
-	ASSERT_NE(NULL, strstr(err, "mode managed (auto): the device does not report pageable memory access (no HMM); registered with /dev/kvtier0"));
+	ASSERT_NE(NULL, strstr(err, "mode managed (auto): device 0: "));
+	ASSERT_NE(NULL, strstr(err, no_hmm_reason()));
+	ASSERT_NE(NULL, strstr(err, "so managed memory (its host copy is UVM's own memory, not kvtier's), registered with /dev/kvtier0 for accounting"));
 	ASSERT_EQ(0, ranges_listed());
+}
+
+/*
+ * `kvtierctl gpu` of this tree on the double's device, as @env sets it up
+ * (space-separated NAME=value), its output (both streams) into @out.
+ * Returns its exit status, or -1.
+ */
+static int ctl_gpu(const char *env, const char *args, char *out, size_t len)
+{
+	char cmd[4 * PATH_MAX];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "env %s LD_LIBRARY_PATH=%s:%s/lib %s/tools/kvtierctl gpu %s 2>&1",
+		 env, dbl, kvt_repo_root(), kvt_repo_root(), args);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * The report on a real tier and the double's device: each device answer
+ * gives its verdict (the guest has neither a kernel configuration nor an
+ * NVIDIA module, so a device's yes is the only way to hmm).
+ */
+TEST_F_TIMEOUT(tier, gpu_report, 120)
+{
+	char out[16384];
+
+	ASSERT_EQ(0, ctl_gpu("KVT_DOUBLE_PAGEABLE=0", "", out, sizeof(out)));
+	TH_LOG("%s", out);
+	ASSERT_NE(NULL, strstr(out, "\ncuda      driver 13.0, 1 device\n"));
+	ASSERT_NE(NULL, strstr(out, "\ntier 0    attached: "));
+	ASSERT_NE(NULL, strstr(out, "\ndevice 0  kvtier test double GPU 0: pageable memory access 0\n"));
+	ASSERT_NE(NULL, strstr(out, no_hmm_reason()));
+	ASSERT_NE(NULL, strstr(out, "\n  managed available: allocations become CUDA managed memory, whose host copy is UVM's own memory, not kvtier's: tier 0 only accounts it"));
+	ASSERT_NE(NULL, strstr(out, "\n  offload available: the engine stores and restores KV blocks on tier 0"));
+
+	ASSERT_EQ(0, ctl_gpu("KVT_DOUBLE_PAGEABLE=1 KVT_DOUBLE_DEVICES=2", "", out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "\ncuda      driver 13.0, 2 devices\n"));
+	ASSERT_NE(NULL, strstr(out, "\ndevice 1  kvtier test double GPU 1: pageable memory access 1\n"));
+	ASSERT_NE(NULL, strstr(out, "\n  hmm available: the device reaches pageable memory through HMM; allocations are mappings of tier 0"));
+
+	/* A coherent platform: pageable access through the host's page tables. */
+	ASSERT_EQ(0, ctl_gpu("KVT_DOUBLE_PAGEABLE=1 KVT_DOUBLE_HOST_PAGE_TABLES=1", "--json", out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "\"name\":\"kvtier test double GPU 0\",\"pageable_memory_access\":true,\"host_page_tables\":true"));
+	ASSERT_NE(NULL, strstr(out, "\"hmm\":{\"verdict\":\"yes\",\"why\":\"hmm available: the device reaches pageable memory through the host's page tables (ATS"));
+	ASSERT_NE(NULL, strstr(out, "\"tier\":{\"id\":0,\"state\":\"attached\""));
+
+	/* cuInit fails: the host's verdicts, and why no device was asked. */
+	ASSERT_EQ(0, ctl_gpu("KVT_DOUBLE_FAIL=cuInit", "", out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "\ncuda      cuInit failed (CUDA error 801): no usable GPU or driver\n"));
+	ASSERT_NE(NULL, strstr(out, "\nhmm unavailable: "));
+	ASSERT_NE(NULL, strstr(out, "\nmanaged unavailable: no NVIDIA kernel module is loaded"));
+	ASSERT_NE(NULL, strstr(out, "\noffload available: "));
+
+	/* A tier the module does not have. */
+	ASSERT_EQ(0, ctl_gpu("KVT_DOUBLE_PAGEABLE=1", "7", out, sizeof(out)));
+	ASSERT_NE(NULL, strstr(out, "\n  hmm unavailable: the device reaches pageable memory through HMM, but there is no tier 7"));
+	ASSERT_NE(NULL, strstr(out, "\n  offload unavailable: there is no tier 7"));
+}
+
+/* forced hmm on a device without pageable memory access: said once. */
+TEST_F_TIMEOUT(tier, hmm_forced_without_pageable_access, 300)
+{
+	const char *env[] = { "KVTIER_MODE=hmm", "KVTIER_TIER=/dev/kvtier0",
+			      "KVTIER_MIN_BYTES=16M", "KVT_DOUBLE_PAGEABLE=0", NULL };
+	char err[8192];
+	struct app a;
+
+	ASSERT_EQ(0, spawn(&a, env, "init alloc 0 direct 32M free 0"));
+	ASSERT_EQ(0, finish(&a, err, sizeof(err)));
+	ASSERT_NE(NULL, strstr(err, "mode hmm (KVTIER_MODE=hmm)"));
+	ASSERT_NE(NULL, strstr(err, "KVTIER_MODE=hmm on device 0, but "));
+	ASSERT_NE(NULL, strstr(err, no_hmm_reason()));
+	ASSERT_NE(NULL, strstr(err, "the GPU cannot reach these allocations"));
 }
 
 /* A process that exits without freeing leaves no range behind. */

@@ -448,5 +448,6 @@ int cmd_regions(const struct cmd *cmd, int argc, char **argv);
 int cmd_set(const struct cmd *cmd, int argc, char **argv);
 int cmd_get(const struct cmd *cmd, int argc, char **argv);
 int cmd_persist(const struct cmd *cmd, int argc, char **argv);
+int cmd_gpu(const struct cmd *cmd, int argc, char **argv);
 
 #endif /* KVTIERCTL_CTL_H */

@@ -119,6 +119,14 @@ static const struct cmd cmds[] = {
 	  "  -n, --noheadings     ls: no header line\n"
 	  "  -j, --json           ls: a JSON array, one object per region\n",
 	  cmd_persist },
+	{ "gpu", "[TIER]",
+	  "which GPU modes (hmm, managed, offload) this host allows, and why",
+	  "From the kernel's configuration, the NVIDIA kernel modules, each CUDA\n"
+	  "device's pageable memory access (libcuda.so.1, when installed) and\n"
+	  "TIER (default 0).\n"
+	  "options:\n"
+	  "  -j, --json           one object: the evidence and the verdicts\n",
+	  cmd_gpu },
 };
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap)

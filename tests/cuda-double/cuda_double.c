@@ -42,6 +42,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 /* Every entry point: counted, logged, and reachable by cuGetProcAddress. */
 #define DOUBLE_ENTRY_POINTS(X)						\
 	X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) \
+	X(cuDeviceGetName)							\
 	X(cuDeviceGetAttribute) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2) \
 	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)	\
 	X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice)		\
@@ -111,7 +112,7 @@ struct ctx {
 static atomic_long calls[E_COUNT];
 static atomic_long bad_frees;
 static atomic_int initialized;
-static int ndevices = 1, pageable, log_fd = -1, fail_entry = -1;
+static int ndevices = 1, pageable, host_page_tables, log_fd = -1, fail_entry = -1;
 static size_t mem_total;
 static size_t mem_used[MAX_DEVICES];
 static struct ctx ctxs[MAX_DEVICES];
@@ -132,6 +133,8 @@ __attribute__((constructor)) static void double_init(void)
 
 	s = getenv("KVT_DOUBLE_PAGEABLE");
 	pageable = s && !strcmp(s, "1");
+	s = getenv("KVT_DOUBLE_HOST_PAGE_TABLES");
+	host_page_tables = s && !strcmp(s, "1");
 	s = getenv("KVT_DOUBLE_DEVICES");
 	if (s && atoi(s) >= 1 && atoi(s) <= MAX_DEVICES)
 		ndevices = atoi(s);
@@ -381,6 +384,19 @@ EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
 	RET(cuDeviceGet, CUDA_SUCCESS);
 }
 
+/* "kvtier test double GPU N" */
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	ENTER(cuDeviceGetName);
+	NEED_INIT(cuDeviceGetName);
+	if (!name || len <= 0)
+		RET(cuDeviceGetName, CUDA_ERROR_INVALID_VALUE);
+	if (dev < 0 || dev >= ndevices)
+		RET(cuDeviceGetName, CUDA_ERROR_INVALID_DEVICE);
+	snprintf(name, (size_t)len, "kvtier test double GPU %d", (int)dev);
+	RET(cuDeviceGetName, CUDA_SUCCESS);
+}
+
 EXPORT CUresult cuDeviceGetCount(int *count)
 {
 	ENTER(cuDeviceGetCount);
@@ -403,6 +419,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib,
 	switch (attrib) {
 	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
 		*pi = pageable;
+		break;
+	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+		*pi = host_page_tables;
 		break;
 	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
 	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:

@@ -9,6 +9,8 @@
  * Environment read by the driver double:
  *   KVT_DOUBLE_PAGEABLE   0 (default) or 1: what cuDeviceGetAttribute answers
  *                         for CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS
+ *   KVT_DOUBLE_HOST_PAGE_TABLES 0 (default) or 1: the answer for
+ *                         ..._PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES (ATS)
  *   KVT_DOUBLE_DEVICES    number of devices (default 1, at most 8)
  *   KVT_DOUBLE_MEM_MB     device memory per device in MiB (default 16384)
  *   KVT_DOUBLE_LOG        file to append one line per driver call to:

@@ -19,7 +19,9 @@
 #      KVTIER_XFER_CUDA, and, where /dev/kvtier0 has a namespace attached,
 #      the whole block offload and restore through it (GB/s);
 #   5. where PyTorch is installed, runs an unmodified torch script under the
-#      shim in each mode and checks a tensor's bytes.
+#      shim in each mode and checks a tensor's bytes;
+#   6. prints `kvtierctl gpu`, the verdict on each mode and why (where
+#      kvtierctl can be built).
 # Where the kvtier module is not loaded (a machine that cannot load it),
 # the shim's documented fallback applies (hmm passes through, managed is
 # unregistered) and is reported as such, not as a failure.
@@ -84,6 +86,16 @@ if ! run 120 "$CUDA_HOME/bin/nvcc" "${nvcc_flags[@]}" -o "$out/probe" "$top/test
 	exit 1
 fi
 echo "built: $shim, $out/probe, $out/staging"
+
+# kvtierctl gpu: the host's verdict on each mode and why (kvtier-cuda.rst,
+# "Which modes a host allows"). kvtierctl needs libnvme and libblkid.
+step "kvtierctl gpu"
+if make -s -C "$top/tools" kvtierctl >/dev/null 2>&1; then
+	LD_LIBRARY_PATH=$top/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} run 60 "$top/tools/kvtierctl" gpu ||
+		{ echo "kvtierctl gpu failed"; fail=1; }
+else
+	echo "kvtierctl not built here (libnvme-dev, libblkid-dev missing): no report"
+fi
 
 step "probe without the shim"
 run 60 "$out/probe" 256

@@ -43,6 +43,14 @@ else
 	mount -t overlay kvtier-fixture -o "lowerdir=/etc,upperdir=$tmp/etc-upper,workdir=$tmp/etc-work" /etc &&
 		mkdir /etc/kvtier
 fi || { echo "Bail out! cannot give /etc/kvtier a fixture"; exit 1; }
+# kvtierctl gpu reads the kernel's configuration and the NVIDIA driver's
+# files: empty stand-ins for them too (the gpu checks need all three).
+gpu_fixture=1
+mount -t tmpfs kvtier-fixture /boot && touch /boot/.kvtier-fixture || gpu_fixture=
+mount -t tmpfs kvtier-fixture /proc/driver || gpu_fixture=
+if [[ -e /proc/config.gz ]]; then
+	mount --bind /dev/null /proc/config.gz || gpu_fixture=
+fi
 dbg=/sys/kernel/debug/kvtier/kvtier0
 cls=/sys/class/kvtier/kvtier0
 
@@ -661,6 +669,112 @@ else
 fi
 expect 1 "--textfile: $tmp/none/kvtier.prom|--textfile: $tmp/none/.kvtier.prom" "metrics --textfile into a missing directory: exit 1" \
 	-- metrics --textfile "$tmp/none"
+
+# gpu: the evidence from the kernel's configuration and the NVIDIA driver,
+# and the verdicts of the host alone ("modes": no CUDA device asked).
+# gpu_host CONFIG VERSION UVM: CONFIG and VERSION are files or none; UVM is
+# 0 (not loaded), N (loaded) or Y (loaded with uvm_disable_hmm=1).
+rel=$(uname -r)
+gdata=$here/gpu
+gpu_host() {
+	[[ -e /boot/.kvtier-fixture ]] || exit 1	# never the real /boot
+	rm -f "/boot/config-$rel"
+	rm -rf /proc/driver/nvidia /sys/module/nvidia /sys/module/nvidia_uvm
+	[[ $1 == none ]] || cp "$1" "/boot/config-$rel"
+	if [[ $2 != none ]]; then
+		mkdir -p /proc/driver/nvidia /sys/module/nvidia
+		cp "$2" /proc/driver/nvidia/version
+	fi
+	if [[ $3 != 0 ]]; then
+		mkdir -p /sys/module/nvidia_uvm/parameters
+		echo "$3" >/sys/module/nvidia_uvm/parameters/uvm_disable_hmm
+	fi
+}
+# gpu_mode NAME MODE VERDICT TEXT [TIER]: the host's verdict on MODE, and
+# TEXT in its reason.
+gpu_mode() {
+	local out
+	out=$("$ctl" --json gpu ${5:-} 2>&1)
+	if KVT_WANT=$4 python3 -c "import json,os,sys
+m = json.loads(sys.argv[1])['modes']['$2']
+assert m['verdict'] == '$3' and os.environ['KVT_WANT'] in m['why'], m" "$out" 2>"$tmp/py.err"; then
+		ok "gpu: $1"
+	else
+		notok "gpu: $1: $(tail -1 "$tmp/py.err")"
+	fi
+}
+if [[ -n $gpu_fixture ]]; then
+	fresh
+	for k in 6.1.0-57-amd64 6.12.117+deb12-amd64; do
+		conf=/usr/src/linux-headers-$k/.config
+		if [[ ! -f $conf ]]; then
+			ok "gpu: Debian $k's configuration # SKIP no $conf (tests/deps.sh installs it)"
+			continue
+		fi
+		gpu_host "$conf" none 0
+		pycheck "gpu: Debian $k: HMM_MIRROR=y, DEVICE_PRIVATE unset, read from /boot" \
+			"d['kernel']['hmm_mirror'] is True and d['kernel']['device_private'] is False and d['kernel']['config'] == '/boot/config-$rel'" -- --json gpu
+		gpu_mode "Debian $k: hmm no, for DEVICE_PRIVATE" hmm no "built without CONFIG_DEVICE_PRIVATE (/boot/config-$rel), which UVM's HMM needs; use an engine-driven offload through libkvtier"
+		gpu_mode "Debian $k without a driver: managed no" managed no "no NVIDIA kernel module is loaded"
+		gpu_mode "Debian $k: offload yes on the attached tier" offload yes "on tier 0 through libkvtier"
+		gpu_host "$conf" "$gdata/version-open-550" N
+		gpu_mode "Debian $k with the open 550 driver: hmm still no" hmm no "CONFIG_DEVICE_PRIVATE"
+		gpu_mode "Debian $k with the driver: managed yes, host copy UVM's" managed yes "host copy is UVM's own memory, not kvtier's: tier 0 only accounts it"
+	done
+	expect 0 "^kernel    $rel \(.*\): CONFIG_HMM_MIRROR=y, CONFIG_DEVICE_PRIVATE is not set \(/boot/config-$rel\)$" \
+		"gpu text: the kernel line" -- gpu
+	expect 0 "^nvidia    open kernel module 550.54.15, nvidia_uvm loaded$" "gpu text: the driver line" -- gpu
+	expect 0 "^tier 0    attached: /dev/nvme0n1$" "gpu text: the tier line" -- gpu
+	expect 0 "^hmm unavailable: kernel $rel built without CONFIG_DEVICE_PRIVATE" "gpu text: the hmm verdict" -- gpu
+
+	gpu_host "$gdata/config-device-private" "$gdata/version-open-550" N
+	pycheck "gpu: the open module's flavour and version" \
+		"d['nvidia'] == {'loaded': True, 'open': True, 'version': '550.54.15', 'uvm': True, 'uvm_disable_hmm': False}" -- --json gpu
+	gpu_mode "DEVICE_PRIVATE=y, open 550, uvm: hmm possible, the device decides" hmm maybe "the kernel and the NVIDIA driver allow HMM; the device's pageable memory access attribute decides"
+	gpu_mode "DEVICE_PRIVATE=y: managed yes" managed yes "not kvtier's"
+	gpu_host "$gdata/config-device-private" "$gdata/version-proprietary-550" N
+	pycheck "gpu: the proprietary module" "d['nvidia']['open'] is False and d['nvidia']['version'] == '550.54.15'" -- --json gpu
+	gpu_mode "proprietary module: hmm no" hmm no "the NVIDIA kernel module is the proprietary one (550.54.15), and UVM has HMM only in the open kernel modules"
+	gpu_host "$gdata/config-device-private" "$gdata/version-open-525" N
+	gpu_mode "open 525: hmm no, older than 535" hmm no "NVIDIA driver 525.147.05 is older than 535"
+	gpu_host "$gdata/config-device-private" "$gdata/version-open-550" 0
+	gpu_mode "nvidia_uvm not loaded: hmm no" hmm no "nvidia_uvm is not loaded; load it (modprobe nvidia-uvm)"
+	gpu_mode "nvidia_uvm not loaded: managed no" managed no "nvidia_uvm, which managed memory needs, is not loaded"
+	gpu_host "$gdata/config-device-private" "$gdata/version-open-550" Y
+	gpu_mode "uvm_disable_hmm=1: hmm no" hmm no "nvidia_uvm was loaded with uvm_disable_hmm=1"
+	gpu_host "$gdata/config-no-hmm-mirror" "$gdata/version-open-550" N
+	gpu_mode "HMM_MIRROR unset: hmm no" hmm no "built without CONFIG_HMM_MIRROR"
+	# Only /sys/module/nvidia/version: the version, flavour unknown.
+	gpu_host "$gdata/config-device-private" none N
+	mkdir -p /sys/module/nvidia && echo 560.35.03 >/sys/module/nvidia/version
+	pycheck "gpu: version from /sys/module/nvidia" "d['nvidia']['version'] == '560.35.03' and d['nvidia']['open'] is None" -- --json gpu
+	gpu_mode "flavour unknown, 560: hmm possible" hmm maybe "allow HMM"
+	# A gzip'd configuration (as /proc/config.gz is), told by its magic.
+	gpu_host none "$gdata/version-open-550" N
+	gzip -c "$gdata/config-device-private" >"/boot/config-$rel"
+	pycheck "gpu: a gzip'd configuration is read" "d['kernel']['device_private'] is True and d['kernel']['hmm_mirror'] is True" -- --json gpu
+	# No configuration anywhere (/proc/config.gz is empty here): not known.
+	gpu_host none "$gdata/version-open-550" N
+	pycheck "gpu: no configuration: null, not false" "d['kernel']['config'] is None and d['kernel']['hmm_mirror'] is None and d['kernel']['device_private'] is None" -- --json gpu
+	gpu_mode "no configuration: hmm possible, says so" hmm maybe "the kernel's configuration was not found"
+	expect 0 "^kernel    $rel \(.*\): configuration not found" "gpu text: no configuration" -- gpu
+	echo "# not a kernel configuration" >"/boot/config-$rel"
+	pycheck "gpu: a file without config lines is not a configuration" "d['kernel']['config'] is None" -- --json gpu
+	# The tier.
+	gpu_host "$gdata/config-device-private" "$gdata/version-open-550" N
+	echo none >"$cls/backing_dev"
+	gpu_mode "a detached tier: offload no" offload no "tier 0 has no namespace attached; attach one (kvtierctl attach 0 DEVICE)"
+	gpu_mode "a detached tier: hmm no" hmm no "tier 0 has no namespace attached"
+	gpu_mode "a detached tier: managed yes, unaccounted" managed yes "no tier accounts it either"
+	gpu_mode "gpu 3: no such tier" offload no "there is no tier 3" 3
+	pycheck "gpu 3: the tier object" "d['tier'] == {'id': 3, 'state': 'absent', 'device': None}" -- --json gpu 3
+	expect 2 "too many arguments" "gpu 0 1: exit 2" -- gpu 0 1
+	expect 2 "bad TIER 'x'" "gpu x: exit 2" -- gpu x
+	gpu_host none none 0
+	fresh
+else
+	ok "gpu: fixtures # SKIP cannot mount over /boot, /proc/driver or /proc/config.gz here"
+fi
 
 echo "1..$n"
 ((failed == 0))
