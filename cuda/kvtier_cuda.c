@@ -549,10 +549,12 @@ static void disable(const char *why, const char *detail)
  * Returns the KVTIER_GPU_* verdict, or KVTIER_GPU_MAYBE if the host
  * cannot be probed.
  */
-static int hmm_verdict(CUdevice dev, char *why, size_t len)
+static int hmm_verdict(CUdevice dev, char *why, size_t len, int *pageable)
 {
 	struct kvtier_gpu_host h;
 	int v;
+
+	*pageable = -1;
 
 	if (kvtier_gpu_host_probe(pol.tier_id, &h)) {
 		snprintf(why, len, "the host cannot be probed");
@@ -568,6 +570,7 @@ static int hmm_verdict(CUdevice dev, char *why, size_t len)
 				     CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
 				     dev) != CUDA_SUCCESS)
 		h.host_page_tables = -1;
+	*pageable = h.pageable;
 	v = kvtier_gpu_mode_check(&h, KVTIER_GPU_MODE_HMM, why, len);
 	return v < 0 ? KVTIER_GPU_MAYBE : v;
 }
@@ -582,7 +585,7 @@ static int hmm_verdict(CUdevice dev, char *why, size_t len)
  */
 static int decide(CUdevice dev)
 {
-	int e = atomic_load(&eff);
+	int e = atomic_load(&eff), pageable;
 	char why[1024];
 
 	if (e != EFF_UNDECIDED)
@@ -598,9 +601,10 @@ static int decide(CUdevice dev)
 			e = EFF_HMM;
 			LOG(LOG_INFO, "mode hmm (KVTIER_MODE=hmm): allocations of %" PRIu64 " bytes or more are mappings of %s",
 			    pol.min_bytes, pol.tier_path);
-			if (hmm_verdict(dev, why, sizeof(why)) == KVTIER_GPU_NO)
-				LOG(LOG_WARN, "KVTIER_MODE=hmm on device %d, but %s: the GPU cannot reach these allocations",
-				    (int)dev, why);
+			if (hmm_verdict(dev, why, sizeof(why), &pageable) == KVTIER_GPU_NO)
+				LOG(LOG_WARN, "KVTIER_MODE=hmm on device %d, but %s%s",
+				    (int)dev, why, pageable != 1 ?
+				    ": the GPU cannot reach these allocations" : "");
 		} else {
 			e = EFF_PASS;
 			LOG(LOG_WARN, "KVTIER_MODE=hmm but %s cannot be opened (%s): passing allocations through",
@@ -626,7 +630,7 @@ static int decide(CUdevice dev)
 			break;
 		}
 		/* Only the device's own yes picks hmm. */
-		if (hmm_verdict(dev, why, sizeof(why)) == KVTIER_GPU_YES) {
+		if (hmm_verdict(dev, why, sizeof(why), &pageable) == KVTIER_GPU_YES) {
 			e = EFF_HMM;
 			LOG(LOG_INFO, "mode hmm (auto): device %d: %s", (int)dev, why);
 		} else {

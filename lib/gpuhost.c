@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,7 @@ static void probe_nvidia(struct kvtier_gpu_host *h)
 KVTIER_EXPORT int kvtier_gpu_host_probe(unsigned int id,
 					struct kvtier_gpu_host *host)
 {
+	char backing[PATH_MAX];
 	struct utsname u;
 	int ret;
 
@@ -237,12 +239,13 @@ KVTIER_EXPORT int kvtier_gpu_host_probe(unsigned int id,
 	probe_config(host);
 	probe_nvidia(host);
 	host->tier_id = id;
-	ret = kvtier_tier_attr_get(id, "backing_dev", host->tier_device,
-				   sizeof(host->tier_device));
-	if (ret)
+	/* backing_dev is the path as written: any length; cut to fit. */
+	ret = kvtier_tier_attr_get(id, "backing_dev", backing, sizeof(backing));
+	copy(host->tier_device, sizeof(host->tier_device), backing);
+	if (ret == -ENOENT)
 		host->tier = -1;
 	else
-		host->tier = strcmp(host->tier_device, "none") != 0;
+		host->tier = ret || strcmp(backing, "none") != 0;
 	host->pageable = -1;
 	host->host_page_tables = -1;
 	return 0;
@@ -292,10 +295,13 @@ static unsigned int nv_major(const struct kvtier_gpu_host *h)
 static const char *hmm_blocker(const struct kvtier_gpu_host *h, char *buf,
 			       size_t len)
 {
-	if (!h->device_private)
+	/* ATS on a coherent (aarch64) platform needs neither option. */
+	int ats_platform = !strcmp(h->machine, "aarch64");
+
+	if (!ats_platform && !h->device_private)
 		snprintf(buf, len, "kernel %s built without CONFIG_DEVICE_PRIVATE (%s), which UVM's HMM needs; " OFFLOAD_HINT " or a kernel with it",
 			 h->kernel, h->config_path);
-	else if (!h->hmm_mirror)
+	else if (!ats_platform && !h->hmm_mirror)
 		snprintf(buf, len, "kernel %s built without CONFIG_HMM_MIRROR (%s), which UVM's HMM needs; " OFFLOAD_HINT " or a kernel with it",
 			 h->kernel, h->config_path);
 	else if (!h->nvidia)
@@ -333,7 +339,7 @@ static int check_hmm(const struct kvtier_gpu_host *h, char *why, size_t len)
 			   "through HMM", h->tier_id);
 	}
 	/* A coherent platform does not need HMM: only the device can say. */
-	host = strcmp(h->machine, "aarch64") ? hmm_blocker(h, hb, sizeof(hb)) : NULL;
+	host = hmm_blocker(h, hb, sizeof(hb));
 	if (host)
 		return say(KVTIER_GPU_NO, why, len, "hmm unavailable: %s%s",
 			   h->pageable == 0 ? "the device reports no pageable memory access: " : "",

@@ -101,6 +101,7 @@ KVTIER_EXPORT int kvtier_tier_attr_get(unsigned int id, const char *attr,
 	ret = attr_path(path, sizeof(path), id, attr);
 	if (ret)
 		return ret;
+	buf[0] = '\0';		/* an error leaves an empty string */
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -111,8 +112,10 @@ KVTIER_EXPORT int kvtier_tier_attr_get(unsigned int id, const char *attr,
 	close(fd);
 	if (n < 0)
 		return (int)n;
-	if ((size_t)n == len)
+	if ((size_t)n == len) {
+		buf[0] = '\0';
 		return -ERANGE;
+	}
 	if (n && buf[n - 1] == '\n')
 		n--;
 	buf[n] = '\0';

@@ -127,9 +127,10 @@ struct kvtier_gpu_host {
 	int reserved[8];
 };
 
-#define KVTIER_GPU_MODE_HMM	0	/* the shim maps tier regions for the GPU */
-#define KVTIER_GPU_MODE_MANAGED	1	/* the shim's managed memory */
-#define KVTIER_GPU_MODE_OFFLOAD	2	/* the engine copies through kvtier_xfer */
+/* HMM and MANAGED have the values of the uapi's KVTIER_GPU_HMM/_MANAGED. */
+#define KVTIER_GPU_MODE_HMM	1	/* the shim maps tier regions for the GPU */
+#define KVTIER_GPU_MODE_MANAGED	2	/* the shim's managed memory */
+#define KVTIER_GPU_MODE_OFFLOAD	3	/* the engine copies through kvtier_xfer */
 
 #define KVTIER_GPU_NO		0
 #define KVTIER_GPU_YES		1

@@ -31,7 +31,11 @@ struct cuda {
 	struct gpu gpu[KVT_MAX_GPUS];
 };
 
-static const char *const mode_names[] = { "hmm", "managed", "offload" };
+static const struct { int mode; const char *name; } modes[] = {
+	{ KVTIER_GPU_MODE_HMM, "hmm" },
+	{ KVTIER_GPU_MODE_MANAGED, "managed" },
+	{ KVTIER_GPU_MODE_OFFLOAD, "offload" },
+};
 static const char *const verdict_names[] = { "no", "yes", "maybe" };
 
 /* Ask libcuda.so.1 for each device's pageable memory access. */
@@ -124,8 +128,14 @@ static void print_host(const struct kvtier_gpu_host *h, const struct cuda *c)
 	if (c->error[0])
 		printf("cuda      %s\n", c->error);
 	else
-		printf("cuda      driver %d.%d, %d device%s\n", c->driver_version / 1000,
-		       c->driver_version % 1000 / 10, c->n, c->n == 1 ? "" : "s");
+		if (c->driver_version < 0)
+			printf("cuda      driver version unknown, %d device%s\n", c->n,
+			       c->n == 1 ? "" : "s");
+		else
+			printf("cuda      driver %d.%d, %d device%s\n",
+			       c->driver_version / 1000,
+			       c->driver_version % 1000 / 10, c->n,
+			       c->n == 1 ? "" : "s");
 	if (h->tier < 0)
 		printf("tier %-4u no such tier (is kvtier loaded?)\n", h->tier_id);
 	else
@@ -144,13 +154,13 @@ static void print_modes(const struct kvtier_gpu_host *h, const char *indent)
 	if (opt_json)
 		printf("{");
 	for (m = 0; m < 3; m++) {
-		v = kvtier_gpu_mode_check(h, m, why, sizeof(why));
+		v = kvtier_gpu_mode_check(h, modes[m].mode, why, sizeof(why));
 		if (v < 0)
-			snprintf(why, sizeof(why), "%s: %s", mode_names[m], strerror(-v));
+			snprintf(why, sizeof(why), "%s: %s", modes[m].name, strerror(-v));
 		if (opt_json) {
 			printf("%s", first ? "" : ",");
 			first = false;
-			json_str(stdout, mode_names[m]);
+			json_str(stdout, modes[m].name);
 			printf(":{");
 			f = true;
 			json_key_str(stdout, &f, "verdict",
@@ -253,13 +263,16 @@ int cmd_gpu(const struct cmd *cmd, int argc, char **argv)
 	ret = tier_operand(cmd, argc, argv, op, &id);
 	if (ret)
 		return ret;
-	ret = kvtier_gpu_host_probe(id, &h);
-	if (ret)
-		return fail("gpu: %s", strerror(-ret));
 	c = malloc(sizeof(*c));
 	if (!c)
 		return fail("out of memory");
+	/* First: cuInit may load nvidia_uvm, which the host probe reads. */
 	cuda_probe(c);
+	ret = kvtier_gpu_host_probe(id, &h);
+	if (ret) {
+		free(c);
+		return fail("gpu: %s", strerror(-ret));
+	}
 	if (opt_json) {
 		print_json(&h, c);
 		free(c);

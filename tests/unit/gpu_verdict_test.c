@@ -86,6 +86,10 @@ TEST(grace_hopper_ats)
 	/* No HMM in the kernel does not rule out ATS: only the device can say. */
 	ASSERT_EQ(KVTIER_GPU_MAYBE, verdict(&h, KVTIER_GPU_MODE_HMM,
 		  "an aarch64 host may be a coherent platform with ATS"));
+	/* Only the kernel options are excused there, not the driver. */
+	h.uvm = 0;
+	ASSERT_EQ(KVTIER_GPU_NO, verdict(&h, KVTIER_GPU_MODE_HMM, "nvidia_uvm is not loaded"));
+	h.uvm = 1;
 	h.pageable = 1;
 	h.host_page_tables = 1;
 	ASSERT_EQ(KVTIER_GPU_YES, verdict(&h, KVTIER_GPU_MODE_HMM,
@@ -150,8 +154,12 @@ TEST(bad_arguments)
 
 	debian(&h);
 	ASSERT_EQ(-EINVAL, kvtier_gpu_mode_check(NULL, KVTIER_GPU_MODE_HMM, why, sizeof(why)));
-	ASSERT_EQ(-EINVAL, kvtier_gpu_mode_check(&h, 3, why, sizeof(why)));
+	ASSERT_EQ(-EINVAL, kvtier_gpu_mode_check(&h, 0, why, sizeof(why)));
+	ASSERT_EQ(-EINVAL, kvtier_gpu_mode_check(&h, 4, why, sizeof(why)));
 	ASSERT_EQ(-EINVAL, kvtier_gpu_mode_check(&h, -1, why, sizeof(why)));
+	/* The uapi's registration modes mean the same modes here. */
+	ASSERT_EQ(KVTIER_GPU_HMM, KVTIER_GPU_MODE_HMM);
+	ASSERT_EQ(KVTIER_GPU_MANAGED, KVTIER_GPU_MODE_MANAGED);
 	ASSERT_EQ(-EINVAL, kvtier_gpu_mode_check(&h, KVTIER_GPU_MODE_HMM, NULL, 8));
 	ASSERT_EQ(-EINVAL, kvtier_gpu_host_probe(0, NULL));
 	/* No reason wanted: the verdict alone. */

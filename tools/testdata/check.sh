@@ -21,6 +21,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 ctl=${1:-$here/../kvtierctl}
 export LD_LIBRARY_PATH=$here/../../lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+# The re-run must be in a mount namespace of its own before it mounts
+# anything (unshare execs it: its parent is our caller, in the old one).
+if [[ -n ${KVT_FIXTURE_NS:-} && $(readlink /proc/self/ns/mnt) == "$(readlink /proc/$PPID/ns/mnt 2>/dev/null)" ]]; then
+	echo "Bail out! KVT_FIXTURE_NS is set but this is its caller's mount namespace: not mounting over the real paths"
+	exit 1
+fi
 if [[ -z ${KVT_FIXTURE_NS:-} ]]; then
 	ns=(unshare --mount --propagation private)
 	[[ $(id -u) -eq 0 ]] || ns=(unshare --map-root-user --mount --propagation private)
