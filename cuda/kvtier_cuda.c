@@ -16,7 +16,8 @@
  *   managed  cuMemAllocManaged + preferred location the device, registered
  *            KVTIER_GPU_MANAGED (accounting) where the tier is present
  *   auto     hmm where the device reports pageable memory access and the
- *            tier is present, managed otherwise
+ *            tier has a namespace attached (kvtier_gpu_mode_check(3)),
+ *            managed otherwise
  *   off      everything passes through
  *
  * Lock order: decide_lock, then table_lock. Neither is held across a call
