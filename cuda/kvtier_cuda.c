@@ -21,7 +21,9 @@
  *   off      everything passes through
  *
  * Lock order: decide_lock, then table_lock. Neither is held across a call
- * into CUDA except decide_lock around the one-time mode decision.
+ * into CUDA except decide_lock around the one-time mode decision; the
+ * host probe of that decision (files, maybe dlopen of zlib) runs before
+ * decide_lock, so the loader's lock is never taken under it.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -545,19 +547,19 @@ static void disable(const char *why, const char *detail)
 }
 
 /*
- * Why hmm is or is not available for device @dev, from the host's evidence
- * and the device's own answers (kvtier_gpu_mode_check(3)), into @why.
- * Returns the KVTIER_GPU_* verdict, or KVTIER_GPU_MAYBE if the host
- * cannot be probed.
+ * Why hmm is or is not available for device @dev, from @host (probed by the
+ * caller before it took decide_lock) and the device's own answers
+ * (kvtier_gpu_mode_check(3)), into @why. Returns the KVTIER_GPU_* verdict,
+ * or KVTIER_GPU_MAYBE if the host could not be probed.
  */
-static int hmm_verdict(CUdevice dev, char *why, size_t len, int *pageable)
+static int hmm_verdict(CUdevice dev, struct kvtier_gpu_host *host,
+		       char *why, size_t len, int *pageable)
 {
-	struct kvtier_gpu_host h;
+	struct kvtier_gpu_host h = *host;
 	int v;
 
 	*pageable = -1;
-
-	if (kvtier_gpu_host_probe(pol.tier_id, &h)) {
+	if (host->tier_id != pol.tier_id) {	/* the probe failed */
 		snprintf(why, len, "the host cannot be probed");
 		return KVTIER_GPU_MAYBE;
 	}
@@ -587,10 +589,17 @@ static int hmm_verdict(CUdevice dev, char *why, size_t len, int *pageable)
 static int decide(CUdevice dev)
 {
 	int e = atomic_load(&eff), pageable;
+	struct kvtier_gpu_host host;
 	char why[1024];
 
 	if (e != EFF_UNDECIDED)
 		return e;
+	/*
+	 * Read the host's files (and maybe dlopen zlib) before decide_lock:
+	 * the loader's lock must never be taken under it.
+	 */
+	if (kvtier_gpu_host_probe(pol.tier_id, &host))
+		host.tier_id = ~pol.tier_id;
 	pthread_mutex_lock(&decide_lock);
 	e = atomic_load(&eff);
 	if (e != EFF_UNDECIDED)
@@ -602,7 +611,7 @@ static int decide(CUdevice dev)
 			e = EFF_HMM;
 			LOG(LOG_INFO, "mode hmm (KVTIER_MODE=hmm): allocations of %" PRIu64 " bytes or more are mappings of %s",
 			    pol.min_bytes, pol.tier_path);
-			if (hmm_verdict(dev, why, sizeof(why), &pageable) == KVTIER_GPU_NO)
+			if (hmm_verdict(dev, &host, why, sizeof(why), &pageable) == KVTIER_GPU_NO)
 				LOG(LOG_WARN, "KVTIER_MODE=hmm on device %d, but %s%s",
 				    (int)dev, why, pageable != 1 ?
 				    ": the GPU cannot reach these allocations" : "");
@@ -631,7 +640,7 @@ static int decide(CUdevice dev)
 			break;
 		}
 		/* Only the device's own yes picks hmm. */
-		if (hmm_verdict(dev, why, sizeof(why), &pageable) == KVTIER_GPU_YES) {
+		if (hmm_verdict(dev, &host, why, sizeof(why), &pageable) == KVTIER_GPU_YES) {
 			e = EFF_HMM;
 			LOG(LOG_INFO, "mode hmm (auto): device %d: %s", (int)dev, why);
 		} else {
