@@ -417,7 +417,13 @@ static bool file_has(const char *file, const char *s)
 	return strstr(buf, s);
 }
 
-TEST_F(bpftrace, run)
+/*
+ * The harness's default limit is shorter than an attach on a slow TCG
+ * host. A test killed for its limit takes its whole process group with it
+ * (bpftrace too) and no teardown runs: the module stays loaded and every
+ * later variant fails its setup.
+ */
+TEST_F_TIMEOUT(bpftrace, run, ATTACH_S + 120)
 {
 	char tool[PATH_MAX], line[512], want[64];
 	long long sum = 0, printed = -1, v;

@@ -325,4 +325,15 @@ FIXTURE_TEARDOWN_PARENT(tier)						\
 		EXPECT_EQ(0, kvt_unload());				\
 }
 
+/*
+ * The harness's default time limit (30 s) is a hang guard sized for real
+ * hardware; under TCG on a loaded CI host an ordinary test has taken
+ * longer. TEST_F expands it where a test is defined, so this applies to
+ * every TEST_F without its own limit.
+ */
+#ifdef TEST_TIMEOUT_DEFAULT
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 120
+#endif
+
 #endif /* KVTIER_TEST_UTIL_H */
