@@ -45,6 +45,7 @@ phase "test programs" make -s -C "$top/tests" BUILD="$build"
 phase "knob table against its documentation (host)" "$top/tests/knobs-check.sh"
 phase "slot allocator against a model, GPU verdicts (host unit tests)" make -s -C "$top/tests" BUILD="$build" unit
 phase "kvtierctl on fixture files (host)" make -s -C "$top/tools" check
+phase "Python package, offline pip (host)" make -s -C "$top/python" check
 phase "CUDA shim on the test double (host)" make -s -C "$top/tests/cuda-double" \
 	BUILD="$build" KSRC="$("$top/tests/get-ksrc.sh" "$build")" check
 phase "dkms add/build/install, all kernels" "$top/tests/dkms-check.sh" "$build"

@@ -41,7 +41,7 @@ if ((EUID != 0)); then
 	echo "1..0 # SKIP deb-check installs packages: run it as root"
 	exit 4
 fi
-pkgs=(kvtier-dkms libkvtier0 libkvtier-dev kvtier-tools libkvtier-cuda0)
+pkgs=(kvtier-dkms libkvtier0 libkvtier-dev kvtier-tools libkvtier-cuda0 python3-kvtier)
 for p in "${pkgs[@]}"; do
 	if dpkg -s "$p" >/dev/null 2>&1; then
 		echo "1..0 # SKIP $p is installed on this machine already: not touching it"
@@ -58,8 +58,8 @@ for p in "${pkgs[@]}"; do
 	f=$(ls "$build"/deb/"$p"_*.deb 2>/dev/null | head -n 1)
 	[[ -n $f ]] && debs+=("$f")
 done
-ok_if "the packages are there (${#debs[@]} of ${#pkgs[@]}, or 4 without CUDA headers)" \
-	test "${#debs[@]}" -ge 4
+ok_if "the packages are there (${#debs[@]} of ${#pkgs[@]}, or 5 without CUDA headers)" \
+	test "${#debs[@]}" -ge 5
 
 # quiet LOG CMD...: CMD with its output in LOG.
 quiet() {
@@ -121,6 +121,9 @@ int main(void)
 EOF
 ok_if "a program builds with pkg-config kvtier and runs against libkvtier0" \
 	bash -c "cc -std=c11 -Wall -Werror \$(pkg-config --cflags kvtier) -o '$out/use' '$out/use.c' \$(pkg-config --libs kvtier) && '$out/use' && ldd '$out/use' | grep -Eq 'libkvtier.so.0 => (/usr)?/lib/[^ ]*-linux-gnu/libkvtier.so.0'"
+# The Python package from dist-packages, over the installed libkvtier0.
+ok_if "python3-kvtier imports from dist-packages; its version is libkvtier0's" \
+	bash -c "cd / && /usr/bin/python3 -c 'import kvtier, sys; sys.exit(kvtier.__file__ != \"/usr/lib/python3/dist-packages/kvtier/__init__.py\" or kvtier.__version__ != kvtier.version())'"
 ok_if "the kvtier group exists" quiet /dev/null getent group kvtier
 ok_if "the udev rule gives /dev/kvtierN to the group" \
 	grep -qs 'GROUP="kvtier"' /lib/udev/rules.d/60-kvtier.rules
