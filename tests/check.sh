@@ -10,14 +10,16 @@
 #          kernel log must be clean (tests/vm/run.sh gates it); then the
 #          multi-boot persistence tests (tests/persist/run.sh: reboot,
 #          host-side corruption, kvtier.conf at boot, 8 and 15 TiB
-#          namespaces, crash cuts by killing QEMU)
+#          namespaces, crash cuts by killing QEMU, the same for the
+#          Python kvstore)
 #
 # Prints TAP per phase and kernel, the time each phase took, and ends with
 # one line "N passed, N failed, N skipped". Exits non-zero on any failure.
 #
 # usage: tests/check.sh BUILD [TEST...]   (TEST: test programs to run)
 #   KVTIER_PERSIST_TESTS  persistence tests per kernel (default "reboot
-#                         corrupt apply scale crash"; "none" skips them)
+#                         corrupt apply scale crash kvstore"; "none" skips
+#                         them)
 #   KVTIER_CRASH_SEED, KVTIER_CRASH_CUTS, KVTIER_CRASH_PART  see
 #                         tests/persist/run.sh; unless CUTS or PART is
 #                         set, the kernels share the kept cuts (each cut
@@ -80,7 +82,7 @@ while read -r short kver; do
 	# result counts, plus one check for its exit status. make check shares
 	# the kept crash cuts between the kernels (KVTIER_CRASH_PART).
 	# KVTIER_PERSIST_TESTS picks tests ("none": skip).
-	persist=${KVTIER_PERSIST_TESTS-reboot corrupt apply scale crash}
+	persist=${KVTIER_PERSIST_TESTS-reboot corrupt apply scale crash kvstore}
 	if [[ $persist != none ]]; then
 		part=
 		[[ -z ${KVTIER_CRASH_CUTS:-}${KVTIER_CRASH_PART:-} ]] && part=$k/$nkernels

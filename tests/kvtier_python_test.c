@@ -170,4 +170,35 @@ TEST_F_TIMEOUT(tier, xfer_module, 300)
 	ASSERT_EQ(0, run_unittest("tests.test_xfer"));
 }
 
+/* KVStore: every method, crash rules, processes, users, capacity. */
+TEST_F_TIMEOUT(tier, kvstore_module, 600)
+{
+	ASSERT_EQ(0, run_unittest("tests.test_kvstore"));
+}
+
+/*
+ * KVStore blocks outlive the module: stored, the module unloaded (still
+ * attached, so the unload writes back and commits) and loaded again,
+ * every byte read back; then the per-block costs behind the layout.
+ */
+TEST_F_TIMEOUT(tier, kvstore_reload, 600)
+{
+	const char *fill[] = { "tests/kvstore_tool.py", "--seed", "5", "fill",
+			       "--count", "48", NULL };
+	const char *verify[] = { "tests/kvstore_tool.py", "--seed", "5", "verify",
+				 "--count", "48", "--all", NULL };
+	const char *measure[] = { "tests/kvstore_tool.py", "--seed", "6",
+				  "--prefix", "kvm.", "measure", "--count", "64",
+				  NULL };
+
+	ASSERT_EQ(0, run_python(fill));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_unload());
+	self->fd = kvt_start("num_tiers=2", 16);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, run_python(verify));
+	ASSERT_EQ(0, run_python(measure));
+}
+
 TEST_HARNESS_MAIN

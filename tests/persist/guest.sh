@@ -45,6 +45,11 @@
 #   crash BOOT SEED        verify what boot BOOT-1 left, then run the crash
 #                          workload until the host kills the VM
 #   crash-final BOOT SEED  verify only, detach, attach, verify again
+#   kvstore BOOT SEED      the same for a kvtier.kvstore (Python,
+#                          python/tests/kvstore_tool.py): check what the
+#                          journals of boots before BOOT say is there, then
+#                          put and delete blocks until the host kills the VM
+#   kvstore-final BOOT     check, detach, attach, check again
 set -uo pipefail
 
 build=${1:?usage: guest.sh BUILD OUT STEP [ARGS...]}
@@ -336,6 +341,30 @@ crash)
 	;;
 crash-final)
 	t crash "$out/state" "${1:?crash-final BOOT SEED}" "${2:?crash-final BOOT SEED}" --final
+	;;
+kvstore | kvstore-final)
+	[[ -x /usr/bin/python3 ]] || fail "/usr/bin/python3 for kvstore_tool.py"
+	kvs() {
+		PYTHONPATH=$src/python KVTIER_LIBRARY=$src/lib/libkvtier.so.0 \
+			/usr/bin/python3 "$src/python/tests/kvstore_tool.py" --seed 77 "$@" 2>&1 |
+			tee -a "$KVT_CHECKS"
+		return "${PIPESTATUS[0]}"
+	}
+	boot=${1:?kvstore BOOT [SEED]}
+	t load || exit 1
+	t attach "$ns0" || exit 1
+	rc=0
+	kvs recover --state "$out/state" || rc=1
+	if [[ $step == kvstore ]]; then
+		kvs crash --state "$out/state" --boot "$boot" --wseed "${2:?kvstore BOOT SEED}"
+		exit 1	# the host was to cut this boot before the workload ended
+	fi
+	t detach || rc=1
+	t attach "$ns0" || rc=1
+	kvs recover --state "$out/state" || rc=1
+	t detach || rc=1
+	t unload || rc=1
+	exit $rc
 	;;
 *)
 	echo "guest.sh: unknown step $step" >&2

@@ -40,6 +40,12 @@
 #            KVTIER_CRASH_SEED sets it. KVTIER_CRASH_PART=K/N boots only
 #            the cuts whose number modulo N is K (make check gives each
 #            kernel its share of the kept cuts, so each cut runs once)
+#   kvstore  the same cuts for a kvtier.kvstore (Python): each boot checks
+#            that every key reads back its own block or nothing and that
+#            every put and delete the journals of earlier boots saw finish
+#            holds, then puts and deletes blocks until it is cut; the
+#            kvstore line of tests/fuzz-seeds.txt, KVTIER_KVSTORE_SEED and
+#            KVTIER_KVSTORE_CUTS (every kernel boots all of its cuts)
 #
 # usage: tests/persist/run.sh BUILD KVER OUT [TEST...]
 #   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/,
@@ -47,7 +53,7 @@
 #   KVER   the kernel to boot (tests/vm/kernels.sh list)
 #   OUT    results: OUT/<test>/ (images, console and checks of every boot),
 #          OUT/tap.log
-#   TEST   reboot, corrupt, apply, scale, crash (default: all five)
+#   TEST   reboot, corrupt, apply, scale, crash, kvstore (default: all)
 #
 # Prints TAP (also to OUT/tap.log); exits 0 when every check passed.
 set -uo pipefail
@@ -67,9 +73,9 @@ mkdir -p "$3" || exit 2
 outdir=$(cd "$3" && pwd)
 shift 3
 tests=("$@")
-((${#tests[@]})) || tests=(reboot corrupt apply scale crash)
+((${#tests[@]})) || tests=(reboot corrupt apply scale crash kvstore)
 for t in "${tests[@]}"; do
-	case $t in reboot | corrupt | apply | scale | crash) ;; *) usage ;; esac
+	case $t in reboot | corrupt | apply | scale | crash | kvstore) ;; *) usage ;; esac
 done
 
 short=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$kver")
@@ -258,28 +264,45 @@ test_scale() {
 # --- crash -------------------------------------------------------------------
 
 test_crash() {
-	local seed=${KVTIER_CRASH_SEED:-} cuts=${KVTIER_CRASH_CUTS:-}
-	local part=${KVTIER_CRASH_PART:-0/1} b=0 cut delay wseed
+	cut_boots crash crash-final journal- '^synced ' "${KVTIER_CRASH_SEED:-}" \
+		"${KVTIER_CRASH_CUTS:-}" "${KVTIER_CRASH_PART:-0/1}"
+}
+
+# The kvstore's blocks (Python, python/tests/kvstore_tool.py) through the
+# same cuts, with their own kept seed; every kernel boots all of them.
+test_kvstore() {
+	cut_boots kvstore kvstore-final kvstore-journal- '^put-done ' \
+		"${KVTIER_KVSTORE_SEED:-}" "${KVTIER_KVSTORE_CUTS:-}" 0/1
+}
+
+# cut_boots STEP FINAL JOURNAL DONE SEED CUTS PART: boots of guest.sh STEP
+# cut by kill -9 of QEMU (see "crash" above), then one of FINAL. JOURNAL
+# names the guest's journal files in OUT/state, DONE the grep pattern of
+# their lines that count as finished operations.
+cut_boots() {
+	local step=$1 final=$2 journal=$3 done_re=$4 seed=$5 cuts=$6 part=$7
+	local b=0 cut delay wseed
 	local pid rpid t0 waited ran synced st hits kept
 	# The kept seed (tests/fuzz-seeds.txt), unless one is given or
 	# KVTIER_FUZZ_RANDOM asks for a fresh one (make fuzz).
-	kept=$(awk '$1 == "crash" { print $2, $3; exit }' "$top/tests/fuzz-seeds.txt")
+	kept=$(awk -v t="$step" '$1 == t { print $2, $3; exit }' "$top/tests/fuzz-seeds.txt")
 	if [[ -z $seed && -n ${KVTIER_FUZZ_RANDOM:-} ]]; then
 		seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 	fi
 	[[ -n $seed ]] || seed=${kept% *}
 	[[ -n $cuts ]] || cuts=${kept#* }
 	[[ $seed =~ ^[0-9]+$ && $cuts =~ ^[0-9]+$ ]] || {
-		result not-ok "KVTIER_CRASH_SEED and KVTIER_CRASH_CUTS are numbers"
+		result not-ok "the $step seed and number of cuts are numbers"
 		return
 	}
 	[[ $part =~ ^([0-9]+)/([1-9][0-9]*)$ ]] && ((${BASH_REMATCH[1]} < ${BASH_REMATCH[2]})) || {
 		result not-ok "KVTIER_CRASH_PART is K/N with 0 <= K < N (got '$part')"
 		return
 	}
-	note "crash: seed $seed, cuts $part of $cuts (rerun: KVTIER_CRASH_SEED=$seed" \
-		"KVTIER_CRASH_CUTS=$cuts KVTIER_CRASH_PART=$part" \
-		"tests/persist/run.sh $build $kver $outdir crash)"
+	local var=KVTIER_${step^^}
+	note "$step: seed $seed, cuts $part of $cuts (rerun: ${var}_SEED=$seed" \
+		"${var}_CUTS=$cuts$([[ $step == crash ]] && echo " KVTIER_CRASH_PART=$part")" \
+		"tests/persist/run.sh $build $kver $outdir $step)"
 	RANDOM=$seed
 	mkdir -p "$o/state"
 	for ((cut = 0; cut < cuts; cut++)); do
@@ -293,7 +316,7 @@ test_crash() {
 		t0=$SECONDS
 		"$top/tests/vm/run.sh" --keep-nvme --kver "$kver" --cache "$build/cache" \
 			--out "$o" --nvme-size 256M --timeout 300 -- \
-			"$guest" "$build" "$o" crash "$b" "$wseed" \
+			"$guest" "$build" "$o" "$step" "$b" "$wseed" \
 			</dev/null >"$o/boot-$b.log" 2>&1 &
 		rpid=$!
 		# Wait until the workload runs (or the boot ends without it).
@@ -321,7 +344,7 @@ test_crash() {
 		st=$?
 		vm_done "$b"
 		import "$o/checks-$b.log" ""
-		synced=$(cat "$o/state/journal-$b-"* 2>/dev/null | grep -c '^synced ')
+		synced=$(cat "$o/state/$journal$b"* 2>/dev/null | grep -c "$done_re")
 		note "cut $cut (boot $b): delay ${delay}s after the workload started, workload" \
 			"seed $wseed, $synced fsyncs completed, boot took $((SECONDS - t0)) s"
 		if ((!ran)); then
@@ -342,7 +365,7 @@ test_crash() {
 		fi
 		b=$((b + 1))
 	done
-	vm "$b" 1 256M 300 crash-final "$b" 0
+	vm "$b" 1 256M 300 "$final" "$b" 0
 	import "$o/checks-$b.log" ""
 	vm_result "$b" "verify after the last cut, detach, attach, verify"
 }
