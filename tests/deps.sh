@@ -23,6 +23,8 @@
 #                                 (tools, tests that mount or stack dm targets)
 #   python3-venv python3-pip      make -C python check: the Python package's
 #                                 offline pip install into a throwaway venv
+#   python3-torch                 the Llama decoder of prefix-KV reuse
+#                                 (python/kvtier/llama.py, its tests)
 #   libblkid-dev                  kvtierctl attach: filesystem/partition signatures
 #   passwd                        groupadd for the kvtier group (make install)
 #   util-linux mount gnuplot-nox  make bench: mkswap, swapon/swapoff, plots
@@ -48,7 +50,7 @@ PKGS=(make gcc libc6-dev perl git
 	dkms debhelper dh-dkms lintian pkg-config
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip coreutils
 	libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
-	python3-venv python3-pip
+	python3-venv python3-pip python3-torch
 	libblkid-dev
 	passwd
 	util-linux mount gnuplot-nox
