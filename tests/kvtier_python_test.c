@@ -146,12 +146,6 @@ static int run_unittest(const char *module)
 	return run_python(argv);
 }
 
-/* Layouts, errors, argument checks, the library, the build backend. */
-TEST_F_TIMEOUT(tier, host_module, 300)
-{
-	ASSERT_EQ(0, run_unittest("tests.test_host"));
-}
-
 /* Tier: information, counters, knobs, listings, attach/detach/format. */
 TEST_F_TIMEOUT(tier, tier_module, 300)
 {

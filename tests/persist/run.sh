@@ -45,7 +45,7 @@
 #            every put and delete the journals of earlier boots saw finish
 #            holds, then puts and deletes blocks until it is cut; the
 #            kvstore line of tests/fuzz-seeds.txt, KVTIER_KVSTORE_SEED and
-#            KVTIER_KVSTORE_CUTS (every kernel boots all of its cuts)
+#            KVTIER_KVSTORE_CUTS; KVTIER_CRASH_PART shares them out too
 #
 # usage: tests/persist/run.sh BUILD KVER OUT [TEST...]
 #   BUILD  the build directory (BUILD/<kver>/kvtier.ko, BUILD/tests/,
@@ -269,10 +269,11 @@ test_crash() {
 }
 
 # The kvstore's blocks (Python, python/tests/kvstore_tool.py) through the
-# same cuts, with their own kept seed; every kernel boots all of them.
+# same cuts, with their own kept seed; KVTIER_CRASH_PART shares them out
+# as it does crash's.
 test_kvstore() {
 	cut_boots kvstore kvstore-final kvstore-journal- '^put-done ' \
-		"${KVTIER_KVSTORE_SEED:-}" "${KVTIER_KVSTORE_CUTS:-}" 0/1
+		"${KVTIER_KVSTORE_SEED:-}" "${KVTIER_KVSTORE_CUTS:-}" "${KVTIER_CRASH_PART:-0/1}"
 }
 
 # cut_boots STEP FINAL JOURNAL DONE SEED CUTS PART: boots of guest.sh STEP
@@ -301,7 +302,7 @@ cut_boots() {
 	}
 	local var=KVTIER_${step^^}
 	note "$step: seed $seed, cuts $part of $cuts (rerun: ${var}_SEED=$seed" \
-		"${var}_CUTS=$cuts$([[ $step == crash ]] && echo " KVTIER_CRASH_PART=$part")" \
+		"${var}_CUTS=$cuts KVTIER_CRASH_PART=$part" \
 		"tests/persist/run.sh $build $kver $outdir $step)"
 	RANDOM=$seed
 	mkdir -p "$o/state"
