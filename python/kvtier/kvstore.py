@@ -342,15 +342,22 @@ class KVStore:
 
     def batch_put(self, keys: Sequence[bytes], blocks: Sequence[ReadableBuffer]) -> list[bool]:
         """:meth:`put` of each key; the blocks are all written before the
-        first header, so a crash leaves each key whole or absent."""
+        first header, so a crash leaves each key whole or absent. A key
+        given twice is stored once (False for the repeat)."""
         if len(keys) != len(blocks):
             raise ValueError(f"{len(keys)} keys but {len(blocks)} blocks")
         views = [self._view(b, writable=False) for b in blocks]
         keys = [_key_bytes(k) for k in keys]
         made: list[tuple[bytes, Region]] = []
         done = [False] * len(keys)
+        seen: set[bytes] = set()
         try:
             for i, (k, mv) in enumerate(zip(keys, views)):
+                # A key twice in one batch: the first stores it (waiting
+                # for our own unfinished region would only time out).
+                if k in seen:
+                    continue
+                seen.add(k)
                 region = self._create(k)
                 if region is None:
                     continue

@@ -128,6 +128,13 @@ class Blocks(StoreCase):
                          [True] * 5 + [False] + [True] * 2)
         self.assertEqual(self.kv.prefix_hits(keys), 5)
         self.assertEqual(self.kv.prefix_hits([]), 0)
+        # A key twice in one batch is stored once, at once.
+        twice = [key(20, "b"), key(21, "b"), key(20, "b")]
+        self.assertEqual(self.kv.batch_put(twice, [block(k) for k in twice]),
+                         [True, True, False])
+        out = bytearray(BLOCK)
+        self.assertTrue(self.kv.get(twice[0], out))
+        self.assertEqual(out, block(twice[0]))
 
     def test_delete(self) -> None:
         k = key(6)
