@@ -62,6 +62,28 @@ class RegionFlag(enum.IntFlag):
     """Immutable: only read-only binds are allowed, for good."""
 
 
+
+class RegionFlagViews:
+    """``is_persistent``, ``is_pinned`` and ``is_sealed`` of a record
+    with ``flags`` (RegionEntry, RegionInfo)."""
+
+    flags: RegionFlag
+
+    @property
+    def is_persistent(self) -> bool:
+        """The region is kept on the namespace."""
+        return bool(self.flags & RegionFlag.PERSISTENT)
+
+    @property
+    def is_pinned(self) -> bool:
+        """The region is kept from capacity reclaim (a region flag)."""
+        return bool(self.flags & RegionFlag.PINNED)
+
+    @property
+    def is_sealed(self) -> bool:
+        """The region is immutable: only read-only binds."""
+        return bool(self.flags & RegionFlag.SEALED)
+
 class GpuMode(enum.IntEnum):
     """GPU placement modes (KVTIER_GPU_MODE_*) for GPU host verdicts."""
 

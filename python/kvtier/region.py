@@ -27,7 +27,7 @@ from . import _check
 from ._lib import lib
 from ._resource import Resource
 from ._structs import RegionInfoStruct
-from .constants import RegionFlag
+from .constants import RegionFlag, RegionFlagViews
 from .errors import check, raise_error
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ _IO_HINTS = {
 
 
 @dataclass(frozen=True)
-class RegionInfo:
+class RegionInfo(RegionFlagViews):
     """Where the bytes of a region are: a snapshot (kvtier_region_info(3)).
 
     Byte counts are in bytes, taken without stopping the region.
@@ -86,24 +86,9 @@ class RegionInfo:
     """The sticky first write-back error as a negative errno, or 0."""
 
     @property
-    def is_persistent(self) -> bool:
-        """The region is kept on the namespace."""
-        return bool(self.flags & RegionFlag.PERSISTENT)
-
-    @property
     def is_readonly(self) -> bool:
         """This handle is bound read-only."""
         return bool(self.flags & RegionFlag.RDONLY)
-
-    @property
-    def is_pinned(self) -> bool:
-        """The region is kept from capacity reclaim (a region flag)."""
-        return bool(self.flags & RegionFlag.PINNED)
-
-    @property
-    def is_sealed(self) -> bool:
-        """The region is immutable."""
-        return bool(self.flags & RegionFlag.SEALED)
 
     @classmethod
     def _from(cls, s: RegionInfoStruct) -> RegionInfo:

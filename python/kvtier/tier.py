@@ -17,7 +17,7 @@ from ._check import PathArg
 from ._lib import free, lib
 from ._resource import Resource
 from ._structs import RegionEntryStruct, StatStruct, TierInfoStruct
-from .constants import DEV_PREFIX, OpenFlag, RegionFlag, TierFlag
+from .constants import DEV_PREFIX, OpenFlag, RegionFlag, RegionFlagViews, TierFlag
 from .errors import attach_message, check, raise_error
 from .gpu import GpuHost, gpu_host
 from .region import Region
@@ -176,7 +176,7 @@ class TierInfo:
 
 
 @dataclass(frozen=True)
-class RegionEntry:
+class RegionEntry(RegionFlagViews):
     """One named region of a tier, as :meth:`Tier.regions` lists it."""
 
     name: str
@@ -200,20 +200,6 @@ class RegionEntry:
     flags: RegionFlag
     """PERSISTENT, PINNED, SEALED."""
 
-    @property
-    def is_persistent(self) -> bool:
-        """Kept on the namespace (listed again after a reboot)."""
-        return bool(self.flags & RegionFlag.PERSISTENT)
-
-    @property
-    def is_pinned(self) -> bool:
-        """Kept from capacity reclaim."""
-        return bool(self.flags & RegionFlag.PINNED)
-
-    @property
-    def is_sealed(self) -> bool:
-        """Immutable: only read-only binds."""
-        return bool(self.flags & RegionFlag.SEALED)
 
     @classmethod
     def _from(cls, s: RegionEntryStruct) -> RegionEntry:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import stat
 import traceback
 import unittest
 from collections.abc import Callable
@@ -109,6 +110,19 @@ class TierCase(unittest.TestCase):
                     t.unlink(name)
                 except FileNotFoundError:
                     pass
+
+    def give_device_to_group(self) -> None:
+        """Make /dev/kvtier<id> root:KVT_GID 0660, as the udev rule does,
+        until the test ends; skips unless root (who alone can become
+        another user)."""
+        if os.geteuid() != 0:
+            self.skipTest("needs root to become another user")
+        dev = f"/dev/kvtier{self.tier_id}"
+        st = os.stat(dev)
+        os.chown(dev, 0, KVT_GID)
+        os.chmod(dev, 0o660)
+        self.addCleanup(os.chmod, dev, stat.S_IMODE(st.st_mode))
+        self.addCleanup(os.chown, dev, st.st_uid, st.st_gid)
 
     def name(self, what: str) -> str:
         """A fresh region name, unlinked when the test ends."""

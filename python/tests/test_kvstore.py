@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import stat
 import subprocess
 import tempfile
 import unittest
@@ -322,12 +321,7 @@ class Processes(StoreCase):
         self.kv.put(private, block(private))
         with KVStore(self.tier, BLOCK, prefix=self.prefix, mode=0o644) as kv:
             kv.put(public, block(public))
-        dev = f"/dev/kvtier{self.tier_id}"
-        st = os.stat(dev)
-        os.chown(dev, 0, KVT_GID)
-        os.chmod(dev, 0o660)
-        self.addCleanup(os.chmod, dev, stat.S_IMODE(st.st_mode))
-        self.addCleanup(os.chown, dev, st.st_uid, st.st_gid)
+        self.give_device_to_group()
         prefix = self.prefix
 
         def reader() -> None:

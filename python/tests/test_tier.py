@@ -241,14 +241,7 @@ class Unprivileged(TierCase):
 
     def setUp(self) -> None:
         super().setUp()
-        if os.geteuid() != 0:
-            self.skipTest("needs root to become another user")
-        dev = f"/dev/kvtier{self.tier_id}"
-        st = os.stat(dev)
-        os.chown(dev, 0, _support.KVT_GID)
-        os.chmod(dev, 0o660)
-        self.addCleanup(os.chmod, dev, stat.S_IMODE(st.st_mode))
-        self.addCleanup(os.chown, dev, st.st_uid, st.st_gid)
+        self.give_device_to_group()
 
     def test_reads_but_does_not_administer(self) -> None:
         tid = self.tier_id
