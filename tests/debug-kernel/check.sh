@@ -114,11 +114,12 @@ vm_phase "suite on debug" "$out" "$kver: suite (and kmemleak)" \
 
 persist=${KVTIER_PERSIST_TESTS-reboot corrupt crash}
 if [[ $persist != none ]]; then
-	# run.sh boots the debug kernel for this kver from its root.
+	# run.sh boots the debug kernel as --debug does (its root, and its
+	# command line: no5lvl, or KASAN reports a wild access in early boot).
 	# shellcheck disable=SC2086 # a list of test names
 	vm_phase "persistence on debug" "$build/persist-$kver" \
 		"$kver: persistence tests" \
-		env KVTIER_VM_KERNEL_ROOT="$("$dk" --root)" \
+		env KVTIER_VM_DEBUG=1 \
 		"$top/tests/persist/run.sh" "$build" "$kver" "$build/persist-$kver" \
 		$persist </dev/null
 fi

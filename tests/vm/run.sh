@@ -34,8 +34,9 @@
 # one. $KVTIER_VM_KERNEL_ROOT is the default when it holds <kver>, so
 # scripts that call run.sh (tests/persist/run.sh) boot it unchanged.
 # --debug: the debug kernel of tests/debug-kernel/build.sh (its root and
-# release; --kver not needed), with kasan_multi_shot loglevel=5 on the
-# kernel command line.
+# release; --kver not needed), with kasan_multi_shot loglevel=5 no5lvl on
+# the kernel command line. $KVTIER_VM_DEBUG=1 is --debug, so scripts that
+# call run.sh (tests/persist/run.sh) boot the debug kernel the same way.
 # --blkdebug N:CONF: NVMe drive N (serial kvtN) goes through QEMU's
 # blkdebug driver with the rules of the file CONF (blkdebug's config
 # format: [inject-error] sections with event, iotype, sector, errno,
@@ -84,7 +85,7 @@ usage() {
 }
 
 kver='' cache='' out='' nvme_size=512M nvme_count=1 mem=${KVTIER_VM_MEM:-2G} smp=2 timeout_s=600
-keep_nvme=0 kroot='' debug=0 append=${KVTIER_VM_APPEND:-} blkdebug=''
+keep_nvme=0 kroot='' debug=${KVTIER_VM_DEBUG:-0} append=${KVTIER_VM_APPEND:-} blkdebug=''
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--kver) kver=$2; shift 2 ;;
@@ -105,6 +106,7 @@ while [[ $# -gt 0 ]]; do
 	*) echo "run.sh: unknown option $1" >&2; usage ;;
 	esac
 done
+[[ $debug =~ ^[01]$ ]] || { echo "run.sh: KVTIER_VM_DEBUG must be 0 or 1" >&2; exit 2; }
 if ((debug)); then
 	dk=$here/../debug-kernel/build.sh
 	kroot=$("$dk" --root) && dkver=$("$dk" --kver) || {
