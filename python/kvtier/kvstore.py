@@ -128,7 +128,9 @@ class KVStore:
         self.block_bytes = block_bytes
         self.prefix = prefix
         self.mode = mode
-        self._region_bytes = _round_up(HEADER_BYTES + block_bytes, mmap.PAGESIZE)
+        #: The size of each block's region: the header page and the block,
+        #: rounded up to the page size (what a block takes of the namespace).
+        self.region_bytes = _round_up(HEADER_BYTES + block_bytes, mmap.PAGESIZE)
         self._pins: dict[bytes, Region] = {}
         self._lock = threading.Lock()
 
@@ -175,7 +177,7 @@ class KVStore:
         if zlib.crc32(bytes(head[:24]) + k) != crc:
             return _BLANK
         if (version != _VERSION or k != key or bbytes != self.block_bytes
-                or region.size != self._region_bytes):
+                or region.size != self.region_bytes):
             return _OTHER
         return _WHOLE
 
@@ -256,7 +258,7 @@ class KVStore:
         reclaimed = False
         while True:
             try:
-                return self._tier.open(name, size=self._region_bytes, create=True,
+                return self._tier.open(name, size=self.region_bytes, create=True,
                                        exclusive=True, persistent=True,
                                        mode=self.mode)
             except FileExistsError:

@@ -46,7 +46,7 @@ import math
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -268,6 +268,70 @@ class PagedKVCache:
                              f"to {length}")
         self.length = length
         del self.blocks[-(-length // self.config.block_tokens):]
+
+
+class BlockStore(Protocol):
+    """What :func:`store_blocks` and :func:`restore_prefix` need of a block
+    store: :class:`kvtier.kvstore.KVStore` has it (so would an engine's)."""
+
+    block_bytes: int
+
+    def prefix_hits(self, keys: Sequence[bytes]) -> int: ...
+
+    def get(self, key: bytes, out: Any) -> bool: ...
+
+    def batch_put(self, keys: Sequence[bytes],
+                  blocks: Sequence[Any]) -> list[bool]: ...
+
+
+def _check_store(store: BlockStore, config: LlamaConfig) -> None:
+    if store.block_bytes != block_bytes(config):
+        raise ValueError(f"the store's blocks are {store.block_bytes} bytes, "
+                         f"this model's {block_bytes(config)}")
+
+
+def store_blocks(store: BlockStore, cache: PagedKVCache,
+                 keys: Sequence[bytes]) -> int:
+    """Put the full blocks of ``cache`` into ``store``, block ``i`` under
+    ``keys[i]`` (the :func:`block_keys` of the tokens the cache holds).
+
+    Keys past the cache's full blocks are ignored. Returns how many
+    blocks the store holds for those keys afterwards (ones stored before
+    count: a block's bytes depend only on its prefix). Raises ValueError
+    when the store's block size is not this model's; the store's errors
+    (OSError) pass through.
+    """
+    _check_store(store, cache.config)
+    n = min(len(keys), cache.full_blocks)
+    blocks = [cache.export_block(i).numpy() for i in range(n)]
+    return sum(store.batch_put(list(keys[:n]), blocks))
+
+
+def restore_prefix(store: BlockStore, cache: PagedKVCache,
+                   keys: Sequence[bytes]) -> int:
+    """Import into an empty ``cache`` the longest prefix of ``keys``
+    whose blocks ``store`` holds; returns the number of blocks restored.
+    Each block is read into one staging tensor (no copy on the way) and
+    imported from it (one copy, onto the cache's device).
+
+    A block that goes missing between the lookup and its read (another
+    process deleted it, or the store reclaimed it) ends the prefix there:
+    the cache then holds the blocks read before it, and the caller
+    prefills from ``cache.length``. Raises ValueError for a cache that is
+    not empty or a store of another block size; the store's errors
+    (OSError: EIO for a block that failed its checksum) pass through.
+    """
+    if cache.length:
+        raise ValueError(f"restore into a cache of {cache.length} tokens")
+    _check_store(store, cache.config)
+    want = store.prefix_hits(keys)
+    buf = torch.empty(store.block_bytes, dtype=torch.uint8)
+    view = buf.numpy()
+    for key in keys[:want]:
+        if not store.get(key, view):
+            break
+        cache.import_block(buf)
+    return cache.full_blocks
 
 
 def _weight(*shape: int, **kw: Any) -> torch.nn.Parameter:

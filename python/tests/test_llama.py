@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import random
 import unittest
+from collections.abc import Sequence
+from typing import Any
 
 try:
     import torch
@@ -228,11 +230,102 @@ class Keys(unittest.TestCase):
         self.assertEqual(llama.block_keys(ids, 16, salt=b"s"), [k0, k1])
 
 
+class MemStore:
+    """A block store in a dict, with the methods llama.BlockStore names."""
+
+    def __init__(self, block_bytes: int, lose: frozenset[int] = frozenset()
+                 ) -> None:
+        self.block_bytes = block_bytes
+        self.blocks: dict[bytes, bytes] = {}
+        self.order: list[bytes] = []
+        self.lose = lose          # get() misses these key indexes (gone)
+        self.gets = 0
+
+    def prefix_hits(self, keys: Sequence[bytes]) -> int:
+        n = 0
+        while n < len(keys) and keys[n] in self.blocks:
+            n += 1
+        return n
+
+    def get(self, key: bytes, out: object) -> bool:
+        self.gets += 1
+        if key not in self.blocks or self.order.index(key) in self.lose:
+            return False
+        memoryview(out).cast("B")[:] = self.blocks[key]  # type: ignore
+        return True
+
+    def batch_put(self, keys: Sequence[bytes], blocks: Sequence[Any]
+                  ) -> list[bool]:
+        for k, b in zip(keys, blocks):
+            if k not in self.blocks:
+                self.blocks[k] = bytes(memoryview(b).cast("B"))
+                self.order.append(k)
+        return [True] * len(keys)
+
+
+class Store(unittest.TestCase):
+    """store_blocks and restore_prefix over a block store."""
+
+    def setUp(self) -> None:
+        self.cfg = llama.tiny()
+        self.model = llama.Llama(self.cfg, seed=5)
+        self.prompt = tokens(5, 64 + 7, self.cfg.vocab)   # 4 full blocks
+        self.suffix = tokens(6, 9, self.cfg.vocab)
+        self.keys = llama.block_keys(self.prompt + self.suffix, 16)
+
+    def stored(self, **kw: object) -> MemStore:
+        st = MemStore(llama.block_bytes(self.cfg), **kw)  # type: ignore
+        cache = self.model.new_cache()
+        self.model.prefill(self.prompt, cache)
+        keys = llama.block_keys(self.prompt, 16)
+        self.assertEqual(llama.store_blocks(st, cache, keys), 4)
+        self.assertEqual(llama.store_blocks(st, cache, keys), 4)  # again
+        return st
+
+    def test_round_trip(self) -> None:
+        st = self.stored()
+        self.assertEqual(len(st.blocks), 4)
+        cache = self.model.new_cache()
+        self.assertEqual(llama.restore_prefix(st, cache, self.keys), 4)
+        self.assertEqual(cache.length, 64)
+        rest = self.prompt[64:] + self.suffix
+        got = self.model.prefill(rest, cache)
+        want, _, _ = full_path(self.model, self.prompt[:64], rest)
+        self.assertTrue(torch.equal(got, want))
+
+    def test_partial_and_vanished(self) -> None:
+        st = self.stored(lose=frozenset({2}))
+        cache = self.model.new_cache()
+        self.assertEqual(llama.restore_prefix(st, cache, self.keys), 2)
+        self.assertEqual((cache.length, st.gets), (32, 3))
+        st = self.stored()
+        del st.blocks[st.order[1]]
+        cache = self.model.new_cache()
+        self.assertEqual(llama.restore_prefix(st, cache, self.keys), 1)
+        empty = MemStore(llama.block_bytes(self.cfg))
+        cache = self.model.new_cache()
+        self.assertEqual(llama.restore_prefix(empty, cache, self.keys), 0)
+        self.assertEqual(cache.length, 0)
+
+    def test_errors(self) -> None:
+        st = self.stored()
+        cache = self.model.new_cache()
+        self.model.prefill(self.prompt[:3], cache)
+        with self.assertRaises(ValueError):
+            llama.restore_prefix(st, cache, self.keys)   # not empty
+        wrong = MemStore(llama.block_bytes(self.cfg) // 2)
+        with self.assertRaises(ValueError):
+            llama.restore_prefix(wrong, self.model.new_cache(), self.keys)
+        with self.assertRaises(ValueError):
+            llama.store_blocks(wrong, cache, self.keys)
+        self.assertEqual(wrong.blocks, {})
+
+
 class Config(unittest.TestCase):
     """LlamaConfig's checks and presets."""
 
     def test_bad_shapes(self) -> None:
-        bad = [dict(heads=4, kv_heads=3), dict(hidden=66, heads=4),
+        bad: list[dict[str, Any]] = [dict(heads=4, kv_heads=3), dict(hidden=66, heads=4),
                dict(head_dim=7), dict(layers=0), dict(kv_heads=8),
                dict(dtype=torch.int32), dict(block_tokens=0), dict(vocab=-1)]
         for kw in bad:
