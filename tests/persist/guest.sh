@@ -10,9 +10,13 @@
 #
 # Steps (the host runs them in this order on the same disks):
 #   reboot-1               attach the blank kvt0 (formats it), write the
-#                          256 MiB persistent region "big", fsync; power off
-#                          without detaching
-#   reboot-2               attach kvt0, verify "big" through a mapping; then
+#                          256 MiB persistent region "big", fsync; process 1
+#                          of prefix KV reuse (python/tests/reuse_tool.py
+#                          store: a kvtier.llama prompt's KV blocks into a
+#                          kvstore); power off without detaching
+#   reboot-2               attach kvt0, verify "big" through a mapping;
+#                          process 2 of prefix KV reuse (reuse_tool.py
+#                          restore: bit-identical to a recompute); then
 #                          the module-reload variant: write "reload", fsync,
 #                          rmmod (still attached), insmod, attach, verify it
 #   corrupt-1              on kvt2: a region, detach; on kvt0: write the
@@ -124,6 +128,17 @@ expect_out() {
 }
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
+
+# pytool SCRIPT ARGS...: python/tests/SCRIPT with this tree's package and
+# library; its ok/not ok lines and notes go to the checks.
+pytool() {
+	[[ -x /usr/bin/python3 ]] || fail "/usr/bin/python3 for $1"
+	PYTHONPATH=$src/python KVTIER_LIBRARY=$src/lib/libkvtier.so.0 \
+		PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$src/python/tests/$1" "${@:2}" 2>&1 |
+		tee -a "$KVT_CHECKS"
+	return "${PIPESTATUS[0]}"
+}
+
 unit=$src/tools/systemd/kvtier.service
 ctl() {
 	LD_LIBRARY_PATH=$src/lib "$src/tools/kvtierctl" "$@" 2>&1
@@ -279,12 +294,14 @@ apply-1 | apply-2)
 	exit $apply_rc
 	;;
 reboot-1)
-	t load && t attach "$ns0" && t write big 256M $SEED_BIG
+	t load && t attach "$ns0" && t write big 256M $SEED_BIG &&
+		pytool reuse_tool.py --tokens 256 store
 	;;
 reboot-2)
 	t load && t attach "$ns0" || exit 1
 	rc=0
 	t verify big 256M $SEED_BIG --mmap || rc=1
+	pytool reuse_tool.py --tokens 256 restore --suffix 20 --decode 8 || rc=1
 	t write reload 16M $SEED_RELOAD --mmap &&
 		t unload && t load && t attach "$ns0" &&
 		t verify reload 16M $SEED_RELOAD --pread || rc=1
@@ -343,12 +360,8 @@ crash-final)
 	t crash "$out/state" "${1:?crash-final BOOT SEED}" "${2:?crash-final BOOT SEED}" --final
 	;;
 kvstore | kvstore-final)
-	[[ -x /usr/bin/python3 ]] || fail "/usr/bin/python3 for kvstore_tool.py"
 	kvs() {
-		PYTHONPATH=$src/python KVTIER_LIBRARY=$src/lib/libkvtier.so.0 \
-			/usr/bin/python3 "$src/python/tests/kvstore_tool.py" --seed 77 "$@" 2>&1 |
-			tee -a "$KVT_CHECKS"
-		return "${PIPESTATUS[0]}"
+		pytool kvstore_tool.py --seed 77 "$@"
 	}
 	boot=${1:?kvstore BOOT [SEED]}
 	t load || exit 1

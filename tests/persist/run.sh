@@ -6,10 +6,13 @@
 # the same NVMe images, and works on the images between boots. The guest
 # half is tests/persist/guest.sh with build/tests/kvt_persist_tool.
 #
-#   reboot   boot 1 writes a 256 MiB persistent region and fsyncs it, then
+#   reboot   boot 1 writes a 256 MiB persistent region and fsyncs it, and
+#            stores a kvtier.llama prompt's KV blocks in a kvstore, then
 #            powers off without detaching; boot 2 attaches and verifies
-#            every byte through a mapping, then the module-reload variant
-#            (write, fsync, rmmod, insmod, attach, verify) in the same boot
+#            every byte through a mapping, restores the prompt's prefix
+#            and checks the logits against a recompute, then the
+#            module-reload variant (write, fsync, rmmod, insmod, attach,
+#            verify) in the same boot
 #   corrupt  boot 1 writes a region; the host finds one of its pages in the
 #            raw image and flips bytes in it; boot 2 gets EIO (pread) and
 #            SIGBUS (mapping) for that page only, checksum_errors and
@@ -165,9 +168,9 @@ sha() {
 # --- reboot ------------------------------------------------------------------
 
 test_reboot() {
-	boot 1 1 512M 900 reboot-1 "write and fsync a 256 MiB persistent region, power off attached" ||
+	boot 1 1 512M 900 reboot-1 "a 256 MiB persistent region and a prompt's KV blocks, power off attached" ||
 		return
-	boot 2 1 512M 900 reboot-2 "the region after a reboot; write, rmmod, insmod, verify"
+	boot 2 1 512M 900 reboot-2 "the region and the prompt's KV after a reboot; write, rmmod, insmod, verify"
 }
 
 # --- apply -------------------------------------------------------------------
