@@ -29,6 +29,9 @@
 #                        (tests/bench/run.sh; Documentation/performance.rst)
 #   make bench-reuse     restore a persistent region after a module reload,
 #                        against fio on the same namespace (run.sh --reuse)
+#   make bench-ttft      time to first token of a PyTorch Llama: recompute vs
+#                        restoring the prompt's KV from a kvstore, after a
+#                        module reload (run.sh --ttft; performance.rst)
 #   make bench-ab        restore and write-back of two module builds (main
 #                        and the working tree) in one boot (run.sh --ab)
 #   make bench-fabrics   restore bandwidth and fault latency over nvme-tcp
@@ -51,7 +54,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 
 .PHONY: all module module-clean lib tools tests clean check demo install \
-	dkms-install checkpatch modules-all deps bench check-persist bench-reuse \
+	dkms-install checkpatch modules-all deps bench check-persist bench-reuse bench-ttft \
 	check-debug check-fabrics bench-fabrics check-full bench-ab fuzz vm-test deb uninstall
 
 # The CUDA shim where the CUDA headers are (cuda/Makefile, kvtier-cuda(7)).
@@ -195,6 +198,10 @@ bench-fabrics: deps
 
 bench-reuse: deps
 	tests/bench/run.sh --reuse $(BUILD)
+
+bench-ttft: deps
+	$(MAKE) lib
+	tests/bench/run.sh --ttft $(BUILD)
 
 bench-ab: deps
 	tests/bench/run.sh --ab $(BUILD)

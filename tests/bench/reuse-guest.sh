@@ -66,14 +66,7 @@ fail=0
 drop_how=none
 fio_state=
 
-ns=
-for ctrl in /sys/class/nvme/nvme*; do
-	[[ -e $ctrl/serial ]] || continue
-	[[ $(tr -d ' ' <"$ctrl/serial") == kvt0 ]] || continue
-	for n in "$ctrl"/nvme*n1; do
-		[[ -e $n ]] && ns=/dev/${n##*/}
-	done
-done
+ns=$("$(dirname "$0")/nslayout.py" --find kvt0)
 [[ -n $ns ]] || { log "no NVMe namespace with serial kvt0"; exit 1; }
 log "reuse: namespace $ns, $(($(cat /sys/class/block/"${ns##*/}"/size) / 2048)) MiB;" \
 	"budget $budget MiB, region $region MiB ($((region * 8)) tokens of Llama-3.1-8B), seed $seed"
@@ -171,48 +164,7 @@ EOF
 # from the newest superblock copy and its checkpoint (0 if not found).
 fio_where() {
 	local where off npg lo hi what
-	where=$($py - "$ns" $name <<'EOF'
-# The region's data slots, from the newest valid superblock copy and its
-# checkpoint (include/uapi/linux/kvtier_format.h): "offset nr_pages lo hi".
-import struct, subprocess, sys
-dev, name = sys.argv[1], sys.argv[2].encode()
-def rd(block, count):
-    return subprocess.run(["dd", "if=" + dev, "iflag=direct", "bs=4096",
-                           "skip=%d" % block, "count=%d" % count, "status=none"],
-                          check=True, capture_output=True).stdout
-best = None
-for b in (0, 1):
-    s = rd(b, 1)
-    magic, = struct.unpack_from("<Q", s, 0)
-    if magic != 0x3152454954564b00:
-        continue
-    meta_start, meta_blocks, data_start = struct.unpack_from("<QQQ", s, 80)
-    gen, = struct.unpack_from("<Q", s, 120)
-    ckpt_bytes, = struct.unpack_from("<Q", s, 136)
-    if best is None or gen > best[0]:
-        best = (gen, meta_start, meta_blocks, data_start, ckpt_bytes)
-if best is None:
-    print("0 0 - - no-superblock")
-    sys.exit()
-gen, meta_start, meta_blocks, data_start, ckpt_bytes = best
-c = rd(meta_start + (gen % 2) * meta_blocks, (ckpt_bytes + 4095) // 4096)
-nr_regions, nr_pages = struct.unpack_from("<QQ", c, 16)
-pos, first = 64 + 128 * nr_regions, None
-for i in range(nr_regions):
-    r = c[64 + 128 * i: 64 + 128 * (i + 1)]
-    n, = struct.unpack_from("<Q", r, 72)
-    if r[:64].rstrip(b"\0") == name:
-        first = (pos, n)
-    pos += 16 * n
-if first is None:
-    print("%d 0 - - no-region" % (data_start * 4096))
-    sys.exit()
-pos, n = first
-slots = [t[0] for t in struct.iter_unpack("<QII", c[pos:pos + 16 * n])]
-lo, hi = min(slots), max(slots)
-print("%d %d %d %d gen%d" % ((data_start + lo) * 4096, n, lo, hi, gen))
-EOF
-	) || where="0 0 - - parse-failed"
+	where=$("$(dirname "$0")/nslayout.py" --region "$ns" $name) || where="0 0 - - parse-failed"
 	read -r off npg lo hi what <<<"$where"
 	log "fio: region $name: $npg page records, slots $lo..$hi ($what); reading $region MiB at byte $off"
 	if [[ $hi == - ]] || ((npg != region * 256 || hi - lo + 1 != npg)); then

@@ -10,6 +10,8 @@
 #                                            (make bench-reuse)
 #        tests/bench/run.sh --ab BUILD       two module builds in one boot
 #                                            (make bench-ab)
+#        tests/bench/run.sh --ttft BUILD     time to first token, recompute
+#                                            vs restore (make bench-ttft)
 #
 # Full run: builds kvbench (tools/bench) and kvtier.ko for 6.12 in a private
 # copy (BUILD/bench/mod/), boots the VM with 2 GiB of RAM and one 1 GiB NVMe
@@ -32,10 +34,17 @@
 # 2 GiB and one 1 GiB namespace and runs tests/bench/ab-guest.sh: fio
 # sequential 1 MiB read/write, then restore and write-back rows of A and B
 # alternating. Results: BUILD/bench-ab/{results.csv,table.txt,vm/}.
+# TTFT run: builds like the full run (BUILD/bench-ttft/mod/), boots the VM
+# with 3 GiB and one 1 GiB namespace and runs tests/bench/ttft-guest.sh:
+# kvtier.llama prompts prefilled and their KV blocks stored in a kvstore
+# by one process, a module reload, restore + suffix prefill against a full
+# recompute in another, fio reading the blocks' slots. Results:
+# BUILD/bench-ttft/{ttft.csv,fio.csv,table.txt,ttft.png,vm/}. A restore
+# that is not bit-identical to the recompute fails the run.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-tiny=0 reuse=0 ab=0
+tiny=0 reuse=0 ab=0 ttft=0
 if [[ ${1:-} == --tiny ]]; then
 	tiny=1
 	shift
@@ -45,8 +54,11 @@ elif [[ ${1:-} == --ab ]]; then
 elif [[ ${1:-} == --reuse ]]; then
 	reuse=1
 	shift
+elif [[ ${1:-} == --ttft ]]; then
+	ttft=1
+	shift
 fi
-build=$(mkdir -p "${1:?usage: run.sh [--tiny|--reuse] BUILD}" && cd "$1" && pwd)
+build=$(mkdir -p "${1:?usage: run.sh [--tiny|--reuse|--ab|--ttft] BUILD}" && cd "$1" && pwd)
 cache=$build/cache
 t0=$SECONDS
 
@@ -99,6 +111,12 @@ elif ((ab)); then
 	ko=$build/bench-ab/mod-b/$kver/kvtier.ko
 	out=$build/bench-ab/vm
 	size=1G timeout=900 mode=ab mem=2G
+elif ((ttft)); then
+	build_module "$build/bench-ttft/mod/$kver"
+	make -s -C "$top/lib"
+	ko=$build/bench-ttft/mod/$kver/kvtier.ko
+	out=$build/bench-ttft/vm
+	size=1G timeout=3600 mode=ttft mem=3G
 elif ((reuse)); then
 	build_module "$build/bench-reuse/mod/$kver"
 	ko=$build/bench-reuse/mod/$kver/kvtier.ko
@@ -125,6 +143,11 @@ guest=("$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko")
 	KVTIER_REUSE_ROUNDS="${KVTIER_REUSE_ROUNDS:-2}"
 	KVTIER_REUSE_CHECKSUM="${KVTIER_REUSE_CHECKSUM:-}"
 	"$top/tests/bench/reuse-guest.sh" "$build" "$out" "$ko")
+((ttft)) && guest=(env KVTIER_TTFT_RUNS="${KVTIER_TTFT_RUNS:-}"
+	KVTIER_TTFT_SUFFIX="${KVTIER_TTFT_SUFFIX:-}"
+	KVTIER_TTFT_DECODE="${KVTIER_TTFT_DECODE:-}"
+	KVTIER_TTFT_BUDGET_MB="${KVTIER_TTFT_BUDGET_MB:-}"
+	"$top/tests/bench/ttft-guest.sh" "$build" "$out" "$ko")
 ((ab)) && guest=(env KVTIER_AB_ROUNDS="${KVTIER_AB_ROUNDS:-2}"
 	KVTIER_AB_WORKLOADS="${KVTIER_AB_WORKLOADS:-restore writeback}"
 	KVTIER_AB_CHECKSUM="${KVTIER_AB_CHECKSUM:-}"
@@ -143,6 +166,18 @@ rows=0
 [[ -f $out/bench.csv ]] && rows=$(($(wc -l <"$out/bench.csv") - 1))
 if ((tiny)); then
 	echo "bench: tiny run: $rows row(s), status $rc, $((SECONDS - t0)) s"
+	((rc == 0 && rows > 0))
+	exit
+fi
+if ((ttft)); then
+	rows=0
+	[[ -f $out/ttft.csv ]] && rows=$(($(wc -l <"$out/ttft.csv") - 1))
+	if ((rows > 0)); then
+		cp "$out/ttft.csv" "$out/fio.csv" "$build/bench-ttft/"
+		/usr/bin/python3 "$top/tests/bench/ttft-report.py" \
+			"$build/bench-ttft" | tee "$build/bench-ttft/table.txt"
+	fi
+	echo "bench: ttft: $rows rows in $build/bench-ttft/ttft.csv, status $rc, $((SECONDS - t0)) s"
 	((rc == 0 && rows > 0))
 	exit
 fi
