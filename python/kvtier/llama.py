@@ -412,8 +412,8 @@ class Llama(torch.nn.Module):
 
     def _chunk(self, tokens: torch.Tensor, start: int,
                cache: PagedKVCache) -> torch.Tensor:
-        """Run tokens at ``start..`` (within one block) over the cache; store
-        their K/V, commit them, return the final hidden states [n, hidden]."""
+        """Run tokens at ``start..`` over the cache; store their K/V, commit
+        them, return the final hidden states [n, hidden]."""
         c, n = self.config, tokens.shape[0]
         pos = torch.arange(start, start + n, device=self.device)
         end = start + n
@@ -445,14 +445,30 @@ class Llama(torch.nn.Module):
 
     @torch.no_grad()
     def prefill(self, tokens: Sequence[int] | torch.Tensor,
-                cache: PagedKVCache, last_only: bool = False) -> torch.Tensor:
+                cache: PagedKVCache, last_only: bool = False,
+                chunk_tokens: int | None = None) -> torch.Tensor:
         """Run ``tokens`` from position ``cache.length`` on, filling the cache.
 
         Works on an empty cache and after imported prefix blocks alike.
         Returns float32 logits [n, vocab] of every token, or [vocab] of the
         last with ``last_only`` (which still runs the lm head over whole
         chunks, so its bits are those of the full result's last row).
+
+        By default the tokens run one KV block at a time (chunks end on
+        block boundaries), so a prompt prefilled whole and one prefilled
+        after restored blocks do the same arithmetic on every row: that is
+        what makes their logits equal bit for bit. ``chunk_tokens`` runs
+        chunks of that many tokens instead, as an engine's (chunked)
+        prefill does: faster, but its bits may differ from the default's
+        in the last places (matrix kernels may pick another reduction
+        order for another number of rows), so it is for timing a
+        recompute, not for the bit-identity checks.
         """
+        if chunk_tokens is not None and (
+                isinstance(chunk_tokens, bool)
+                or not isinstance(chunk_tokens, int) or chunk_tokens <= 0):
+            raise ValueError("chunk_tokens must be a positive int, "
+                             f"not {chunk_tokens!r}")
         ids = torch.as_tensor(tokens, dtype=torch.long).reshape(-1)
         ids = ids.to(self.device)
         bt, n = self.config.block_tokens, ids.shape[0]
@@ -464,7 +480,10 @@ class Llama(torch.nn.Module):
         done = 0
         while done < n:
             start = start0 + done
-            m = min(bt - start % bt, n - done)
+            if chunk_tokens is None:
+                m = min(bt - start % bt, n - done)
+            else:
+                m = min(chunk_tokens, n - done)
             h = self._chunk(ids[done:done + m], start, cache)
             if not last_only or done + m == n:
                 out.append(F.linear(h, self.lm_head).float())

@@ -137,6 +137,35 @@ class Reuse(unittest.TestCase):
         last = model.prefill(ids, model.new_cache(), last_only=True)
         self.assertTrue(torch.allclose(last, want[-1], atol=1e-4))
 
+    def test_chunk_tokens(self) -> None:
+        # Engine-style chunks (across block boundaries, a partial last
+        # chunk, one chunk for all) fill the same cache and match the
+        # reference; the cache they leave decodes on.
+        model = llama.Llama(llama.tiny(), seed=9)
+        ids = tokens(9, 70, model.config.vocab)
+        want = reference(model, ids)
+        by_block = model.new_cache()
+        model.prefill(ids, by_block)
+        for chunk in (1, 24, 64, 70, 500):
+            with self.subTest(chunk=chunk):
+                cache = model.new_cache()
+                got = model.prefill(ids, cache, chunk_tokens=chunk)
+                self.assertEqual(got.shape, want.shape)
+                self.assertTrue(torch.allclose(got, want, atol=1e-4))
+                self.assertEqual(cache.length, 70)
+                self.assertEqual(cache.full_blocks, 4)
+                for i in range(4):
+                    self.assertTrue(torch.allclose(
+                        cache.export_block(i).view(model.config.dtype),
+                        by_block.export_block(i).view(model.config.dtype),
+                        atol=1e-5))
+                last = model.prefill(ids, model.new_cache(), last_only=True,
+                                     chunk_tokens=chunk)
+                self.assertTrue(torch.allclose(last, want[-1], atol=1e-4))
+        for bad in (0, -16, 2.5, True):
+            with self.subTest(bad=bad), self.assertRaises(ValueError):
+                model.prefill(ids, model.new_cache(), chunk_tokens=bad)
+
     def test_seeded(self) -> None:
         cfg = llama.tiny()
         a, b = llama.Llama(cfg, seed=1), llama.Llama(cfg, seed=1)
