@@ -21,7 +21,13 @@
 #   5. where PyTorch is installed, runs an unmodified torch script under the
 #      shim in each mode and checks a tensor's bytes;
 #   6. prints `kvtierctl gpu`, the verdict on each mode and why (where
-#      kvtierctl can be built).
+#      kvtierctl can be built);
+#   7. where PyTorch has CUDA, times the first token of kvtier.llama's
+#      decoder at Llama-3.1-8B's shape (fp16, random weights) for 8K and
+#      16K-token prompts: a chunked prefill of the whole prompt against
+#      restoring its KV blocks from pinned host memory into the GPU cache
+#      and prefilling only a suffix (tests/gpu/ttft.py; bit identity of
+#      the two paths' logits is checked).
 # Where the kvtier module is not loaded (a machine that cannot load it),
 # the shim's documented fallback applies (hmm passes through, managed is
 # unregistered) and is reported as such, not as a failure.
@@ -138,6 +144,14 @@ else
 			"LD_LIBRARY_PATH=$top/lib:${LD_LIBRARY_PATH:-}" \
 			timeout -k 5 90 python3 "$top/tests/gpu/torch_probe.py" || fail=1
 	done
+fi
+
+step "time to first token at Llama-3.1-8B's shape: recompute vs restore"
+if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+	echo "skipped: no PyTorch with CUDA here"
+else
+	env PYTHONUNBUFFERED=1 KVTIER_LIBRARY="$top/lib/libkvtier.so.0" \
+		timeout -k 5 240 python3 "$top/tests/gpu/ttft.py" || fail=1
 fi
 
 step "result"
