@@ -74,17 +74,8 @@ static inline void kvtier_bdev_close(struct kvtier_bdev *kb, void *holder)
 #error "kvtier: no known exclusive block device open API (see kmod/conftest)"
 #endif
 
-/*
- * CRC32C of page data. The kernel's library implementation (lib/crc32.c)
- * is built in on every supported kernel, unlike libcrc32c, which is a
- * module and would have to be loaded first.
- */
-#ifdef HAVE_CRC32C_LE
-static inline u32 kvtier_crc32c(const void *p, size_t len)
-{
-	return __crc32c_le(~0U, p, len);
-}
-#else
+/* crc.c's fallback and reference: the kernel library's crc32c. */
+#ifndef HAVE_CRC32C_LE
 #error "kvtier: no built-in crc32c (see kmod/conftest)"
 #endif
 

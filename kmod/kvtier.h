@@ -13,6 +13,8 @@
  *   region.c   a region's life: made, published, destroyed
  *   pin.c      KVTIER_IOC_PIN/UNPIN: pins per binding, their bounds
  *   crcs.c     a region's page CRCs, stored sparsely
+ *   crc.c      computing a CRC32C: the fastest implementation the kernel
+ *              has, chosen at load (the crc32c= parameter)
  *   users.c    what each uid holds in a tier; the per-user bounds
  *   pool.c     the host page pool: budget, page alloc/free, LRU, eviction
  *              (kvtier_evict_page: where a page is evicted), the
@@ -702,6 +704,11 @@ int kvtier_user_charge_pins(struct kvtier_tier *tier, kuid_t uid,
 void kvtier_user_uncharge_pins(struct kvtier_tier *tier, kuid_t uid,
 			       unsigned long nr);
 void kvtier_users_destroy(struct kvtier_tier *tier);
+
+/* crc.c */
+u32 kvtier_crc32c(const void *p, size_t len);
+int kvtier_crc_module_init(void);
+void kvtier_crc_module_exit(void);
 
 /* crcs.c */
 int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);

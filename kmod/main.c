@@ -3,7 +3,8 @@
  * kvtier: a memory tier for LLM KV data below the GPU.
  *
  * Module load and unload: the num_tiers parameter, the "kvtier" class,
- * the character device region and one tier per minor.
+ * the character device region and one tier per minor (crc.c has the
+ * crc32c parameter).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -84,10 +85,13 @@ static int __init kvtier_init(void)
 	if (!kvtier_tiers)
 		return -ENOMEM;
 
+	ret = kvtier_crc_module_init();
+	if (ret)
+		goto err_free;
 	ret = -ENOMEM;
 	kvtier_page_cache = KMEM_CACHE(kvtier_page, 0);
 	if (!kvtier_page_cache)
-		goto err_free;
+		goto err_crc;
 	ret = kvtier_slots_module_init();
 	if (ret)
 		goto err_cache;
@@ -152,6 +156,8 @@ err_slots:
 	kvtier_slots_module_exit();
 err_cache:
 	kmem_cache_destroy(kvtier_page_cache);
+err_crc:
+	kvtier_crc_module_exit();
 err_free:
 	kfree(kvtier_tiers);
 	return ret;
@@ -168,6 +174,7 @@ static void __exit kvtier_exit(void)
 	destroy_workqueue(kvtier_wq);
 	kvtier_slots_module_exit();
 	kmem_cache_destroy(kvtier_page_cache);
+	kvtier_crc_module_exit();
 	kfree(kvtier_tiers);
 	pr_info("unloaded\n");
 }

@@ -1871,4 +1871,158 @@ TEST_F_TIMEOUT(persist, format_destroys_regions, 300)
 	ASSERT_EQ(-1, check_name(0, "doomed", MiB, 98));
 }
 
+/* @len bytes of xorshift64 output from @seed: no structure a CRC could share. */
+static void rfill(unsigned char *p, size_t len, unsigned long long seed)
+{
+	unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = x >> 56;
+	}
+}
+
+/* A new persistent region @name of bytes @data, synced and closed. 0 or -errno. */
+static int put_bytes(const char *name, const unsigned char *data, size_t len)
+{
+	int fd = open_name(0, name, len, NEW_PERSIST, 0600), ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (pwrite(fd, data, len, 0) != (ssize_t)len || fsync(fd))
+		ret = errno ? -errno : -EIO;
+	close(fd);
+	return ret;
+}
+
+/* 0 if region @name reads back as @want (pread, CRCs checked), else -1 or -errno. */
+static int get_bytes(const char *name, const unsigned char *want, size_t len)
+{
+	unsigned char *got = malloc(len);
+	int fd = open_name(0, name, 0, 0, 0), ret = -1;
+
+	if (fd >= 0 && got && pread(fd, got, len, 0) == (ssize_t)len)
+		ret = memcmp(got, want, len) ? -1 : 0;
+	else if (fd < 0)
+		ret = fd;
+	if (fd >= 0)
+		close(fd);
+	free(got);
+	return ret;
+}
+
+/* The crc32c= the loaded module reports. */
+static int crc_in_use(char *buf, size_t len)
+{
+	return kvt_read("/sys/module/kvtier/parameters/crc32c", buf, len);
+}
+
+/*
+ * Every CRC on the namespace (page records, superblock, checkpoint) has
+ * one value whatever computes it (kmod/crc.c): regions written under the
+ * crypto API's fastest crc32c are read back, CRCs checked, under the
+ * kernel library's (crc32c=lib, what modules before crc.c used) and the
+ * other way round; the page CRCs recorded by both are a user-space
+ * CRC32C's; crc32c-generic reads both. A crc32c= that names no usable
+ * crc32c driver fails the load.
+ */
+TEST_F_TIMEOUT(persist, crc_implementations_agree, 300)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+	const char *names[2] = { "crc:best", "crc:lib" };
+	const size_t len = 4 * MiB + 3 * PAGE;
+	const struct kvtier_disk_page *pages;
+	const struct kvtier_disk_region *r;
+	unsigned char *data[2];
+	char best[64], buf[256];
+	unsigned long long i;
+	struct ckpt c;
+	int k, ret;
+
+	ASSERT_EQ(0, crc_in_use(best, sizeof(best)));
+	TH_LOG("crc32c by %s", best);
+	if (!strcmp(best, "lib"))
+		SKIP(return, "the crypto API has no crc32c here: nothing to compare the library with");
+	for (k = 0; k < 2; k++) {
+		data[k] = malloc(len);
+		ASSERT_NE(NULL, data[k]);
+		rfill(data[k], len, 100 + k);
+	}
+
+	/* Written under the best driver, read under the library. */
+	ASSERT_EQ(0, put_bytes(names[0], data[0], len));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_unload());
+	ASSERT_EQ(0, kvt_load("num_tiers=2 crc32c=lib"));
+	ASSERT_EQ(0, crc_in_use(buf, sizeof(buf)));
+	ASSERT_STREQ("lib", buf);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
+	ASSERT_EQ(0, get_bytes(names[0], data[0], len));
+	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+	ASSERT_EQ(0, put_bytes(names[1], data[1], len));
+	ASSERT_EQ(0, kvt_unload());
+
+	/* Both implementations recorded the format's CRC of every page. */
+	ASSERT_EQ(0, ckpt_read(ns0, &c));
+	for (k = 0; k < 2; k++) {
+		r = ckpt_region(&c, names[k], &pages);
+		ASSERT_NE(NULL, r);
+		ASSERT_EQ(len / PAGE, le64toh(r->nr_pages));
+		for (i = 0; i < len / PAGE; i++) {
+			unsigned long long idx = le32toh(pages[i].index);
+
+			ASSERT_LT(idx, len / PAGE);
+			ASSERT_EQ(kvt_crc32c(~0U, data[k] + idx * PAGE, PAGE),
+				  le32toh(pages[i].crc));
+		}
+	}
+	free(c.buf);
+
+	/* Written under the library, read under the best driver again. */
+	ASSERT_EQ(0, load_attach(ns0));
+	ASSERT_EQ(0, crc_in_use(buf, sizeof(buf)));
+	ASSERT_STREQ(best, buf);
+	for (k = 0; k < 2; k++)
+		ASSERT_EQ(0, get_bytes(names[k], data[k], len));
+	ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+	ASSERT_EQ(0, kvt_unload());
+
+	/* The generic crypto driver, where there is one, reads both. */
+	ret = kvt_load("num_tiers=2 crc32c=crc32c-generic");
+	if (ret == -ENOENT) {
+		TH_LOG("no crc32c-generic driver here: that step skipped");
+	} else {
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(0, crc_in_use(buf, sizeof(buf)));
+		ASSERT_STREQ("crc32c-generic", buf);
+		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns0));
+		for (k = 0; k < 2; k++)
+			ASSERT_EQ(0, get_bytes(names[k], data[k], len));
+		ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+		ASSERT_EQ(0, kvt_unload());
+	}
+
+	/* Names of no usable crc32c driver: the load fails, nothing is left. */
+	ASSERT_EQ(-ENOENT, kvt_load("crc32c=no-such-crc"));
+	ASSERT_FALSE(kvt_loaded());
+	ret = kvt_load("crc32c=sha256-generic");	/* a hash, not a crc32c */
+	ASSERT_TRUE(ret == -EINVAL || ret == -ENOENT);
+	ASSERT_FALSE(kvt_loaded());
+	memset(buf, 'x', sizeof(buf));
+	memcpy(buf, "crc32c=", 7);
+	buf[200] = '\0';
+	ASSERT_EQ(-EINVAL, kvt_load(buf));
+	ASSERT_FALSE(kvt_loaded());
+
+	ASSERT_EQ(0, load_attach(ns0));
+	self->fd = tier_open(0);
+	ASSERT_GE(self->fd, 0);
+	for (k = 0; k < 2; k++)
+		free(data[k]);
+}
+
 TEST_HARNESS_MAIN

@@ -49,8 +49,11 @@ initrd=$kdir/initrd.gz
 # Modules the tests need inside the guest.  Any that is built in is fine
 # (modprobe reports "builtin"), any that does not exist on this kernel is
 # skipped with a note (e.g. a dm target dropped from one config).
+# crc32c_*: kvtier's crc.c asks the crypto API for "crc32c", which
+# request_module()s them through the initramfs's modprobe.
 WANT_MODS=(nvme nvme_core 9p 9pnet_virtio virtio_pci overlay dm_mod dm_flakey
-	dm_delay ext4 loop nvmet nvmet_tcp nvme_tcp nvme_fabrics configfs)
+	dm_delay ext4 loop nvmet nvmet_tcp nvme_tcp nvme_fabrics configfs
+	crc32c_generic crc32c_intel)
 
 if [[ -n $local_root ]]; then
 	[[ -f $root/boot/vmlinuz-$kver && -d $moddir ]] || {
