@@ -162,7 +162,8 @@ class Reuse(unittest.TestCase):
                 last = model.prefill(ids, model.new_cache(), last_only=True,
                                      chunk_tokens=chunk)
                 self.assertTrue(torch.allclose(last, want[-1], atol=1e-4))
-        for bad in (0, -16, 2.5, True):
+        bads: tuple[Any, ...] = (0, -16, 2.5, True)
+        for bad in bads:
             with self.subTest(bad=bad), self.assertRaises(ValueError):
                 model.prefill(ids, model.new_cache(), chunk_tokens=bad)
 
