@@ -203,7 +203,7 @@ err:
  * kvtier_crc_module_init() - choose the CRC32C implementation (crc32c=)
  *
  * Return: 0, or -errno when crc32c= names a driver that cannot be had
- * (-ENOENT), is not a crc32c or gives other values (-EINVAL, -EBADMSG).
+ * (-ENOENT), is not a crc32c or gives other values (-EINVAL).
  */
 int kvtier_crc_module_init(void)
 {
@@ -211,7 +211,7 @@ int kvtier_crc_module_init(void)
 	int ret;
 
 	if (!strcmp(want, KVT_CRC_LIB))
-		goto lib;
+		return 0;
 	ret = kvtier_crc_get(want[0] ? want : "crc32c", &kvtier_crc_tfm);
 	if (!ret) {
 		pr_info("crc32c by %s\n", crypto_shash_driver_name(kvtier_crc_tfm));
@@ -229,8 +229,6 @@ int kvtier_crc_module_init(void)
 	else
 		pr_info("crc32c by the generic library: the crypto API has no usable crc32c (%d)\n",
 			ret);
-lib:
-	kvtier_crc_tfm = NULL;
 	return 0;
 }
 
