@@ -418,8 +418,12 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /*
- * pwrite: user bytes are first copied into a bounce page, outside any page
- * lock (the source may be a mapping of this region), then into the page.
+ * pwrite: the user's bytes go straight into the region's page, copied with
+ * page faults disabled under the page lock (the source may be a mapping of
+ * this very page, whose fault would wait for that lock); the source is
+ * faulted in before, and a copy cut short by a fault is retried after
+ * faulting it in again, as generic_perform_write() does. A page written
+ * whole is not read back or zero-filled first (kvtier_get_page_blank()).
  * Writing at or past the end: -EFBIG; bound read-only: -EACCES.
  */
 static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
@@ -428,7 +432,6 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct kvtier_file *kf = iocb->ki_filp->private_data;
 	loff_t size, pos = iocb->ki_pos;
 	ssize_t done = 0;
-	void *bounce;
 
 	if (!region)
 		return -ENXIO;
@@ -438,36 +441,56 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	if (iov_iter_count(from) && pos >= size)
 		return -EFBIG;
 	WRITE_ONCE(region->last_use, jiffies);
-	bounce = (void *)__get_free_page(GFP_KERNEL);
-	if (!bounce)
-		return -ENOMEM;
 	while (iov_iter_count(from) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;
 		size_t off = offset_in_page(pos);
 		size_t n = min_t(size_t, PAGE_SIZE - off, iov_iter_count(from));
+		size_t copied, unreadable;
 		struct kvtier_page *kp;
 		enum kvtier_get how;
+		struct page *page;
 
 		n = min_t(loff_t, n, size - pos);
-		if (copy_from_iter(bounce, n, from) != n) {
+		/* Only what can be faulted in: a source cut short is EFAULT. */
+		unreadable = fault_in_iov_iter_readable(from, n);
+		if (unreadable == n) {
 			if (!done)
 				done = -EFAULT;
 			break;
 		}
-		kp = kvtier_get_page(region, index, &how);
+		n -= unreadable;
+		if (!off && n == PAGE_SIZE)
+			kp = kvtier_get_page_blank(region, index, &how);
+		else
+			kp = kvtier_get_page(region, index, &how);
 		if (IS_ERR(kp)) {
 			if (!done)
 				done = PTR_ERR(kp);
 			break;
 		}
-		memcpy_to_page(kp->page, off, bounce, n);
-		kvtier_pool_mark_dirty(region->tier, kp);
-		unlock_page(kp->page);
-		put_page(kp->page);
-		pos += n;
-		done += n;
+		page = kp->page;
+		pagefault_disable();
+		copied = copy_page_from_iter_atomic(page, off, n, from);
+		pagefault_enable();
+		if (how == KVT_GET_BLANK && !kvtier_page_blank_end(kp, copied)) {
+			/* Undone (kp is gone): none of it was written. */
+			iov_iter_revert(from, copied);
+			copied = 0;
+		} else {
+			if (copied)
+				kvtier_pool_mark_dirty(region->tier, kp);
+			unlock_page(page);
+		}
+		put_page(page);
+		pos += copied;
+		done += copied;
+		if (fatal_signal_pending(current)) {
+			if (!done)
+				done = -EINTR;
+			break;
+		}
+		cond_resched();
 	}
-	free_page((unsigned long)bounce);
 	if (done > 0)
 		iocb->ki_pos = pos;
 	return done;

@@ -671,10 +671,14 @@ enum kvtier_get {
 	KVT_GET_MINOR,		/* was resident */
 	KVT_GET_ZERO,		/* never written: zero-filled, no I/O */
 	KVT_GET_MAJOR,		/* read from the namespace */
+	KVT_GET_BLANK,		/* kvtier_get_page_blank(): to be written whole */
 };
 
 struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 				    pgoff_t index, enum kvtier_get *how);
+struct kvtier_page *kvtier_get_page_blank(struct kvtier_region *region,
+					  pgoff_t index, enum kvtier_get *how);
+bool kvtier_page_blank_end(struct kvtier_page *kp, size_t filled);
 bool kvtier_page_ready(struct kvtier_page *kp);
 void kvtier_ra_async(struct kvtier_region *region, pgoff_t index);
 void kvtier_ra_work(struct work_struct *work);

@@ -441,6 +441,71 @@ retry:
 	return kp;
 }
 
+/**
+ * kvtier_get_page_blank() - the page at @index, for a caller that
+ * overwrites every byte of it
+ * @region: the region
+ * @index: page index in @region
+ * @how: what was done: KVT_GET_BLANK, or as kvtier_get_page()
+ *
+ * A resident page is returned as kvtier_get_page() returns it. Any other
+ * is neither read back from the namespace nor zero-filled: *@how is
+ * KVT_GET_BLANK and the page is published locked and not up to date, so
+ * every other user waits for the lock. The caller writes it (holding the
+ * lock) and ends with kvtier_page_blank_end(). Errors as kvtier_get_page().
+ */
+struct kvtier_page *kvtier_get_page_blank(struct kvtier_region *region,
+					  pgoff_t index, enum kvtier_get *how)
+{
+	struct kvtier_page *kp;
+	void *entry;
+	int ret;
+
+	for (;;) {
+		entry = xa_load(&region->pages, index);
+		if (entry && !xa_is_value(entry))
+			return kvtier_get_page(region, index, how);
+		kp = kvtier_page_new(region, index, true);
+		if (IS_ERR(kp))
+			return kp;
+		/* Write-back replaces (or, copy-on-write, defers) the old slot. */
+		if (entry)
+			kp->slot = kvt_shadow_slot(entry);
+		ret = kvtier_page_publish(kp, entry);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret)
+			return ERR_PTR(ret);
+		get_page(kp->page);
+		*how = KVT_GET_BLANK;
+		return kp;
+	}
+}
+
+/**
+ * kvtier_page_blank_end() - a KVT_GET_BLANK page was written
+ * @kp: the page, locked, with the caller's reference
+ * @filled: bytes the caller wrote from its start
+ *
+ * All of it, or a page that was never written before (the rest reads as
+ * zero): it is up to date, and still locked; returns true. A short write
+ * over a page that is on the namespace cannot be completed without reading
+ * it: the page is undone as a failed read is (unlocked, the slot back in
+ * the xarray, the caller's reference still to drop) and false returned:
+ * nothing of the write took effect.
+ */
+bool kvtier_page_blank_end(struct kvtier_page *kp, size_t filled)
+{
+	if (filled < PAGE_SIZE && kp->slot != KVTIER_NO_SLOT) {
+		kvtier_page_unread(kp);
+		return false;
+	}
+	if (filled < PAGE_SIZE)
+		memzero_page(kp->page, filled, PAGE_SIZE - filled);
+	kvt_pg_set(kp, KVT_PG_UPTODATE);
+	return true;
+}
+
 /* Regions of a tier whose WILLNEED prefetch may be queued at once. */
 #define KVTIER_PREFETCH_MAX	16
 

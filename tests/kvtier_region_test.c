@@ -330,6 +330,148 @@ TEST_F_TIMEOUT(tier, clean_pages_evict_without_io, 300)
 	munmap(p, len);
 }
 
+/* Pages of @fd: pattern @seed (by offset) in [@off, @off + @len)? */
+static int region_has(int fd, size_t off, size_t len, unsigned long long base,
+		      unsigned long long seed)
+{
+	unsigned char *buf = malloc(len);
+	int ok;
+
+	if (!buf)
+		return 0;
+	ok = pread(fd, buf, len, off) == (ssize_t)len &&
+	     kvt_check(buf, len, base, seed) == -1;
+	free(buf);
+	return ok;
+}
+
+/*
+ * pwrite of whole pages over pages that are only on the namespace does not
+ * read them back (read_pages does not move); a partial page still merges
+ * with the bytes on the namespace. A source that faults part way is a
+ * short write (EFAULT for nothing at all), with the rest untouched: zero
+ * on a page never written, the old bytes on one that was.
+ */
+TEST_F_TIMEOUT(tier, pwrite_whole_pages_are_not_read_back, 300)
+{
+	size_t len = 2 * MiB;
+	struct kvtier_region_create rc = { .size = len };
+	unsigned char *buf, *two;
+	long long reads;
+	size_t off;
+	int fd2;
+
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	kvt_fill(buf, len, 0, 61);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+
+	/* The first MiB whole, in 64 KiB writes: nothing is read. */
+	reads = kvt_stat(0, "read_pages");
+	for (off = 0; off < MiB; off += 64 * 1024) {
+		kvt_fill(buf, 64 * 1024, off, 62);
+		ASSERT_EQ(64 * 1024, pwrite(self->fd, buf, 64 * 1024, off));
+	}
+	ASSERT_EQ(reads, kvt_stat(0, "read_pages"));
+	/* 200 bytes inside an evicted page: that page is read back. */
+	kvt_fill(buf, 200, MiB + 104, 63);
+	ASSERT_EQ(200, pwrite(self->fd, buf, 200, MiB + 104));
+	ASSERT_LT(reads, kvt_stat(0, "read_pages"));
+
+	/* Through the namespace again, then every byte. */
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(self->fd, 0, MiB, 0, 62));
+	ASSERT_TRUE(region_has(self->fd, MiB, 104, MiB, 61));
+	ASSERT_TRUE(region_has(self->fd, MiB + 104, 200, MiB + 104, 63));
+	ASSERT_TRUE(region_has(self->fd, MiB + 304, MiB - 304, MiB + 304, 61));
+
+	/* A source whose second half is not mapped. */
+	two = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, two);
+	ASSERT_EQ(0, munmap(two + PAGE, PAGE));
+	kvt_fill(two + PAGE / 2, PAGE / 2, 3 * PAGE, 64);
+	/* Over an evicted page: its first half new, the rest as it was. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(PAGE / 2, pwrite(self->fd, two + PAGE / 2, PAGE, 3 * PAGE));
+	/* Nothing readable at all: EFAULT, nothing written. */
+	ASSERT_EQ(-1, pwrite(self->fd, two + PAGE, PAGE, 4 * PAGE));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(self->fd, 3 * PAGE, PAGE / 2, 3 * PAGE, 64));
+	ASSERT_TRUE(region_has(self->fd, 3 * PAGE + PAGE / 2, PAGE / 2,
+			       3 * PAGE + PAGE / 2, 62));
+	ASSERT_TRUE(region_has(self->fd, 4 * PAGE, PAGE, 4 * PAGE, 62));
+
+	/* Over a page never written: the first half new, the rest zero. */
+	fd2 = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fd2, 0);
+	ASSERT_EQ(0, ioctl(fd2, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(PAGE / 2, pwrite(fd2, two + PAGE / 2, PAGE, 3 * PAGE));
+	ASSERT_EQ((ssize_t)PAGE, pread(fd2, buf, PAGE, 3 * PAGE));
+	ASSERT_EQ(-1, kvt_check(buf, PAGE / 2, 3 * PAGE, 64));
+	for (off = PAGE / 2; off < PAGE; off++)
+		ASSERT_EQ(0, buf[off]);
+	/* Whole pages over pages never written read back as written. */
+	kvt_fill(buf, len, 0, 65);
+	ASSERT_EQ((ssize_t)len, pwrite(fd2, buf, len, 0));
+	ASSERT_EQ(0, fsync(fd2));
+	ASSERT_EQ(0, posix_fadvise(fd2, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(fd2, 0, len, 0, 65));
+	close(fd2);
+	munmap(two, PAGE);
+	free(buf);
+}
+
+/*
+ * pwrite from a mapping of the same region: of other pages, of the very
+ * page written, resident or evicted (the copy faults the source in while
+ * the destination is being written; nothing deadlocks or mixes).
+ */
+TEST_F_TIMEOUT(tier, pwrite_from_own_mapping, 300)
+{
+	size_t len = 2 * BUDGET_MB * MiB;
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
+	int round;
+
+	ASSERT_NE(MAP_FAILED, p);
+	for (round = 0; round < 2; round++) {
+		kvt_fill(p, len, 0, 71);
+		if (round) {
+			/* Everything only on the namespace. */
+			ASSERT_EQ(0, fsync(self->fd));
+			ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0,
+						   POSIX_FADV_DONTNEED));
+			ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+		}
+		/* Pages 0..3 onto 8..11, and page 2 onto itself. */
+		ASSERT_EQ(4 * PAGE, pwrite(self->fd, p, 4 * PAGE, 8 * PAGE));
+		ASSERT_EQ((ssize_t)PAGE, pwrite(self->fd, p + 2 * PAGE, PAGE,
+						2 * PAGE));
+		/* Pages 16..23 onto 40..48, 8 bytes off the page boundary. */
+		ASSERT_EQ(8 * PAGE, pwrite(self->fd, p + 16 * PAGE, 8 * PAGE,
+					   40 * PAGE + 8));
+		ASSERT_EQ(-1, kvt_check(p, 8 * PAGE, 0, 71));
+		ASSERT_EQ(-1, kvt_check(p + 8 * PAGE, 4 * PAGE, 0, 71));
+		ASSERT_EQ(-1, kvt_check(p + 12 * PAGE, 28 * PAGE + 8, 12 * PAGE, 71));
+		ASSERT_EQ(-1, kvt_check(p + 40 * PAGE + 8, 8 * PAGE, 16 * PAGE, 71));
+		ASSERT_EQ(-1, kvt_check(p + 48 * PAGE + 8, len - 48 * PAGE - 8,
+					48 * PAGE + 8, 71));
+	}
+	/* And back from the namespace. */
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(-1, kvt_check(p + 8 * PAGE, 4 * PAGE, 0, 71));
+	ASSERT_EQ(-1, kvt_check(p + 40 * PAGE + 8, 8 * PAGE, 16 * PAGE, 71));
+	munmap(p, len);
+}
+
 /* A dirty page is written back by fsync and DONTNEED, then reads back. */
 TEST_F_TIMEOUT(tier, fsync_and_dontneed_write_back, 300)
 {
