@@ -369,17 +369,26 @@ struct kvtier_region *kvtier_file_region(struct file *file)
 	return region;
 }
 
-/* pread: bytes of the region; absent pages read as zero without I/O. */
+/*
+ * pread: bytes of the region; absent pages read as zero without I/O. The
+ * pages of the request that are only on the namespace are read ahead of
+ * the copy, as far as the request goes (kvtier_read_request()).
+ */
 static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
 	loff_t size, pos = iocb->ki_pos;
+	pgoff_t last, next;
 	ssize_t done = 0;
 
 	if (!region)
 		return -ENXIO;
 	WRITE_ONCE(region->last_use, jiffies);
 	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	if (pos >= size || !iov_iter_count(to))
+		return 0;
+	last = (min_t(loff_t, size, pos + iov_iter_count(to)) - 1) >> PAGE_SHIFT;
+	next = pos >> PAGE_SHIFT;
 	while (iov_iter_count(to) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;
 		size_t off = offset_in_page(pos);
@@ -389,6 +398,8 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		size_t copied;
 
 		n = min_t(loff_t, n, size - pos);
+		if (last > index)
+			kvtier_read_request(region, index, last, &next);
 		if (!xa_load(&region->pages, index)) {
 			copied = iov_iter_zero(n, to);
 		} else {

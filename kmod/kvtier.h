@@ -681,6 +681,8 @@ struct kvtier_page *kvtier_get_page_blank(struct kvtier_region *region,
 bool kvtier_page_blank_end(struct kvtier_page *kp, size_t filled);
 bool kvtier_page_ready(struct kvtier_page *kp);
 void kvtier_ra_async(struct kvtier_region *region, pgoff_t index);
+void kvtier_read_request(struct kvtier_region *region, pgoff_t index,
+			 pgoff_t last, pgoff_t *next);
 void kvtier_ra_work(struct work_struct *work);
 void kvtier_prefetch(struct kvtier_region *region, pgoff_t first,
 		     pgoff_t last);

@@ -441,6 +441,87 @@ retry:
 	return kp;
 }
 
+/*
+ * Start reading every page of [@first, @last] that is only on the
+ * namespace, in bios of up to BIO_MAX_VECS pages (@kps has room for as
+ * many), counting them in @stat. Walks only the entries that are on the
+ * namespace, yields the CPU between bios, charges only free budget.
+ * Returns 0, or -ENOBUFS (the budget is full), another -errno (a bio could
+ * not be started), -ENXIO (the region is being destroyed): it stopped.
+ */
+static int kvtier_read_range(struct kvtier_region *region, pgoff_t first,
+			     pgoff_t last, struct kvtier_page **kps,
+			     enum kvtier_stat stat)
+{
+	unsigned long index = first;
+	void *entry;
+	int n;
+
+	while ((entry = xa_find(&region->pages, &index, last, XA_PRESENT))) {
+		if (!refcount_read(&region->users))
+			return -ENXIO;
+		n = 0;
+		if (xa_is_value(entry)) {
+			n = kvtier_read_run(region, index,
+					    min_t(pgoff_t, BIO_MAX_VECS,
+						  last - index + 1), kps);
+			if (n < 0)
+				return n;
+			kvtier_count(region->tier, stat, n);
+		}
+		if (index + max(n, 1) - 1 >= last)
+			break;
+		index += max(n, 1);
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
+ * How far ahead of a pread the pages it asked for are kept submitted:
+ * half of max_inflight_kb (room for write-back), a quarter of the budget
+ * (pages read ahead must not push out those about to be copied).
+ */
+static pgoff_t kvtier_request_ahead(struct kvtier_tier *tier)
+{
+	return max(1UL, min(kvtier_kb_pages(READ_ONCE(tier->knobs.max_inflight_kb) / 2),
+			    kvtier_budget_pages(tier) / 4));
+}
+
+/**
+ * kvtier_read_request() - readahead sized to a pread
+ * @region: the region
+ * @index: the page the caller copies next
+ * @last: the last page of its request
+ * @next: the first page not yet submitted for this request (start with
+ *        @index); advanced here
+ *
+ * Keeps the request's pages that are only on the namespace submitted up to
+ * kvtier_request_ahead() pages past @index, in bios as large as the runs
+ * of consecutive slots allow, without waiting for budget (a page it could
+ * not take is read by kvtier_get_page() as before, and submitting resumes
+ * half a distance on). Called before each page; submits again when less
+ * than half the distance is left.
+ */
+void kvtier_read_request(struct kvtier_region *region, pgoff_t index,
+			 pgoff_t last, pgoff_t *next)
+{
+	pgoff_t ahead = kvtier_request_ahead(region->tier), end;
+	struct kvtier_page **kps;
+
+	*next = max(*next, index);
+	if (*next > last || *next - index > ahead / 2)
+		return;
+	end = min(last, index + ahead);
+	kps = kmalloc_array(BIO_MAX_VECS, sizeof(*kps), GFP_KERNEL);
+	if (kps && kvtier_read_range(region, *next, end, kps,
+				     KVT_STAT_READAHEAD) == 0)
+		*next = end + 1;
+	else	/* budget full or no memory: page by page for a while */
+		*next = min(last + 1, index + ahead / 2 + 1);
+	kfree(kps);
+}
+
 /**
  * kvtier_get_page_blank() - the page at @index, for a caller that
  * overwrites every byte of it
@@ -537,34 +618,14 @@ void kvtier_prefetch_work(struct work_struct *work)
 						    pf_work);
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_page **kps;
-	unsigned long index;
 	pgoff_t first, last;
-	void *entry;
-	int n;
 
 	kps = kmalloc_array(BIO_MAX_VECS, sizeof(*kps), GFP_KERNEL);
 	while (kps && kvtier_prefetch_take(region, &first, &last)) {
-		index = first;
-		while ((entry = xa_find(&region->pages, &index, last,
-					XA_PRESENT))) {
-			if (!refcount_read(&region->users))
-				goto out;
-			n = 0;
-			if (xa_is_value(entry)) {
-				n = kvtier_read_run(region, index,
-						    min_t(pgoff_t, BIO_MAX_VECS,
-							  last - index + 1), kps);
-				if (n < 0)
-					goto out;
-				kvtier_count(tier, KVT_STAT_PREFETCH, n);
-			}
-			if (index + max(n, 1) - 1 >= last)
-				break;
-			index += max(n, 1);
-			cond_resched();
-		}
+		if (kvtier_read_range(region, first, last, kps,
+				      KVT_STAT_PREFETCH) < 0)
+			break;
 	}
-out:
 	kfree(kps);
 	atomic_dec(&tier->nr_prefetch);
 	kvtier_region_put(region);
