@@ -5,19 +5,26 @@
 # builds of kvtier.ko, A (the baseline) and B (the change), measured in the
 # same boot on the same namespace (serial kvt0), alternating A B A B ...,
 # with raw fio sequential 1 MiB read and write at iodepth 1 and 32 first,
-# so every kvtier row has its ceiling from the same boot.
+# so every kvtier row has its ceiling from the same boot (and crcspeed's
+# CRC32C rates of the guest CPU before that).
 #
 # Per module and round: insmod, attach, host_budget_mb = 64, then
 #   restore    kvbench restore (B/2 = 32 MiB written, DONTNEED, read back)
 #   writeback  kvbench --ratio 2 writeback (128 MiB through a 64 MiB pool)
 #   decode     kvbench --ratio 2 --nseq 4 --steps 2 decode (make bench's row)
 #   churn      kvbench --ratio 2 --nseq 8 --tokens 128 churn (likewise)
+#   pwrite     kvbench pwrite: the restore's size written by pwrite in 4 MiB
+#              calls, then fsync
+#   pread      kvbench pread: the same written, dropped, read back by pread
+#              in 4 MiB calls and checked
 # then detach and rmmod. The module's stats, latency and io files after
 # each run go to OUT/<label>-<round>-*.txt.
 #
 # Knobs: KVTIER_AB_ROUNDS (2), KVTIER_AB_WORKLOADS ("restore writeback"),
 # KVTIER_AB_CHECKSUM (0 or 1; unset: the module's default),
-# KVTIER_AB_RESTORE_MB (32).
+# KVTIER_AB_RESTORE_MB (32), KVTIER_AB_PARAMS_A and KVTIER_AB_PARAMS_B
+# (module parameters for insmod of A and of B, e.g. crc32c=lib; with
+# KVTIER_AB_BASE=HEAD that measures one build under two parameters).
 #
 # usage: tests/bench/ab-guest.sh BUILD OUT KO_A KO_B
 #   writes OUT/bench.csv (header + rows); progress on stderr
@@ -34,6 +41,8 @@ rounds=${KVTIER_AB_ROUNDS:-2}
 workloads=${KVTIER_AB_WORKLOADS:-restore writeback}
 checksum=${KVTIER_AB_CHECKSUM:-}
 restore_mb=${KVTIER_AB_RESTORE_MB:-32}
+params_a=${KVTIER_AB_PARAMS_A:-}
+params_b=${KVTIER_AB_PARAMS_B:-}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 py=/usr/bin/python3
 sys=/sys/class/kvtier/kvtier0
@@ -54,6 +63,10 @@ done
 log "ab: namespace $ns; budget $budget MiB; rounds $rounds; $workloads"
 
 "$kvb" --header >"$csv"
+
+# What a CRC32C costs here, by table and by the crc32 instruction: under
+# TCG the instruction is the slower one (tools/bench/crcspeed.c).
+"$build/bench/crcspeed" 64 | sed 's/^/crcspeed guest: /' >&2
 
 # Raw ceiling first (writes before reads: sparse blocks read for free).
 jobs=()
@@ -85,9 +98,12 @@ fi
 
 # run LABEL ROUND KO: one module's workloads.
 run() {
-	local label=$1 round=$2 ko=$3 w rows
-	if ! insmod "$ko" num_tiers=1; then
-		log "FAILED: insmod $ko"
+	local label=$1 round=$2 ko=$3 w rows params
+	params=$params_a
+	[[ $label == B ]] && params=$params_b
+	# shellcheck disable=SC2086 # the parameters are words
+	if ! insmod "$ko" num_tiers=1 $params; then
+		log "FAILED: insmod $ko $params"
 		fail=1
 		return
 	fi
@@ -100,6 +116,8 @@ run() {
 		writeback) set -- --ratio 2 writeback ;;
 		decode) set -- --ratio 2 --nseq 4 --steps 2 decode ;;
 		churn) set -- --ratio 2 --nseq 8 --tokens 128 churn ;;
+		pwrite | pread)
+			set -- --restore-mb "$restore_mb" --chunk-kb 4096 "$w" ;;
 		*) set -- "$w" ;;
 		esac
 		echo 0 >$dbg/latency 2>/dev/null

@@ -33,7 +33,8 @@
 # the working tree (or HEAD with KVTIER_BENCH_SRC=head); boots the VM with
 # 2 GiB and one 1 GiB namespace and runs tests/bench/ab-guest.sh: fio
 # sequential 1 MiB read/write, then restore and write-back rows of A and B
-# alternating. Results: BUILD/bench-ab/{results.csv,table.txt,vm/}.
+# alternating (KVTIER_AB_PARAMS_A/B: module parameters of each). Results:
+# BUILD/bench-ab/{results.csv,table.txt,vm/}.
 # TTFT run: builds like the full run (BUILD/bench-ttft/mod/), boots the VM
 # with 3 GiB and one 1 GiB namespace and runs tests/bench/ttft-guest.sh:
 # kvtier.llama prompts prefilled and their KV blocks stored in a kvstore
@@ -134,6 +135,8 @@ mkdir -p "$out"
 echo "bench: $mode run on $kver, log in $out/console.log"
 # Other VMs on the host distort every number: say how busy it was.
 echo "bench: host load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
+# The host CPU's CRC32C rates, against the guest's (ab-guest.sh).
+((ab)) && "$build/bench/crcspeed" 256 | sed 's/^/bench: crcspeed host: /'
 rc=0
 guest=("$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko")
 # The reuse knobs (tests/bench/reuse-guest.sh) travel into the guest.
@@ -152,6 +155,8 @@ guest=("$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko")
 	KVTIER_AB_WORKLOADS="${KVTIER_AB_WORKLOADS:-restore writeback}"
 	KVTIER_AB_CHECKSUM="${KVTIER_AB_CHECKSUM:-}"
 	KVTIER_AB_RESTORE_MB="${KVTIER_AB_RESTORE_MB:-32}"
+	KVTIER_AB_PARAMS_A="${KVTIER_AB_PARAMS_A:-}"
+	KVTIER_AB_PARAMS_B="${KVTIER_AB_PARAMS_B:-}"
 	"$top/tests/bench/ab-guest.sh" "$build" "$out"
 	"$build/bench-ab/mod-a/$kver/kvtier.ko" "$ko")
 "$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
