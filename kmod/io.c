@@ -290,6 +290,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 	DECLARE_COMPLETION_ONSTACK(done);
 	atomic_t pending = ATOMIC_INIT(1);
 	unsigned int i = 0, j, k, bios = 0;
+	struct blk_plug plug;
 	int ret = 0;
 
 	/* Another read-write attach owns the namespace now (lease.c). */
@@ -298,6 +299,8 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 			errs[k] = -EBUSY;
 		i = nr;
 	}
+	/* The batch's bios go to the device together. */
+	blk_start_plug(&plug);
 	while (i < nr) {
 		struct kvtier_io *io;
 
@@ -321,6 +324,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		bios++;
 		i = j;
 	}
+	blk_finish_plug(&plug);
 	if (!atomic_dec_and_test(&pending))
 		wait_for_completion_io(&done);
 

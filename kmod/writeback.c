@@ -43,16 +43,27 @@ static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
 /*
  * Write back a batch of locked dirty pages of a region; with @evict, drop
  * those that came out clean. Releases every page's lock and reference.
+ * A batch larger than writeback_batch_kb whose arrays could not be had
+ * (-ENOMEM before any I/O) is written in batches of that size instead.
  */
 static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 				     struct kvtier_page **batch,
 				     unsigned int nb, bool evict,
 				     unsigned int *busy)
 {
-	unsigned int i;
-	int ret;
+	unsigned int small = kvtier_writeback_batch(tier), i, n;
+	int ret, err;
 
 	ret = kvtier_writeback_locked(tier, batch, nb);
+	if (ret == -ENOMEM && nb > small) {
+		ret = 0;
+		for (i = 0; i < nb; i += n) {
+			n = min(small, nb - i);
+			err = kvtier_writeback_locked(tier, batch + i, n);
+			if (err && !ret)
+				ret = err;
+		}
+	}
 	for (i = 0; i < nb; i++) {
 		struct kvtier_page *kp = batch[i];
 
@@ -162,6 +173,25 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 	return ret;
 }
 
+/* Pages the range pass writes back at once, at most (8 MiB). */
+#define KVTIER_RANGE_BATCH_MAX	2048
+
+/*
+ * The range pass's batch: half of max_inflight_kb (so several bios are in
+ * flight at once: kvtier_io_write() submits a batch's bios and then waits
+ * for them together), at least writeback_batch_kb, at most
+ * KVTIER_RANGE_BATCH_MAX pages (the batch's pages stay locked while it is
+ * written: readers of them wait).
+ */
+static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
+{
+	unsigned long inflight = kvtier_kb_pages(READ_ONCE(tier->knobs.max_inflight_kb));
+
+	return clamp_t(unsigned long, inflight / 2, kvtier_writeback_batch(tier),
+		       max_t(unsigned int, KVTIER_RANGE_BATCH_MAX,
+			     kvtier_writeback_batch(tier)));
+}
+
 /*
  * Write back the dirty pages of [first, last]; with @evict, also drop every
  * clean page of the range from the pool, going over the range again (a
@@ -175,12 +205,16 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
 {
 	struct kvtier_tier *tier = region->tier;
-	unsigned int batch_max = kvtier_writeback_batch(tier);
+	unsigned int batch_max = kvtier_range_batch(tier);
 	struct kvtier_page **batch;
 	unsigned int busy, pass;
 	int ret = 0, err;
 
-	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
+	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL | __GFP_NOWARN);
+	if (!batch) {
+		batch_max = kvtier_writeback_batch(tier);
+		batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
+	}
 	if (!batch)
 		return -ENOMEM;
 	for (pass = 0; pass < 8; pass++) {

@@ -1156,7 +1156,7 @@ TEST_F_TIMEOUT(persist, fragmentation_bounded, 600)
 	lfd = kvt_loop_attach(FRAG_IMG, 32 * MiB, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
-	/* No eviction: write-back only by fsync, in batches of the knob. */
+	/* No eviction: write-back only by fsync, in batches of at least the knob. */
 	ASSERT_EQ(0, kvt_knob(1, "host_budget_mb", 128));
 	batch = kvt_tier_num(1, "writeback_batch_kb") / 4;
 	ASSERT_LT(0, batch);
