@@ -429,19 +429,60 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /*
+ * The slow way for a piece whose copy under the page lock keeps faulting:
+ * the source is a mapping of this tier that reclaim takes away between the
+ * fault-in and the copy (a pool with little else to evict). Copy it into a
+ * bounce page outside every page lock, then into the page. Returns the
+ * bytes written, or -errno (-EFAULT: nothing could be read).
+ */
+static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
+				    size_t off, size_t n, struct iov_iter *from)
+{
+	struct kvtier_page *kp;
+	enum kvtier_get how;
+	void *bounce;
+	size_t got;
+
+	bounce = (void *)__get_free_page(GFP_KERNEL);
+	if (!bounce)
+		return -ENOMEM;
+	got = copy_from_iter(bounce, n, from);
+	if (!got) {
+		free_page((unsigned long)bounce);
+		return -EFAULT;
+	}
+	kp = kvtier_get_page(region, index, &how);
+	if (IS_ERR(kp)) {
+		iov_iter_revert(from, got);
+		free_page((unsigned long)bounce);
+		return PTR_ERR(kp);
+	}
+	memcpy_to_page(kp->page, off, bounce, got);
+	kvtier_pool_mark_dirty(region->tier, kp);
+	unlock_page(kp->page);
+	put_page(kp->page);
+	free_page((unsigned long)bounce);
+	return got;
+}
+
+/*
  * pwrite: the user's bytes go straight into the region's page, copied with
  * page faults disabled under the page lock (the source may be a mapping of
  * this very page, whose fault would wait for that lock); the source is
  * faulted in before, and a copy cut short by a fault is retried after
- * faulting it in again, as generic_perform_write() does. A page written
- * whole is not read back or zero-filled first (kvtier_get_page_blank()).
- * Writing at or past the end: -EFBIG; bound read-only: -EACCES.
+ * faulting it in again, as generic_perform_write() does; a piece that
+ * copies nothing that way goes through a bounce page
+ * (kvtier_write_bounced()), so a source reclaim keeps taking away cannot
+ * make it spin. A page written whole is not read back or zero-filled first
+ * (kvtier_get_page_blank()). Writing at or past the end: -EFBIG; bound
+ * read-only: -EACCES.
  */
 static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
 	struct kvtier_file *kf = iocb->ki_filp->private_data;
 	loff_t size, pos = iocb->ki_pos;
+	bool bounced = false;
 	ssize_t done = 0;
 
 	if (!region)
@@ -470,6 +511,19 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		}
 		n -= unreadable;
+		if (bounced) {
+			ssize_t ret = kvtier_write_bounced(region, index, off, n,
+							   from);
+
+			if (ret < 0) {
+				if (!done)
+					done = ret;
+				break;
+			}
+			copied = ret;
+			bounced = false;
+			goto next;
+		}
 		if (!off && n == PAGE_SIZE)
 			kp = kvtier_get_page_blank(region, index, &how);
 		else
@@ -493,6 +547,9 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			unlock_page(page);
 		}
 		put_page(page);
+		/* Nothing copied although it was faulted in: bounce it. */
+		bounced = !copied;
+next:
 		pos += copied;
 		done += copied;
 		if (fatal_signal_pending(current)) {

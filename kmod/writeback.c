@@ -43,22 +43,28 @@ static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
 /*
  * Write back a batch of locked dirty pages of a region; with @evict, drop
  * those that came out clean. Releases every page's lock and reference.
- * A batch larger than writeback_batch_kb whose arrays could not be had
- * (-ENOMEM before any I/O) is written in batches of that size instead.
+ * When a batch larger than writeback_batch_kb runs out of memory (its
+ * arrays, a CRC chunk, a bio), the pages still dirty are written again in
+ * batches of that size (those written already are clean and not again).
  */
 static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 				     struct kvtier_page **batch,
 				     unsigned int nb, bool evict,
 				     unsigned int *busy)
 {
-	unsigned int small = kvtier_writeback_batch(tier), i, n;
+	unsigned int small = kvtier_writeback_batch(tier), i, n, nd = 0;
 	int ret, err;
 
 	ret = kvtier_writeback_locked(tier, batch, nb);
 	if (ret == -ENOMEM && nb > small) {
+		/* The dirty ones to the front (the order of @batch is free). */
+		for (i = 0; i < nb; i++) {
+			if (kvt_pg_test(batch[i], KVT_PG_DIRTY))
+				swap(batch[i], batch[nd++]);
+		}
 		ret = 0;
-		for (i = 0; i < nb; i += n) {
-			n = min(small, nb - i);
+		for (i = 0; i < nd; i += n) {
+			n = min(small, nd - i);
 			err = kvtier_writeback_locked(tier, batch + i, n);
 			if (err && !ret)
 				ret = err;
@@ -180,16 +186,17 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
  * The range pass's batch: half of max_inflight_kb (so several bios are in
  * flight at once: kvtier_io_write() submits a batch's bios and then waits
  * for them together), at least writeback_batch_kb, at most
- * KVTIER_RANGE_BATCH_MAX pages (the batch's pages stay locked while it is
- * written: readers of them wait).
+ * KVTIER_RANGE_BATCH_MAX pages and an eighth of the budget (the batch's
+ * pages stay locked while it is collected and written: faults on them
+ * wait, and a budget stall cannot evict them).
  */
 static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
 {
 	unsigned long inflight = kvtier_kb_pages(READ_ONCE(tier->knobs.max_inflight_kb));
+	unsigned long want = min3(inflight / 2, kvtier_budget_pages(tier) / 8,
+				  (unsigned long)KVTIER_RANGE_BATCH_MAX);
 
-	return clamp_t(unsigned long, inflight / 2, kvtier_writeback_batch(tier),
-		       max_t(unsigned int, KVTIER_RANGE_BATCH_MAX,
-			     kvtier_writeback_batch(tier)));
+	return max_t(unsigned long, want, kvtier_writeback_batch(tier));
 }
 
 /*
