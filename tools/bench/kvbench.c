@@ -584,18 +584,24 @@ static void xfill(char *p, size_t len, size_t off, unsigned int v)
 		*(uint64_t *)(p + i) = xpattern(off + i, v);
 }
 
-/* pwrite [0, len) of @m in opt.chunk pieces from @buf, one sample each. */
-static void xwrite(struct map *m, char *buf, size_t len, struct run *r)
+/*
+ * pwrite (@write) or pread [0, len) of @fd in opt.chunk calls from or into
+ * @buf; one latency sample per call in @r, if given.
+ */
+static void xio(int fd, char *buf, size_t len, struct run *r, int write)
 {
+	const char *what = write ? "pwrite" : "pread";
 	size_t off;
 
 	for (off = 0; off < len; ) {
 		size_t n = len - off < opt.chunk ? len - off : opt.chunk;
 		uint64_t t = now_ns();
-		ssize_t got = pwrite(m->fd, buf + off, n, (off_t)off);
+		ssize_t got = write ? pwrite(fd, buf + off, n, (off_t)off) :
+				      pread(fd, buf + off, n, (off_t)off);
 
 		if (got <= 0)
-			die("pwrite at %zu: %s", off, got ? strerror(errno) : "0 bytes");
+			die("%s at %zu: %s", what, off,
+			    got ? strerror(errno) : write ? "0 bytes" : "EOF");
 		if (r)
 			lat_add(&r->lat, now_ns() - t);
 		off += (size_t)got;
@@ -634,7 +640,7 @@ static void wl_pwrite(void)
 	map_new(&m, len);
 	xfill(buf, len, 0, 1);
 	run_start(&r);
-	xwrite(&m, buf, len, &r);
+	xio(m.fd, buf, len, &r, 1);
 	map_sync(&m);
 	r.bytes = len;
 	snprintf(r.note, sizeof(r.note), "pwrite %zu KiB chunks + fsync",
@@ -665,21 +671,12 @@ static void wl_pread(void)
 	r.ratio = (double)len / (double)opt.budget;
 	map_new(&m, len);
 	xfill(buf, len, 0, 2);
-	xwrite(&m, buf, len, NULL);
+	xio(m.fd, buf, len, NULL, 1);
 	map_sync(&m);
 	res = map_evict(&m);
 	memset(buf, 0, len);
 	run_start(&r);
-	for (off = 0; off < len; ) {
-		size_t n = len - off < opt.chunk ? len - off : opt.chunk;
-		uint64_t t = now_ns();
-		ssize_t got = pread(m.fd, buf + off, n, (off_t)off);
-
-		if (got <= 0)
-			die("pread at %zu: %s", off, got ? strerror(errno) : "EOF");
-		lat_add(&r.lat, now_ns() - t);
-		off += (size_t)got;
-	}
+	xio(m.fd, buf, len, &r, 0);
 	r.bytes = len;
 	snprintf(r.note, sizeof(r.note), "pread %zu KiB chunks; resident after evict %.0f%%; verified",
 		 opt.chunk >> 10, res < 0 ? -1 : res * 100);
@@ -1275,7 +1272,7 @@ static void reuse_mmap(int willneed)
  */
 static void wl_restore_pread(void)
 {
-	size_t len = reuse_len(), off;
+	size_t len = reuse_len();
 	struct run r;
 	char *buf;
 	int fd;
@@ -1291,16 +1288,7 @@ static void wl_restore_pread(void)
 	memset(buf, 0, len);
 	reuse_run(&r, "restore-pread", len);
 	run_start(&r);
-	for (off = 0; off < len; ) {
-		size_t n = len - off < opt.chunk ? len - off : opt.chunk;
-		uint64_t t = now_ns();
-		ssize_t got = pread(fd, buf + off, n, (off_t)off);
-
-		if (got <= 0)
-			die("pread at %zu: %s", off, got ? strerror(errno) : "EOF");
-		lat_add(&r.lat, now_ns() - t);
-		off += (size_t)got;
-	}
+	xio(fd, buf, len, &r, 0);
 	reuse_note(&r, "pread %zu KiB chunks into a %zu MiB buffer; resident before 0; verified",
 		   opt.chunk >> 10, len >> 20);
 	if (opt.note)
