@@ -430,6 +430,55 @@ TEST_F_TIMEOUT(tier, pwrite_whole_pages_are_not_read_back, 300)
 }
 
 /*
+ * A pread of pages that are only on the namespace reads them ahead of the
+ * copy in large bios, as far as the request goes, even with fault
+ * readahead off (readahead_kb=0, one page per bio for faults): 512 pages
+ * take a few bios, not 512. A request that ends early reads no further.
+ */
+TEST_F_TIMEOUT(tier, pread_reads_its_request_ahead, 300)
+{
+	size_t len = 2 * MiB;
+	struct kvtier_region_create rc = { .size = 2 * len };
+	long long bios, pages;
+	unsigned char *buf;
+
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	kvt_fill(buf, len, 0, 66);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	kvt_fill(buf, len, len, 66);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, len));
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+
+	bios = kvt_stat(0, "read_bios");
+	pages = kvt_stat(0, "read_pages");
+	memset(buf, 0, len);
+	ASSERT_EQ((ssize_t)len, pread(self->fd, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 66));
+	bios = kvt_stat(0, "read_bios") - bios;
+	pages = kvt_stat(0, "read_pages") - pages;
+	TH_LOG("pread of %zu pages: %lld pages read in %lld bios", len / PAGE,
+	       pages, bios);
+	/* Every page came from the namespace, none past the request. */
+	ASSERT_GE(pages, (long long)(len / PAGE));
+	ASSERT_LE(pages, (long long)(len / PAGE) + 16);
+	ASSERT_LE(bios, (long long)(len / PAGE) / 16);
+	/* The second half was not asked for: still not resident. */
+	ASSERT_LE(kvt_tier_num(0, "resident"), (long long)len + 16 * PAGE);
+
+	/* Short requests (two pages each) still read every byte right. */
+	for (size_t off = len; off < 2 * len; off += 2 * PAGE) {
+		ASSERT_EQ((ssize_t)(2 * PAGE), pread(self->fd, buf, 2 * PAGE, off));
+		ASSERT_EQ(-1, kvt_check(buf, 2 * PAGE, off, 66));
+	}
+	free(buf);
+}
+
+/*
  * pwrite from a mapping of the same region: of other pages, of the very
  * page written, resident or evicted (the copy faults the source in while
  * the destination is being written; nothing deadlocks or mixes).
