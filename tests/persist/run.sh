@@ -323,10 +323,11 @@ cut_boots() {
 			"$guest" "$build" "$o" "$step" "$b" "$wseed" \
 			</dev/null >"$o/boot-$b.log" 2>&1 &
 		rpid=$!
-		# Wait until the workload runs (or the boot ends without it).
+		# Wait until the workload runs (or the boot ends without it):
+		# longer than run.sh's boot-hang watchdog and a second boot.
 		waited=0
 		while [[ ! -e $o/state/started-$b ]] && kill -0 "$rpid" 2>/dev/null &&
-			((waited < 2400)); do
+			((waited < 6000)); do
 			sleep 0.1
 			waited=$((waited + 1))
 		done

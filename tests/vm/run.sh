@@ -58,7 +58,9 @@
 # the memory_pressure hog, failing runs that kvtier had no part in.
 # $KVTIER_VM_TIMEOUT_SCALE (a whole number, default 1) multiplies --timeout,
 # and $KVTIER_VM_MEM is the default of --mem: `make check-debug` sets both
-# for the slow debug kernel.
+# for the slow debug kernel. A guest that has not started the command
+# $KVTIER_VM_BOOT_HANG_S seconds after qemu started (default 150 times the
+# scale) is taken for a boot hang and booted again, as a boot crash is.
 #
 # When the kernel has kmemleak (the debug kernel), the guest scans for
 # leaks after the command (two scans) and writes <outdir>/kmemleak.log; a
@@ -126,6 +128,10 @@ fi
 scale=${KVTIER_VM_TIMEOUT_SCALE:-1}
 [[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: bad KVTIER_VM_TIMEOUT_SCALE" >&2; exit 2; }
 timeout_s=$((timeout_s * scale))
+# A guest that has not started the command this long after qemu started
+# hung while booting (see the retry below). Boots take 10-20 s here.
+boot_hang_s=${KVTIER_VM_BOOT_HANG_S:-$((150 * scale))}
+[[ $boot_hang_s =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: bad KVTIER_VM_BOOT_HANG_S" >&2; exit 2; }
 if [[ -z $kroot && -n ${KVTIER_VM_KERNEL_ROOT:-} && -d $KVTIER_VM_KERNEL_ROOT/lib/modules/$kver ]]; then
 	kroot=$KVTIER_VM_KERNEL_ROOT
 fi
@@ -254,21 +260,53 @@ qemu_cmd=(qemu-system-x86_64
 	# The caller's tree, read-only (see above).
 	"${src_args[@]}")
 
+# boot_watchdog: kill our qemu if the guest has not started the command
+# (guest-init.sh writes guest-started just before it) boot_hang_s after
+# the boot began, and leave .boot-hung for the retry below. Nothing of
+# what is tested runs before that file exists.
+boot_watchdog() {
+	local waited=0 pid
+	while ((waited < boot_hang_s * 10)); do
+		[[ -e $out/guest-started ]] && return 0
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	pid=$(cat "$out/qemu.pid" 2>/dev/null)
+	# Only ever our own qemu.
+	[[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]] ||
+		return 0
+	: >"$out/.boot-hung"
+	kill -9 "$pid"
+}
+
 # boot_vm: run qemu once, console to the terminal and console.log.
-# Sets qemu_rc.  stdin from /dev/null: qemu's -nographic stdio mux must not
-# grab the caller's terminal (or CI's pipe).  -k: SIGKILL if SIGTERM is
-# ignored.
+# Sets qemu_rc, and boot_hung when the watchdog ended a boot that never
+# started the command.  stdin from /dev/null: qemu's -nographic stdio mux
+# must not grab the caller's terminal (or CI's pipe).  -k: SIGKILL if
+# SIGTERM is ignored.
 boot_vm() {
-	local kept=''
+	local kept='' wpid=''
 	((keep_nvme)) && kept=' kept'
 	echo "run.sh: booting $kver (timeout ${timeout_s}s, ${nvme_count}x${kept} nvme $nvme_size, $drive_opts${bd_index:+, blkdebug on nvme$bd_index})" >&2
 	local st
+	rm -f "$out/guest-started" "$out/.boot-hung" "$out/qemu.pid"
 	set +e
+	if ((boot_hang_s < timeout_s)); then
+		boot_watchdog &
+		wpid=$!
+	fi
 	timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" "${nvme_args[@]}" </dev/null 2>&1 |
 		tee "$out/console.log"
 	st=("${PIPESTATUS[@]}")
+	if [[ -n $wpid ]]; then
+		kill "$wpid" 2>/dev/null
+		wait "$wpid" 2>/dev/null
+	fi
 	set -e
 	qemu_rc=${st[0]}
+	boot_hung=0
+	[[ -e $out/.boot-hung ]] && boot_hung=1
+	rm -f "$out/.boot-hung"
 }
 
 start=$(date +%s.%N)
@@ -284,21 +322,29 @@ if [[ $qemu_rc -ne 0 && $qemu_rc -ne 124 && $qemu_rc -ne 137 && $drive_opts == c
 fi
 # Debian's 6.12 occasionally takes an int3 Oops while patching kernel text
 # during early boot under multi-threaded TCG (no KVM here), before /init
-# runs; it has nothing to do with what is tested. A guest that crashed
-# before starting the command is booted again, at most twice, and the
-# failed boot's console is kept. Anything after the command started is
-# judged by the gate below.
+# runs; and a guest kernel on a loaded 2-core host has hung before /init
+# with RCU stalls ("timer wakeup didn't happen", PID 1 still swapper).
+# Neither has anything to do with what is tested. A guest that crashed or
+# hung before starting the command is booted again, at most twice, and
+# the failed boot's console is kept. Anything after the command started
+# is judged by the gate below.
 for attempt in 1 2; do
-	if [[ -e $out/guest-started || $qemu_rc -eq 124 || $qemu_rc -eq 137 ]] ||
+	if ((boot_hung)); then
+		why="hung while booting (the command had not started after ${boot_hang_s}s)"
+	elif [[ -e $out/guest-started || $qemu_rc -eq 124 || $qemu_rc -eq 137 ]] ||
 		! grep -qE 'Oops|Kernel panic' "$out/console.log"; then
 		break
+	else
+		why="crashed while booting, before the command started"
 	fi
 	mv "$out/console.log" "$out/console-bootfail-$attempt.log"
-	echo "run.sh: $kver crashed while booting, before the command started" \
-		"(kept in console-bootfail-$attempt.log); booting again" >&2
+	echo "run.sh: $kver $why (kept in console-bootfail-$attempt.log); booting again" >&2
 	make_nvme
 	boot_vm
 done
+if ((boot_hung)); then
+	echo "run.sh: $kver hung while booting three times; see $out/console-bootfail-*.log" >&2
+fi
 end=$(date +%s.%N)
 elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 echo "run.sh: $kver boot+run took ${elapsed}s" >&2
