@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
- * kvtier on-namespace format, version 1.
+ * kvtier on-namespace format, versions 1 and 2.
  *
  * Specified in Documentation/kvtier-format.rst. Everything is
  * little-endian; every structure has a fixed size and is padded with zero
@@ -12,7 +12,9 @@
  *   1                 superblock copy 1
  *   meta_start        checkpoint area 0   (meta_blocks blocks)
  *   meta_start + mb   checkpoint area 1   (meta_blocks blocks)
- *   data_start        data slots 0 .. nr_slots - 1, one page each
+ *   data_start        data slots 0 .. nr_slots - 1, one page each; with
+ *                     INCOMPAT_JOURNAL (version 2) the last journal_blocks
+ *                     of them are the metadata journal, never allocated
  *   lease_block       the ownership lease (RO_COMPAT_LEASE; the last block
  *                     at format time, after the data slots)
  *
@@ -24,6 +26,14 @@
  * generation intact. Slots a committed checkpoint names are never
  * overwritten: a persistent page that changes is written to a fresh slot,
  * and the old one is reused only after the next commit.
+ *
+ * Version 2 (INCOMPAT_JOURNAL) alternates the checkpoint areas per
+ * checkpoint (area and superblock copy i go together, whatever the
+ * generation), and most commits write no checkpoint: they append one
+ * transaction of what changed (struct kvtier_disk_txn) to the journal
+ * with a cache flush before it and FUA. Attach loads the checkpoint and
+ * replays the transactions that follow journal_head, generation + 1,
+ * + 2, ..., up to the first that is not there or not intact.
  */
 #ifndef _UAPI_LINUX_KVTIER_FORMAT_H
 #define _UAPI_LINUX_KVTIER_FORMAT_H
@@ -34,7 +44,13 @@
 #define KVTIER_SB_MAGIC			0x3152454954564b00ULL	/* "\0KVTIER1" LE */
 #define KVTIER_CKPT_MAGIC		0x54504b4354564b00ULL	/* "\0KVTCKPT" LE */
 #define KVTIER_LEASE_MAGIC		0x5341454c54564b00ULL	/* "\0KVTLEAS" LE */
-#define KVTIER_FORMAT_VERSION		1
+#define KVTIER_TXN_MAGIC		0x4c4e524a54564b00ULL	/* "\0KVTJRNL" LE */
+/* The newest version this header describes; a module formats 1 or 2. */
+#define KVTIER_FORMAT_VERSION		2
+
+/* Bounds of the version-2 journal: its size, and its virtual positions. */
+#define KVTIER_JOURNAL_MAX_BLOCKS	65536ULL
+#define KVTIER_JOURNAL_POS_MAX		(1ULL << 62)
 
 /*
  * Feature flags. RO_COMPAT_SEALED: the checkpoint has sealed regions
@@ -53,12 +69,22 @@
 /* Unknown RO_COMPAT bits: no read-write attach (this module refuses any). */
 #define KVTIER_FEATURE_RO_COMPAT_SUPP	(KVTIER_FEATURE_RO_COMPAT_SEALED | \
 					 KVTIER_FEATURE_RO_COMPAT_LEASE)
-#define KVTIER_FEATURE_INCOMPAT_SUPP	0ULL	/* refuse attach if unknown */
+/*
+ * INCOMPAT_JOURNAL: commits append transactions to the journal
+ * (journal_start, journal_blocks, journal_head), and checkpoint area i
+ * belongs to superblock copy i. Set exactly when the version is 2; a
+ * module that does not know it would miss every change since the last
+ * checkpoint, so it must not attach at all.
+ */
+#define KVTIER_FEATURE_INCOMPAT_JOURNAL	(1ULL << 0)
+
+/* Refuse attach if unknown. */
+#define KVTIER_FEATURE_INCOMPAT_SUPP	KVTIER_FEATURE_INCOMPAT_JOURNAL
 
 /**
  * struct kvtier_disk_super - one superblock copy (block 0 or 1)
  * @magic: KVTIER_SB_MAGIC
- * @version: KVTIER_FORMAT_VERSION that wrote it
+ * @version: format version that wrote it: 1, or 2 with INCOMPAT_JOURNAL
  * @header_size: sizeof(struct kvtier_disk_super) that wrote it
  * @crc: CRC32C (seed ~0, final value not inverted, as the kernel's
  *       crc32c()) of the first @header_size bytes with this field zero
@@ -74,11 +100,24 @@
  * @data_start: block of data slot 0
  * @nr_slots: data slots
  * @max_regions: region records a checkpoint area has room for
- * @generation: commit generation; this copy is block @generation % 2
+ * @generation: commit generation; version 1: this copy is block
+ *              @generation % 2; version 2: the checkpoint's, and the
+ *              journal's transactions after it are @generation + 1, ...
  * @commit_time: seconds since the epoch of this commit
- * @ckpt_bytes: bytes of the checkpoint in area @generation % 2
+ * @ckpt_bytes: bytes of the checkpoint in the area of this copy's index
+ *              (version 1: area @generation % 2, which is the same)
  * @ckpt_crc: CRC32C of those bytes (seeded like @crc)
  * @lease_block: block of the ownership lease with RO_COMPAT_LEASE, else 0
+ * @journal_start: with INCOMPAT_JOURNAL, the data slot where the journal
+ *                 begins (block @data_start + @journal_start); the journal
+ *                 is the last slots: @journal_start + @journal_blocks ==
+ *                 @nr_slots. Else 0
+ * @journal_blocks: blocks in the journal, 1 to KVTIER_JOURNAL_MAX_BLOCKS
+ *                  (a module formats clamp(@nr_slots / 256, 256, 65536));
+ *                  else 0
+ * @journal_head: virtual block of the first transaction after this
+ *                checkpoint (block @journal_head % @journal_blocks of the
+ *                journal); below KVTIER_JOURNAL_POS_MAX; else 0
  * @reserved: zero
  */
 struct kvtier_disk_super {
@@ -104,7 +143,10 @@ struct kvtier_disk_super {
 	__le32 ckpt_crc;
 	__le32 reserved1;
 	__le64 lease_block;
-	__le64 reserved[12];
+	__le64 journal_start;
+	__le64 journal_blocks;
+	__le64 journal_head;
+	__le64 reserved[9];
 };
 
 /**
@@ -130,6 +172,7 @@ struct kvtier_disk_ckpt {
 /* struct kvtier_disk_region.flags */
 #define KVTIER_DISK_REGION_PINNED	(1U << 0)	/* never reclaimed for space */
 #define KVTIER_DISK_REGION_SEALED	(1U << 1)	/* immutable (RO_COMPAT_SEALED) */
+#define KVTIER_DISK_REGION_DELETED	(1U << 2)	/* in a transaction only */
 
 /**
  * struct kvtier_disk_region - one persistent named region
@@ -167,6 +210,40 @@ struct kvtier_disk_page {
 	__le64 slot;
 	__le32 index;
 	__le32 crc;
+};
+
+/**
+ * struct kvtier_disk_txn - one journal transaction (version 2), at the
+ *                          start of its first block
+ * @magic: KVTIER_TXN_MAGIC
+ * @crc: CRC32C (seeded like the superblock's) of the @bytes bytes of the
+ *       transaction, this header first, with this field zero
+ * @nr_blocks: blocks it takes: DIV_ROUND_UP(@bytes, KVTIER_BLOCK_SIZE); a
+ *             transaction never wraps: one that would not fit before the
+ *             journal's end starts at its block 0 (the next virtual lap)
+ * @seq: the generation this commit makes; unique and increasing
+ * @pos: virtual block it starts at (the block is @pos % journal_blocks)
+ * @uuid: the namespace's: blocks of an earlier format are not replayed
+ * @bytes: header, region records and page records
+ * @nr_regions: region records after the header: the deleted ones
+ *              (KVTIER_DISK_REGION_DELETED, @name alone, all else zero)
+ *              first, then the created or changed ones
+ * @nr_pages: page records after the region records: of every changed
+ *            region in record order, its @nr_pages pages that changed
+ *            since the last commit, in increasing index
+ * @reserved: zero
+ */
+struct kvtier_disk_txn {
+	__le64 magic;
+	__le32 crc;
+	__le32 nr_blocks;
+	__le64 seq;
+	__le64 pos;
+	__u8 uuid[16];
+	__le32 bytes;
+	__le32 nr_regions;
+	__le32 nr_pages;
+	__le32 reserved;
 };
 
 /* struct kvtier_disk_lease.state */
