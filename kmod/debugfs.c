@@ -41,6 +41,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_REFAULT] = "refaults",
 	[KVT_STAT_CSUM_ERROR] = "checksum_errors",
 	[KVT_STAT_COMMIT] = "commits",
+	[KVT_STAT_JOURNAL_COMMIT] = "journal_commits",
 	[KVT_STAT_REGION_RECLAIM] = "regions_reclaimed",
 };
 
@@ -196,6 +197,9 @@ static int kvtier_stats_show(struct seq_file *m, void *v)
 		   atomic_long_read(&tier->inflight_bytes));
 	seq_printf(m, "slot_extents %lu\n", kvtier_slots_extents(&tier->slots));
 	seq_printf(m, "largest_free_slots %lu\n", READ_ONCE(tier->slots.largest));
+	seq_printf(m, "journal_blocks %llu\n", READ_ONCE(tier->store.journal_blocks));
+	seq_printf(m, "journal_head %llu\n", READ_ONCE(tier->store.journal_head));
+	seq_printf(m, "journal_pos %llu\n", READ_ONCE(tier->store.journal_pos));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(kvtier_stats);

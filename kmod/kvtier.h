@@ -27,6 +27,8 @@
  *              frees; its types in slots.h
  *   store.c    the on-namespace store: superblock, checkpoint, commit,
  *              format, load at attach, capacity reclaim of regions
+ *   journal.c  version 2's metadata journal: a commit appends what
+ *              changed; attach replays it after the checkpoint
  *   lease.c    the ownership lease: one read-write attach at a time
  *   names.c    named regions: bind by name, permissions, unlink, list
  *   gpu.c      GPU ranges the CUDA shim registers (accounting, debugfs)
@@ -115,7 +117,26 @@ struct kvtier_backing {
  * @data_start: block of data slot 0
  * @nr_slots: data slots
  * @max_regions: persistent regions a checkpoint has room for
+ * @version: format version, 1 or 2 (2: INCOMPAT_JOURNAL, journal.c)
  * @generation: of the last commit that reached the media
+ * @ckpt_copy: superblock copy (and checkpoint area) of the last checkpoint;
+ *             the next goes to the other (version 1: generation % 2)
+ * @journal_start: first data slot of the journal (version 2); the slot
+ *                 allocator hands out only the slots before it
+ * @journal_blocks: blocks in the journal; 0 for version 1
+ * @journal_head: virtual block of the first transaction after the last
+ *                checkpoint; the live journal is [@journal_head, @journal_pos)
+ * @journal_pos: virtual block where the next transaction goes
+ * @need_full: the next commit writes a checkpoint, not a transaction: a
+ *             transaction failed (the changes it took are not recorded
+ *             anywhere else), an unlink found no memory for its record, or
+ *             attach fell back to an older copy. Set under regions_lock or
+ *             store.lock (setting is always safe); cleared only in the
+ *             regions_lock section where a checkpoint takes its regions,
+ *             so no change made after that section is lost
+ * @dels: struct kvtier_journal_del of persistent regions unlinked since the
+ *        last commit took them, under regions_lock: queued in the section
+ *        that unlinks, taken in the one that lists the regions to record
  * @ckpt: the checkpoint buffer (kvmalloc or vmalloc), @ckpt_size bytes: as
  *        large as the last checkpoint, kept while attached (store.c)
  * @releasing: slots the next successful commit frees
@@ -164,7 +185,15 @@ struct kvtier_store {
 	u64 data_start;
 	u64 nr_slots;
 	u64 max_regions;
+	u32 version;
 	u64 generation;
+	int ckpt_copy;
+	u64 journal_start;
+	u64 journal_blocks;
+	u64 journal_head;
+	u64 journal_pos;
+	bool need_full;
+	struct list_head dels;
 	void *ckpt;
 	size_t ckpt_size;
 	struct kvtier_extents releasing;
@@ -217,6 +246,7 @@ enum kvtier_stat {
 	KVT_STAT_REFAULT,
 	KVT_STAT_CSUM_ERROR,
 	KVT_STAT_COMMIT,
+	KVT_STAT_JOURNAL_COMMIT,
 	KVT_STAT_REGION_RECLAIM,
 	KVT_STAT_NR,
 };
@@ -307,6 +337,7 @@ struct kvtier_knobs {
 	unsigned int user_max_regions;	/* per owner uid; 0: unlimited */
 	unsigned int read_only;		/* 0 or 1; changes only while detached */
 	unsigned int lease_interval_ms;	/* ms; changes only while detached */
+	unsigned int format_version;	/* 1 or 2; used when formatting */
 };
 
 /**
@@ -492,6 +523,12 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  *            region, however many calls
  * @pf_work: WILLNEED prefetch (page.c); queued holding a region
  *           reference and a count in tier->nr_prefetch, dropped when done
+ * @jr_changed: a persistent region on a version-2 store was created or
+ *              changed (attributes, or pages, which carry KVT_XA_CHANGED in
+ *              @pages) since a commit last recorded it; exchanged to 0 by
+ *              the commit that records it (journal.c)
+ * @jr_pages: entries of @pages that carry KVT_XA_CHANGED, changed with the
+ *            mark under @pages' xa_lock: what bounds a transaction's size
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -531,7 +568,17 @@ struct kvtier_region {
 	pgoff_t pf_first;
 	pgoff_t pf_last;
 	struct work_struct pf_work;
+	atomic_t jr_changed;
+	atomic_long_t jr_pages;
 };
+
+/*
+ * Mark of an entry of kvtier_region.pages whose slot changed since a
+ * commit recorded it (version-2 stores): set with the slot under the
+ * xa_lock, cleared by the commit that records it. An entry keeps its
+ * marks when a page is evicted to a shadow entry and back.
+ */
+#define KVT_XA_CHANGED		XA_MARK_1
 
 /* Per-page state of a resident page (zram-style, behind accessors). */
 enum kvtier_page_flag {
@@ -747,6 +794,7 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 				  struct kvtier_region_flags __user *uarg);
 void kvtier_names_drop_all(struct kvtier_tier *tier);
 int kvtier_name_valid(const char *name);
+u64 kvtier_nr_persistent(struct kvtier_tier *tier);
 bool kvtier_name_relink(struct kvtier_region *region);
 struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 				      const char *name);
@@ -798,6 +846,42 @@ unsigned int kvtier_store_room_ticket(struct kvtier_tier *tier);
 int kvtier_store_wait_room(struct kvtier_tier *tier, unsigned int ticket);
 int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
 			   pgoff_t last, bool evict);
+
+/* store.c, for journal.c: the regions a commit records, and their records */
+struct kvtier_disk_region;
+enum kvtier_get_how {
+	KVT_GET_ALL,	/* every linked persistent region */
+	KVT_GET_CKPT,	/* every one, for a checkpoint: takes the changes */
+	KVT_GET_TXN,	/* those with changes, for a transaction: takes them */
+};
+
+int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
+			  unsigned int *n, enum kvtier_get_how how,
+			  struct list_head *dels);
+void kvtier_region_record(struct kvtier_region *r, struct kvtier_disk_region *rec);
+int kvtier_record_check(struct kvtier_tier *tier,
+			const struct kvtier_disk_region *rec);
+void kvtier_record_attrs(struct kvtier_region *r,
+			 const struct kvtier_disk_region *rec);
+struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
+						const struct kvtier_disk_region *rec);
+void *kvtier_ckpt_buf(struct kvtier_store *st, size_t size);
+
+/* journal.c: the metadata journal of version-2 stores */
+struct kvtier_journal_del {
+	struct list_head node;		/* in kvtier_store.dels */
+	char name[KVTIER_NAME_MAX];
+};
+
+u64 kvtier_journal_blocks(u64 nr_slots);
+struct kvtier_journal_del *kvtier_journal_del_new(void);
+void kvtier_journal_unlinked(struct kvtier_region *r,
+			     struct kvtier_journal_del *del);
+void kvtier_journal_dels_free(struct list_head *dels);
+void kvtier_journal_page_changed(struct kvtier_region *r, pgoff_t index);
+void kvtier_journal_region_changed(struct kvtier_region *r);
+int kvtier_journal_commit(struct kvtier_tier *tier, u64 gen);
+int kvtier_journal_replay(struct kvtier_tier *tier);
 
 /* lease.c: the ownership lease (single read-write attach) */
 void kvtier_lease_init(struct kvtier_store *st);

@@ -123,7 +123,7 @@ static int kvtier_region_permission(struct kvtier_region *r, bool write)
 }
 
 /* Persistent regions linked in the tier. Caller holds tier->regions_lock. */
-static u64 kvtier_nr_persistent(struct kvtier_tier *tier)
+u64 kvtier_nr_persistent(struct kvtier_tier *tier)
 {
 	struct kvtier_region *r;
 	u64 n = 0;
@@ -141,12 +141,20 @@ static u64 kvtier_nr_persistent(struct kvtier_tier *tier)
 static int kvtier_name_unlink(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
+	struct kvtier_journal_del *del = NULL;
 	bool was;
 
+	if (region->persistent)
+		del = kvtier_journal_del_new();
 	spin_lock(&tier->regions_lock);
 	was = region->linked;
 	region->linked = false;
+	if (was && region->persistent) {
+		kvtier_journal_unlinked(region, del);
+		del = NULL;
+	}
 	spin_unlock(&tier->regions_lock);
+	kfree(del);
 	if (!was)
 		return 0;
 	kvtier_region_put_user(region);		/* the name's reference */
@@ -186,6 +194,7 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 	region->mode = arg->mode;
 	region->persistent = persistent;
 	region->linked = true;
+	kvtier_journal_region_changed(region);
 	refcount_inc(&region->users);		/* the name's reference */
 
 	spin_lock(&tier->regions_lock);
@@ -452,6 +461,7 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 		WRITE_ONCE(region->pinned, true);
 	if (arg.clear & KVTIER_REGION_PINNED)
 		WRITE_ONCE(region->pinned, false);
+	kvtier_journal_region_changed(region);
 	atomic64_inc(&tier->store.changes);
 	ret = kvtier_store_commit(tier);
 out:

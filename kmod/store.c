@@ -9,7 +9,11 @@
  * is written to the area the newest superblock does not name, then the
  * superblock copy of the new generation with a cache flush before it and
  * FUA. Slots the previous checkpoint named and the new one does not are
- * freed only after that (slots.c: deferred slots).
+ * freed only after that (slots.c: deferred slots). On a version-2 store
+ * most commits are instead one journal transaction of what changed
+ * (journal.c), with the same order and the same deferred slots; a
+ * checkpoint is written when the journal is full, after a failed
+ * transaction, and at detach.
  *
  * A snapshot takes each persistent region's (slot, crc) pairs under the
  * region's xa_lock, which is where write-back completion changes them, so a
@@ -57,18 +61,24 @@ enum kvtier_sb_state {
 
 static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 {
+	u32 version = le32_to_cpu(sb->version);
+	u64 incompat = le64_to_cpu(sb->feature_incompat);
+
 	if (le64_to_cpu(sb->magic) != KVTIER_SB_MAGIC)
 		return KVT_SB_NONE;
 	/* A newer layout cannot be checksummed by this one: trust the version. */
-	if (le32_to_cpu(sb->version) > KVTIER_FORMAT_VERSION)
+	if (version > KVTIER_FORMAT_VERSION)
 		return KVT_SB_NEWER;
 	/* Feature bits only once the copy is known intact: a flip is damage. */
-	if (le32_to_cpu(sb->version) != KVTIER_FORMAT_VERSION ||
-	    le32_to_cpu(sb->header_size) != sizeof(*sb) ||
+	if (!version || le32_to_cpu(sb->header_size) != sizeof(*sb) ||
 	    le32_to_cpu(sb->crc) != kvtier_sb_crc(sb))
 		return KVT_SB_DAMAGED;
-	if (le64_to_cpu(sb->feature_incompat) & ~KVTIER_FEATURE_INCOMPAT_SUPP)
+	if (incompat & ~KVTIER_FEATURE_INCOMPAT_SUPP)
 		return KVT_SB_NEWER;
+	/* Version 2 is the journal; version 1 has none. */
+	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL :
+	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL))
+		return KVT_SB_DAMAGED;
 	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
 		return KVT_SB_READ_ONLY;
 	return KVT_SB_VALID;
@@ -103,7 +113,7 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 {
 	memset(sb, 0, sizeof(*sb));
 	sb->magic = cpu_to_le64(KVTIER_SB_MAGIC);
-	sb->version = cpu_to_le32(KVTIER_FORMAT_VERSION);
+	sb->version = cpu_to_le32(st->version);
 	sb->header_size = cpu_to_le32(sizeof(*sb));
 	memcpy(sb->uuid, st->uuid, sizeof(sb->uuid));
 	sb->format_time = cpu_to_le64(st->format_time);
@@ -122,6 +132,13 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 	if (st->lease_block) {
 		sb->feature_ro_compat |= cpu_to_le64(KVTIER_FEATURE_RO_COMPAT_LEASE);
 		sb->lease_block = cpu_to_le64(st->lease_block);
+	}
+	if (st->journal_blocks) {
+		sb->feature_incompat |= cpu_to_le64(KVTIER_FEATURE_INCOMPAT_JOURNAL);
+		sb->journal_start = cpu_to_le64(st->journal_start);
+		sb->journal_blocks = cpu_to_le64(st->journal_blocks);
+		/* The checkpoint holds everything the journal did. */
+		sb->journal_head = cpu_to_le64(st->journal_pos);
 	}
 	sb->crc = cpu_to_le32(kvtier_sb_crc(sb));
 }
@@ -164,6 +181,14 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 	st->data_start = 2 + 2 * mb;
 	st->nr_slots = slots;
 	st->max_regions = regions;
+	st->journal_start = 0;
+	st->journal_blocks = 0;
+	if (st->version == 2) {
+		st->journal_blocks = kvtier_journal_blocks(slots);
+		if (slots - st->journal_blocks < KVTIER_MIN_SLOTS)
+			return -ENOSPC;
+		st->journal_start = slots - st->journal_blocks;
+	}
 	return 0;
 }
 
@@ -177,17 +202,21 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
  */
 static int kvtier_store_alloc(struct kvtier_tier *tier)
 {
-	tier->store.ckpt = NULL;
-	tier->store.ckpt_size = 0;
-	kvtier_extents_init(&tier->store.releasing);
-	return kvtier_slots_init(&tier->slots, tier->store.nr_slots);
+	struct kvtier_store *st = &tier->store;
+
+	st->ckpt = NULL;
+	st->ckpt_size = 0;
+	kvtier_extents_init(&st->releasing);
+	/* The journal's slots are never handed out. */
+	return kvtier_slots_init(&tier->slots, st->journal_blocks ?
+				 st->journal_start : st->nr_slots);
 }
 
 /*
  * The checkpoint buffer, at least @size bytes (a multiple of the block
  * size); NULL, with the old buffer kept, when it cannot grow.
  */
-static void *kvtier_ckpt_buf(struct kvtier_store *st, size_t size)
+void *kvtier_ckpt_buf(struct kvtier_store *st, size_t size)
 {
 	void *buf;
 
@@ -221,36 +250,61 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 	kvfree(st->ckpt);
 	st->ckpt = NULL;
 	st->ckpt_size = 0;
+	spin_lock(&tier->regions_lock);
+	kvtier_journal_dels_free(&st->dels);
+	spin_unlock(&tier->regions_lock);
 }
 
 /*
  * The linked persistent regions, each with a reference, in list order:
- * *@out (kmalloc'ed, NULL if none) and *@n. Errors: -ENOMEM; a snapshot
+ * *@out (kmalloc'ed, NULL if none) and *@n. For a commit (@how not
+ * KVT_GET_ALL) the same regions_lock section takes the changes: it moves
+ * the names unlinked since the last commit to @dels, and exchanges each
+ * region's jr_changed to 0 (KVT_GET_TXN lists only those where it was
+ * set); a checkpoint clears store.need_full there, since it records every
+ * change made before. Errors: -ENOMEM, with nothing taken; a snapshot
  * must never mistake a failed allocation for "no regions".
  */
-static int kvtier_persistent_get(struct kvtier_tier *tier,
-				 struct kvtier_region ***out, unsigned int *n)
+int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
+			  unsigned int *n, enum kvtier_get_how how,
+			  struct list_head *dels)
 {
-	struct kvtier_region **v, *r;
+	struct kvtier_region **v = NULL, *r;
 	unsigned int max = 0;
 
 	*out = NULL;
 	*n = 0;
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node)
-		max += r->linked && r->persistent;
+		max += r->linked && r->persistent &&
+		       (how != KVT_GET_TXN || atomic_read(&r->jr_changed));
 	spin_unlock(&tier->regions_lock);
-	if (!max)
-		return 0;
-	v = kmalloc_array(max, sizeof(*v), GFP_NOIO);
-	if (!v)
-		return -ENOMEM;
+	if (max) {
+		v = kmalloc_array(max, sizeof(*v), GFP_NOIO);
+		if (!v)
+			return -ENOMEM;
+	}
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		if (*n < max && r->linked && r->persistent &&
-		    kvtier_region_tryget(r))
-			v[(*n)++] = r;
+		if (!r->linked || !r->persistent)
+			continue;
+		if (how == KVT_GET_TXN && !atomic_read(&r->jr_changed))
+			continue;
+		/*
+		 * Created or changed after the count, so after the deferred
+		 * slots were frozen: the commit its creator or fsync makes
+		 * next records it.
+		 */
+		if (*n == max || !kvtier_region_tryget(r))
+			continue;
+		if (how != KVT_GET_ALL)
+			atomic_set(&r->jr_changed, 0);
+		v[(*n)++] = r;
 	}
+	if (how != KVT_GET_ALL)
+		list_splice_init(&tier->store.dels, dels);
+	if (how == KVT_GET_CKPT)
+		WRITE_ONCE(tier->store.need_full, false);
 	spin_unlock(&tier->regions_lock);
 	*out = v;
 	return 0;
@@ -265,6 +319,7 @@ static int kvtier_persistent_get(struct kvtier_tier *tier,
 static long kvtier_snapshot_pages(struct kvtier_region *r,
 				  struct kvtier_disk_page *pages, u64 room)
 {
+	bool journal = r->tier->store.journal_blocks;
 	XA_STATE(xas, &r->pages, 0);
 	unsigned int batch = 0;
 	u64 n = 0;
@@ -278,6 +333,11 @@ static long kvtier_snapshot_pages(struct kvtier_region *r,
 			continue;
 		slot = xa_is_value(entry) ? kvt_shadow_slot(entry) :
 			((struct kvtier_page *)entry)->slot;
+		/* Recorded here: a transaction need not again. */
+		if (journal && xas_get_mark(&xas, KVT_XA_CHANGED)) {
+			xas_clear_mark(&xas, KVT_XA_CHANGED);
+			atomic_long_dec(&r->jr_pages);
+		}
 		if (slot != KVTIER_NO_SLOT) {
 			if (n == room) {
 				xas_unlock(&xas);
@@ -300,6 +360,23 @@ static long kvtier_snapshot_pages(struct kvtier_region *r,
 	}
 	xas_unlock(&xas);
 	return n;
+}
+
+/* @r's record, with nr_pages zero. */
+void kvtier_region_record(struct kvtier_region *r, struct kvtier_disk_region *rec)
+{
+	memset(rec, 0, sizeof(*rec));
+	strscpy_pad(rec->name, r->name, sizeof(rec->name));
+	rec->size = cpu_to_le64((u64)r->nr_pages << PAGE_SHIFT);
+	rec->created = cpu_to_le64(r->created);
+	rec->last_used = cpu_to_le64(kvtier_region_last_used(r));
+	rec->owner = cpu_to_le32(from_kuid(&init_user_ns, r->owner));
+	rec->group = cpu_to_le32(from_kgid(&init_user_ns, r->gid));
+	rec->mode = cpu_to_le32(r->mode);
+	rec->flags = cpu_to_le32((READ_ONCE(r->pinned) ?
+				  KVTIER_DISK_REGION_PINNED : 0) |
+				 (READ_ONCE(r->sealed) ?
+				  KVTIER_DISK_REGION_SEALED : 0));
 }
 
 /*
@@ -325,18 +402,7 @@ static long kvtier_snapshot_fill(struct kvtier_tier *tier, u64 gen,
 		struct kvtier_region *r = v[i];
 		long got;
 
-		memset(&rec[i], 0, sizeof(rec[i]));
-		strscpy_pad(rec[i].name, r->name, sizeof(rec[i].name));
-		rec[i].size = cpu_to_le64((u64)r->nr_pages << PAGE_SHIFT);
-		rec[i].created = cpu_to_le64(r->created);
-		rec[i].last_used = cpu_to_le64(kvtier_region_last_used(r));
-		rec[i].owner = cpu_to_le32(from_kuid(&init_user_ns, r->owner));
-		rec[i].group = cpu_to_le32(from_kgid(&init_user_ns, r->gid));
-		rec[i].mode = cpu_to_le32(r->mode);
-		rec[i].flags = cpu_to_le32((READ_ONCE(r->pinned) ?
-					    KVTIER_DISK_REGION_PINNED : 0) |
-					   (READ_ONCE(r->sealed) ?
-					    KVTIER_DISK_REGION_SEALED : 0));
+		kvtier_region_record(r, &rec[i]);
 		st->has_sealed |= READ_ONCE(r->sealed);
 		got = kvtier_snapshot_pages(r, pages + nr_pages, room - nr_pages);
 		if (got < 0)
@@ -365,13 +431,16 @@ static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen, void **out)
 	size_t area = st->meta_blocks * KVTIER_BLOCK_SIZE, size;
 	struct kvtier_region **v;
 	unsigned int i, n;
+	LIST_HEAD(dels);
 	u64 pages = 0;
 	long ret;
 
 	*out = NULL;
-	ret = kvtier_persistent_get(tier, &v, &n);
+	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_CKPT, &dels);
 	if (ret)
 		return ret;
+	/* A checkpoint lists what is linked: what is not is deleted. */
+	kvtier_journal_dels_free(&dels);
 	ret = -EOVERFLOW;
 	if (n > st->max_regions)
 		goto out;
@@ -416,30 +485,22 @@ static void kvtier_store_release(struct kvtier_tier *tier)
 }
 
 /*
- * Write checkpoint and superblock of generation st->generation + 1 (see
- * the top of the file). Caller holds store.lock.
+ * Write the checkpoint and superblock of generation @gen (see the top of
+ * the file) to the copy the last checkpoint did not use. Caller holds
+ * store.lock, in a memalloc_noio scope.
  */
-static int kvtier_commit_locked(struct kvtier_tier *tier)
+static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 {
 	struct kvtier_store *st = &tier->store;
-	s64 changes = atomic64_read(&st->changes);
-	u64 gen = st->generation + 1;
+	int copy = !st->ckpt_copy;
 	struct kvtier_disk_super *sb;
 	void *ckpt = NULL;
-	unsigned int noio;
 	long bytes;
 	int ret;
 
-	lockdep_assert_held(&st->lock);
-	kvtier_slots_freeze(&tier->slots, &st->releasing);
-	if (changes == st->committed_changes && !st->releasing.units)
-		return 0;
-
-	noio = memalloc_noio_save();
 	sb = kmalloc(KVTIER_BLOCK_SIZE, GFP_NOIO | __GFP_ZERO);
-	ret = -ENOMEM;
 	if (!sb)
-		goto out;
+		return -ENOMEM;
 	bytes = kvtier_snapshot(tier, gen, &ckpt);
 	ret = bytes;
 	if (bytes < 0)
@@ -447,28 +508,61 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 	/* The tail of the last block: zero, as every reader of the area sees. */
 	memset(ckpt + bytes, 0, round_up(bytes, KVTIER_BLOCK_SIZE) - bytes);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE,
-			     st->meta_start + (gen % 2) * st->meta_blocks,
+			     st->meta_start + copy * st->meta_blocks,
 			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto out;
 	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(ckpt, bytes));
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
-			     gen % 2, sb, 1, 0);
+			     copy, sb, 1, 0);
 	if (ret)
 		goto out;
-	st->generation = gen;
-	st->committed_changes = changes;
-	if (READ_ONCE(st->bad_copy) == gen % 2)
+	st->ckpt_copy = copy;
+	st->journal_head = st->journal_pos;
+	if (READ_ONCE(st->bad_copy) == copy)
 		WRITE_ONCE(st->bad_copy, -1);
-	kvtier_count(tier, KVT_STAT_COMMIT, 1);
-	kvtier_store_release(tier);
 out:
 	kfree(sb);
+	return ret;
+}
+
+/*
+ * Commit generation st->generation + 1: a journal transaction where the
+ * store has a journal and one will do, else a checkpoint. Caller holds
+ * store.lock.
+ */
+static int kvtier_commit_locked(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	s64 changes = atomic64_read(&st->changes);
+	u64 gen = st->generation + 1;
+	unsigned int noio;
+	int ret = -E2BIG;
+
+	lockdep_assert_held(&st->lock);
+	kvtier_slots_freeze(&tier->slots, &st->releasing);
+	if (changes == st->committed_changes && !st->releasing.units)
+		return 0;
+
+	noio = memalloc_noio_save();
+	if (st->journal_blocks && !READ_ONCE(st->need_full))
+		ret = kvtier_journal_commit(tier, gen);
+	if (ret == -E2BIG)
+		ret = kvtier_checkpoint_write(tier, gen);
 	memalloc_noio_restore(noio);
-	if (ret)
+	if (ret) {
+		/* What the failed commit took is recorded nowhere. */
+		if (st->journal_blocks)
+			WRITE_ONCE(st->need_full, true);
 		dev_err_ratelimited(&tier->dev, "commit of generation %llu failed: %d\n",
 				    gen, ret);
-	return ret;
+		return ret;
+	}
+	st->generation = gen;
+	st->committed_changes = changes;
+	kvtier_count(tier, KVT_STAT_COMMIT, 1);
+	kvtier_store_release(tier);
+	return 0;
 }
 
 /*
@@ -517,6 +611,7 @@ void kvtier_store_kick(struct kvtier_tier *tier)
 static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
 						    kuid_t owner)
 {
+	struct kvtier_journal_del *del = kvtier_journal_del_new();
 	struct kvtier_region *r, *victim = NULL;
 	bool own, victim_own = false;
 
@@ -533,9 +628,13 @@ static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
 			victim_own = own;
 		}
 	}
-	if (victim)
+	if (victim) {
 		victim->linked = false;
+		kvtier_journal_unlinked(victim, del);
+		del = NULL;
+	}
 	spin_unlock(&tier->regions_lock);
+	kfree(del);
 	return victim;
 }
 
@@ -688,6 +787,7 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	void *zero;
 	int ret;
 
+	st->version = READ_ONCE(tier->knobs.format_version);
 	/* The last block is the ownership lease's. */
 	ret = kvtier_store_geometry(st, nr_blocks - 1);
 	if (ret) {
@@ -703,6 +803,11 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	generate_random_uuid(st->uuid);
 	st->format_time = ktime_get_real_seconds();
 	st->generation = 0;
+	/* Generation 1 is a checkpoint, to copy 1. */
+	st->ckpt_copy = 0;
+	st->journal_head = 0;
+	st->journal_pos = 0;
+	st->need_full = true;
 	st->committed_changes = atomic64_read(&st->changes) - 1;
 
 	/* Blocks 0..16: both superblocks and any old signature (btrfs: 16). */
@@ -719,15 +824,16 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	ret = kvtier_lease_format(tier);
 	if (ret)
 		goto err;
-	/* Generation 1 goes to copy 1; copy 0 stays zero until generation 2. */
+	/* Generation 1 goes to copy 1; copy 0 stays zero until the next checkpoint. */
 	ret = kvtier_store_commit(tier);
 	if (ret)
 		goto err;
 	ret = kvtier_lease_acquire(tier, NULL);
 	if (ret)
 		goto err;
-	dev_info(&tier->dev, "formatted %s: %llu data slots of %u bytes, uuid %pU\n",
-		 tier->backing.path, st->nr_slots, KVTIER_BLOCK_SIZE, st->uuid);
+	dev_info(&tier->dev, "formatted %s: format version %u, %llu data slots of %u bytes (%llu for the journal), uuid %pU\n",
+		 tier->backing.path, st->version, st->nr_slots, KVTIER_BLOCK_SIZE,
+		 st->journal_blocks, st->uuid);
 	return 0;
 err:
 	kvtier_store_free(tier);
@@ -749,6 +855,14 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	    le64_to_cpu(sb->ckpt_bytes) > mb * KVTIER_BLOCK_SIZE ||
 	    le64_to_cpu(sb->ckpt_bytes) < sizeof(struct kvtier_disk_ckpt))
 		return -EUCLEAN;
+	if (le32_to_cpu(sb->version) == 1 ?
+	    sb->journal_start || sb->journal_blocks || sb->journal_head :
+	    !le64_to_cpu(sb->journal_blocks) ||
+	    le64_to_cpu(sb->journal_blocks) > KVTIER_JOURNAL_MAX_BLOCKS ||
+	    le64_to_cpu(sb->journal_start) < KVTIER_MIN_SLOTS ||
+	    le64_to_cpu(sb->journal_start) + le64_to_cpu(sb->journal_blocks) != slots ||
+	    le64_to_cpu(sb->journal_head) >= KVTIER_JOURNAL_POS_MAX)
+		return -EUCLEAN;
 	memcpy(st->uuid, sb->uuid, sizeof(st->uuid));
 	st->format_time = le64_to_cpu(sb->format_time);
 	st->nr_blocks = le64_to_cpu(sb->nr_blocks);
@@ -758,70 +872,118 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	st->nr_slots = slots;
 	st->max_regions = regions;
 	st->generation = le64_to_cpu(sb->generation);
+	st->version = le32_to_cpu(sb->version);
+	st->journal_start = le64_to_cpu(sb->journal_start);
+	st->journal_blocks = le64_to_cpu(sb->journal_blocks);
+	st->journal_head = le64_to_cpu(sb->journal_head);
+	st->journal_pos = st->journal_head;
+	st->need_full = false;
 	return 0;
+}
+
+/*
+ * Whether @rec is a region record this store could hold: -EUCLEAN if it
+ * contradicts itself or the geometry. Its pages are checked as they load.
+ */
+int kvtier_record_check(struct kvtier_tier *tier,
+			const struct kvtier_disk_region *rec)
+{
+	u64 size = le64_to_cpu(rec->size);
+	char name[KVTIER_NAME_MAX];
+
+	memcpy(name, rec->name, sizeof(name));
+	if (kvtier_name_valid(name) || !size || size % KVTIER_BLOCK_SIZE ||
+	    size / KVTIER_BLOCK_SIZE > (u64)U32_MAX + 1 ||
+	    size > (u64)tier->slots.nr * KVTIER_BLOCK_SIZE ||
+	    le64_to_cpu(rec->nr_pages) > size / KVTIER_BLOCK_SIZE ||
+	    le32_to_cpu(rec->mode) & ~0777U ||
+	    le32_to_cpu(rec->flags) & ~(KVTIER_DISK_REGION_PINNED |
+					KVTIER_DISK_REGION_SEALED))
+		return -EUCLEAN;
+	return 0;
+}
+
+/* Set @r's attributes from @rec (checked). */
+void kvtier_record_attrs(struct kvtier_region *r,
+			 const struct kvtier_disk_region *rec)
+{
+	time64_t now = ktime_get_real_seconds(), last;
+	u32 flags = le32_to_cpu(rec->flags);
+
+	r->owner = make_kuid(&init_user_ns, le32_to_cpu(rec->owner));
+	r->gid = make_kgid(&init_user_ns, le32_to_cpu(rec->group));
+	r->mode = le32_to_cpu(rec->mode);
+	r->created = le64_to_cpu(rec->created);
+	last = min_t(time64_t, le64_to_cpu(rec->last_used), now);
+	WRITE_ONCE(r->last_use, jiffies -
+		   min_t(u64, now - last, 10ULL * 365 * 86400) * HZ);
+	WRITE_ONCE(r->pinned, flags & KVTIER_DISK_REGION_PINNED);
+	WRITE_ONCE(r->sealed, flags & KVTIER_DISK_REGION_SEALED);
+}
+
+/*
+ * A persistent region from @rec (checked), with no pages, published and
+ * linked; its only user is the name. Errors: -EUCLEAN (the name is
+ * taken), -ENOMEM.
+ */
+struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
+						const struct kvtier_disk_region *rec)
+{
+	struct kvtier_region *r;
+	struct inode *inode;
+	char name[KVTIER_NAME_MAX];
+	int ret;
+
+	memcpy(name, rec->name, sizeof(name));
+	r = kvtier_name_get(tier, name);
+	if (r) {
+		kvtier_region_put_user(r);
+		return ERR_PTR(-EUCLEAN);
+	}
+	inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		return ERR_CAST(inode);
+	r = kvtier_region_new(tier, inode, le64_to_cpu(rec->size));
+	iput(inode);
+	if (IS_ERR(r))
+		return r;
+	strscpy(r->name, name, sizeof(r->name));
+	kvtier_record_attrs(r, rec);
+	r->persistent = true;
+	/* The only user is the name: this is the creator's reference. */
+	ret = kvtier_region_publish(r);
+	if (ret) {
+		kvtier_region_put_user(r);	/* never visible */
+		return ERR_PTR(ret);
+	}
+	r->linked = true;
+	return r;
 }
 
 /* Slots claimed under one hold of the allocator's lock, at most. */
 #define KVT_CLAIM_RUN	4096
 
 /*
- * A region from its record, with its pages as shadow entries, linked. The
- * slots it names are claimed. Errors: -EUCLEAN (the record contradicts
- * itself or another), -ENOMEM.
+ * A region from its checkpoint record, with its pages as shadow entries,
+ * linked. The slots it names are claimed. Errors: -EUCLEAN (the record
+ * contradicts itself or another), -ENOMEM.
  */
 static int kvtier_load_region(struct kvtier_tier *tier,
 			      const struct kvtier_disk_region *rec,
 			      const struct kvtier_disk_page *pages)
 {
-	u64 size = le64_to_cpu(rec->size);
 	u64 nr = le64_to_cpu(rec->nr_pages);
-	u32 mode = le32_to_cpu(rec->mode);
-	u32 flags = le32_to_cpu(rec->flags);
-	time64_t now = ktime_get_real_seconds(), last;
 	struct kvtier_region *r;
-	struct inode *inode;
-	char name[KVTIER_NAME_MAX];
 	s64 prev = -1;
 	u64 i, j, k;
 	int ret;
 
-	memcpy(name, rec->name, sizeof(name));
-	if (kvtier_name_valid(name) || !size || size % KVTIER_BLOCK_SIZE ||
-	    size / KVTIER_BLOCK_SIZE > (u64)U32_MAX + 1 ||
-	    size > tier->store.nr_slots * KVTIER_BLOCK_SIZE ||
-	    nr > size / KVTIER_BLOCK_SIZE || mode & ~0777U ||
-	    flags & ~(KVTIER_DISK_REGION_PINNED | KVTIER_DISK_REGION_SEALED))
-		return -EUCLEAN;
-	r = kvtier_name_get(tier, name);
-	if (r) {
-		kvtier_region_put_user(r);
-		return -EUCLEAN;
-	}
-
-	inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
-	if (IS_ERR(inode))
-		return PTR_ERR(inode);
-	r = kvtier_region_new(tier, inode, size);
-	iput(inode);
+	ret = kvtier_record_check(tier, rec);
+	if (ret)
+		return ret;
+	r = kvtier_region_from_record(tier, rec);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
-	strscpy(r->name, name, sizeof(r->name));
-	r->owner = make_kuid(&init_user_ns, le32_to_cpu(rec->owner));
-	r->gid = make_kgid(&init_user_ns, le32_to_cpu(rec->group));
-	r->mode = mode;
-	r->created = le64_to_cpu(rec->created);
-	last = min_t(time64_t, le64_to_cpu(rec->last_used), now);
-	r->last_use = jiffies - min_t(u64, now - last, 10ULL * 365 * 86400) * HZ;
-	r->pinned = flags & KVTIER_DISK_REGION_PINNED;
-	r->sealed = flags & KVTIER_DISK_REGION_SEALED;
-	r->persistent = true;
-	/* The only user is the name: this is the creator's reference. */
-	ret = kvtier_region_publish(r);
-	if (ret) {
-		kvtier_region_put_user(r);	/* never visible */
-		return ret;
-	}
-	r->linked = true;
 
 	for (i = 0; i < nr; i = j) {
 		u64 slot = le64_to_cpu(pages[i].slot);
@@ -857,9 +1019,12 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 	return 0;
 }
 
-/* Read and check the checkpoint the superblock names; load its regions. */
+/*
+ * Read and check the checkpoint that superblock copy @copy (@sb) names,
+ * load its regions and replay the journal after it.
+ */
 static int kvtier_store_load(struct kvtier_tier *tier,
-			     const struct kvtier_disk_super *sb)
+			     const struct kvtier_disk_super *sb, int copy)
 {
 	struct kvtier_store *st = &tier->store;
 	u64 bytes = le64_to_cpu(sb->ckpt_bytes);
@@ -883,7 +1048,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	}
 	hdr = ckpt;
 	ret = kvtier_io_meta(tier, REQ_OP_READ,
-			     st->meta_start + (st->generation % 2) * st->meta_blocks,
+			     st->meta_start + copy * st->meta_blocks,
 			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto err;
@@ -920,9 +1085,13 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 				tier->backing.path, st->generation, i - 1);
 		goto err_drop;
 	}
-	st->committed_changes = atomic64_read(&st->changes);
 	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
 		 tier->backing.path, st->generation, nr_regions, nr_pages);
+	st->ckpt_copy = copy;
+	ret = kvtier_journal_replay(tier);
+	if (ret)
+		goto err_drop;
+	st->committed_changes = atomic64_read(&st->changes);
 	return 0;
 
 err_drop:
@@ -933,13 +1102,14 @@ err:
 }
 
 /*
- * Check @sb's geometry against the device and load what it names. A
+ * Check @sb's (superblock copy @copy) geometry against the device and
+ * load what it names. A
  * read-write attach takes the lease first; @lease_found (PAGE_SIZE) gets
  * the lease block as it was (kvtier_lease_acquire()).
  */
 static int kvtier_store_use(struct kvtier_tier *tier,
-			    const struct kvtier_disk_super *sb, u64 nr_blocks,
-			    void *lease_found)
+			    const struct kvtier_disk_super *sb, int copy,
+			    u64 nr_blocks, void *lease_found)
 {
 	struct kvtier_store *st = &tier->store;
 	const char *path = tier->backing.path;
@@ -971,7 +1141,7 @@ static int kvtier_store_use(struct kvtier_tier *tier,
 		if (ret)
 			return ret;
 	}
-	ret = kvtier_store_load(tier, sb);
+	ret = kvtier_store_load(tier, sb, copy);
 	/*
 	 * Refused: put the lease block back now, while the store still names
 	 * the block and uuid this copy gave. A fallback to the other copy may
@@ -1094,7 +1264,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 			 path, !best, best, le64_to_cpu(sb[best]->generation));
 		st->bad_copy = !best;
 	}
-	ret = kvtier_store_use(tier, sb[best], nr_blocks,
+	ret = kvtier_store_use(tier, sb[best], best, nr_blocks,
 			       buf + 3 * KVTIER_BLOCK_SIZE);
 	/*
 	 * The newest checkpoint is damaged but the other copy is valid: a
@@ -1106,10 +1276,22 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	if (ret == -EUCLEAN && state[!best] == KVT_SB_VALID) {
 		dev_warn(&tier->dev, "%s: falling back to superblock copy %d (generation %llu)\n",
 			 path, !best, le64_to_cpu(sb[!best]->generation));
-		ret = kvtier_store_use(tier, sb[!best], nr_blocks,
+		ret = kvtier_store_use(tier, sb[!best], !best, nr_blocks,
 				       buf + 3 * KVTIER_BLOCK_SIZE);
 		st->bad_copy = best;
+		/*
+		 * The journal may hold transactions that follow the newer
+		 * copy's checkpoint, generation + 1 to + journal_blocks at
+		 * most: the next commit starts past them.
+		 */
+		if (!ret && st->journal_blocks)
+			st->generation = max(st->generation,
+					     le64_to_cpu(sb[best]->generation)) +
+					 st->journal_blocks;
 	}
+	/* A damaged copy is rewritten by the next commit: a checkpoint. */
+	if (!ret && st->bad_copy >= 0)
+		st->need_full = true;
 	if (ret == -EUCLEAN)
 		dev_err(&tier->dev, "%s: kvtier metadata damaged; refusing to attach (write the path to 'format' to start over)\n",
 			path);
@@ -1163,7 +1345,7 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	unsigned int i, n;
 	int ret = 0, err;
 
-	ret = kvtier_persistent_get(tier, &v, &n);
+	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL);
 	for (i = 0; i < n; i++) {
 		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, true);
 		if (err && !ret)
@@ -1177,6 +1359,12 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	 */
 	WRITE_ONCE(tier->store.closing, true);
 	cancel_work_sync(&tier->store.room_work);
+	/* Left with an empty journal: the next attach replays nothing. */
+	if (tier->store.journal_blocks &&
+	    tier->store.journal_pos != tier->store.journal_head) {
+		WRITE_ONCE(tier->store.need_full, true);
+		atomic64_inc(&tier->store.changes);
+	}
 	err = kvtier_store_commit(tier);
 	if (err && !ret)
 		ret = err;
@@ -1193,6 +1381,7 @@ void kvtier_store_init(struct kvtier_store *st)
 {
 	mutex_init(&st->lock);
 	atomic64_set(&st->changes, 0);
+	INIT_LIST_HEAD(&st->dels);
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
 	INIT_WORK(&st->room_work, kvtier_room_work);
 	atomic_set(&st->room_asked, 0);

@@ -225,6 +225,9 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(lease_interval_ms), KNOB_OFF(lease_interval_ms),
 	  .def = 1000, .min = 100, .max = 60000, .align = 1, .unit = "ms",
 	  .detached = true },
+	{ KNOB_ATTR(format_version), KNOB_OFF(format_version),
+	  .def = 1, .min = 1, .max = 2, .align = 1, .unit = "version",
+	  .detached = true },
 };
 
 static unsigned int *knob_ptr(struct kvtier_knobs *knobs,

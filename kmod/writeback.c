@@ -351,6 +351,7 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 	xa_lock(&region->pages);
 	kp->slot = kp->wb_slot;
 	kvtier_crcs_set(region, kp->index, kp->crc);
+	kvtier_journal_page_changed(region, kp->index);
 	xa_unlock(&region->pages);
 	if (old == KVTIER_NO_SLOT)
 		atomic_long_inc(&region->nr_slots);

@@ -63,6 +63,7 @@ declare -A unit_words=(
 	[boolean]='1 or 0|0 or 1|1:|1 \(default\)'
 	[regions]='a count|regions'
 	[ms]='[Mm]illiseconds'
+	[version]='format version'
 )
 
 mapfile -t table < <(rows)
