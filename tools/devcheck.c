@@ -161,9 +161,11 @@ static enum kvt_format_state super_state(const struct kvtier_disk_super *sb)
 		return KVT_FORMAT_NEWER;
 	tmp = *sb;
 	tmp.crc = 0;
-	if (le32toh(sb->version) != KVTIER_FORMAT_VERSION ||
+	if (!le32toh(sb->version) ||
 	    le32toh(sb->header_size) != sizeof(*sb) ||
-	    le32toh(sb->crc) != crc32c(~0U, &tmp, sizeof(tmp)))
+	    le32toh(sb->crc) != crc32c(~0U, &tmp, sizeof(tmp)) ||
+	    !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL) !=
+	    (le32toh(sb->version) == 1))
 		return KVT_FORMAT_DAMAGED;
 	return KVT_FORMAT_OK;
 }
@@ -184,7 +186,7 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 	const struct kvtier_disk_super *best = NULL;
 	const struct kvtier_disk_ckpt *ck;
 	unsigned char *buf;
-	int fd, i, ret;
+	int fd, i, ret, copy = 0;
 	uint64_t blk;
 
 	memset(f, 0, sizeof(*f));
@@ -216,6 +218,7 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 		} else if (st == KVT_FORMAT_OK &&
 			   (!best || le64toh(sb->generation) > le64toh(best->generation))) {
 			best = sb;
+			copy = i;
 		}
 	}
 	/* A newer copy wins, as in the module: it refuses to attach. */
@@ -226,9 +229,14 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 		f->format_time = (int64_t)le64toh(best->format_time);
 		f->commit_time = (int64_t)le64toh(best->commit_time);
 	}
-	if (f->state == KVT_FORMAT_OK) {
+	/*
+	 * Checkpoint area i goes with superblock copy i. Version 2's journal
+	 * may hold regions made after the checkpoint: its count would be
+	 * stale, so only version 1 says how many there are.
+	 */
+	if (f->state == KVT_FORMAT_OK && f->version == 1) {
 		blk = le64toh(best->meta_start) +
-		      (f->generation % 2) * le64toh(best->meta_blocks);
+		      copy * le64toh(best->meta_blocks);
 		ck = (const void *)(buf + 2 * KVTIER_BLOCK_SIZE);
 		if (!read_block(fd, blk, buf + 2 * KVTIER_BLOCK_SIZE) &&
 		    le64toh(ck->magic) == KVTIER_CKPT_MAGIC &&
