@@ -400,7 +400,7 @@ TEST_F_TIMEOUT(persist, zero_device_is_formatted_then_loaded, 300)
 
 	ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
 	ASSERT_EQ(0, kvt_dev_read(dev, blk, sizeof(blk), 0));
-	EXPECT_EQ((__u32)KVTIER_FORMAT_VERSION, le32toh(sb.version));
+	EXPECT_EQ(1U, le32toh(sb.version));	/* format_version defaults to 1 */
 	EXPECT_EQ(sizeof(sb), le32toh(sb.header_size));
 	EXPECT_EQ(size / KVTIER_BLOCK_SIZE, le64toh(sb.nr_blocks));
 	EXPECT_EQ(0ULL, le64toh(sb.feature_incompat));
@@ -1418,8 +1418,10 @@ TEST_F_TIMEOUT(persist, sync_is_the_durability_point, 300)
  * fsync fails with EIO, the tier's state is "error", the detach reports
  * EIO yet detaches, and once the device works again the namespace attaches
  * at the generation of the last commit that succeeded, with its bytes.
+ * Version 2 (@version "2") has the commits in its journal: the attach
+ * replays them.
  */
-TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
+static void failed_commit(struct __test_metadata *_metadata, const char *version)
 {
 	const char *dm = "/dev/mapper/" CE_DM;
 	size_t size = 16 * MiB, len = 2 * MiB;
@@ -1434,6 +1436,7 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 	lfd = kvt_loop_attach(CE_IMG, size, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
 	ASSERT_EQ(0, kvt_dm_linear(CE_DM, dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", version));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 
 	fd = open_name(1, "committed", len, NEW_PERSIST, 0600);
@@ -1461,9 +1464,23 @@ TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
 	ASSERT_EQ(gen, kvt_stat(1, "generation"));
 	ASSERT_EQ(-1, check_name(1, "committed", len, SEED(1)));
+	if (!strcmp(version, "2")) {
+		/* Replayed, not checkpointed: the journal had it. */
+		ASSERT_GT(kvt_stat(1, "journal_pos"), kvt_stat(1, "journal_head"));
+	}
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_dm_remove(CE_DM));
 	loop_detach(lfd, CE_IMG);
+}
+
+TEST_F_TIMEOUT(persist, failed_commit_keeps_the_last_generation, 300)
+{
+	failed_commit(_metadata, "1");
+}
+
+TEST_F_TIMEOUT(persist, failed_journal_commit_keeps_the_last_generation, 300)
+{
+	failed_commit(_metadata, "2");
 }
 
 /*
@@ -1752,8 +1769,8 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 
 	/* An incompat feature this module does not know. */
 	memcpy(img, orig, meta_len);
-	s0->feature_incompat = htole64(1);
-	s1->feature_incompat = htole64(1);
+	s0->feature_incompat = htole64(1ULL << 63);
+	s1->feature_incompat = htole64(1ULL << 63);
 	kvt_super_seal(s0);
 	kvt_super_seal(s1);
 	ASSERT_EQ(-EOPNOTSUPP, attach_meta(dev, img, meta_len, &unchanged));
@@ -2023,6 +2040,292 @@ TEST_F_TIMEOUT(persist, crc_implementations_agree, 300)
 	ASSERT_GE(self->fd, 0);
 	for (k = 0; k < 2; k++)
 		free(data[k]);
+}
+
+/*
+ * Format version 2: the metadata journal. A namespace "crashes" in the
+ * guest by a copy of its metadata and journal blocks taken while it is
+ * attached, after the commits under test reached the media, and written
+ * back once later changes were made and the tier detached: the attach
+ * that follows has only the checkpoint and journal of that moment, as
+ * after a power cut then. The data slots are not copied: a commit never
+ * overwrites a slot the previous one names, and discard is off so the
+ * slots freed later keep their bytes.
+ */
+#define JR_IMG		"/tmp/kvt-journal.img"
+#define JR_SIZE		(64 * MiB)
+
+struct jsnap {
+	struct kvtier_disk_super sb;
+	unsigned char *meta, *jr;
+	size_t meta_len, jr_len;
+	off_t jr_off;
+};
+
+static int jsnap_take(const char *dev, struct jsnap *j)
+{
+	int ret = kvt_super_read(dev, &j->sb, NULL);
+
+	if (ret)
+		return ret;
+	j->meta_len = le64toh(j->sb.data_start) * PAGE;
+	j->jr_off = (le64toh(j->sb.data_start) + le64toh(j->sb.journal_start)) * PAGE;
+	j->jr_len = le64toh(j->sb.journal_blocks) * PAGE;
+	j->meta = malloc(j->meta_len);
+	j->jr = malloc(j->jr_len);
+	if (!j->meta || !j->jr || !j->jr_len)
+		return -ENOMEM;
+	ret = kvt_dev_read(dev, j->meta, j->meta_len, 0);
+	return ret ? ret : kvt_dev_read(dev, j->jr, j->jr_len, j->jr_off);
+}
+
+static int jsnap_put(const char *dev, const struct jsnap *j)
+{
+	int ret = kvt_dev_write(dev, j->meta, j->meta_len, 0);
+
+	return ret ? ret : kvt_dev_write(dev, j->jr, j->jr_len, j->jr_off);
+}
+
+/* The transaction of generation @seq in @j's journal copy, or NULL. */
+static struct kvtier_disk_txn *jsnap_txn(struct jsnap *j, unsigned long long seq)
+{
+	size_t off;
+
+	for (off = 0; off < j->jr_len; off += PAGE) {
+		struct kvtier_disk_txn *t = (void *)(j->jr + off);
+
+		if (le64toh(t->magic) == KVTIER_TXN_MAGIC && le64toh(t->seq) == seq)
+			return t;
+	}
+	return NULL;
+}
+
+static void jsnap_free(struct jsnap *j)
+{
+	free(j->meta);
+	free(j->jr);
+}
+
+static int is_pinned(int id, const char *name)
+{
+	struct kvtier_region_entry e;
+	int fd = tier_open(id), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = find_name(fd, name, &e);
+	close(fd);
+	return ret ? ret : !!(e.flags & KVTIER_REGION_PINNED);
+}
+
+/* Attach a loop device of JR_SIZE to tier 1, formatted as version 2. */
+static int journal_attach(char *dev, size_t len, int *lfd)
+{
+	int ret;
+
+	if (system("modprobe -q loop"))
+		return -ENODEV;
+	*lfd = kvt_loop_attach(JR_IMG, JR_SIZE, dev, len);
+	if (*lfd < 0)
+		return *lfd;
+	ret = kvt_tier_write(1, "format_version", "2");
+	if (!ret)
+		ret = kvt_tier_write(1, "discard", "0");
+	return ret ? ret : kvt_tier_write(1, "format", dev);
+}
+
+/*
+ * A version-2 namespace: its superblock says so; create, fsync, setflags
+ * and unlink each commit one transaction; a crash keeps exactly what the
+ * last transaction on the media says, and a torn last transaction is
+ * ignored (the state before it).
+ */
+TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
+{
+	unsigned long long nr_slots, jb, gen;
+	struct kvtier_disk_txn *last;
+	long long commits, jcommits;
+	struct jsnap snap = {};
+	char dev[32];
+	int lfd;
+
+	ASSERT_EQ(0, journal_attach(dev, sizeof(dev), &lfd));
+	ASSERT_TRUE(tier_state_is(1, "attached"));
+	ASSERT_EQ(0, kvt_super_read(dev, &snap.sb, NULL));
+	EXPECT_EQ(2U, le32toh(snap.sb.version));
+	EXPECT_EQ(KVTIER_FEATURE_INCOMPAT_JOURNAL, le64toh(snap.sb.feature_incompat));
+	nr_slots = le64toh(snap.sb.nr_slots);
+	jb = le64toh(snap.sb.journal_blocks);
+	EXPECT_EQ(nr_slots / 256 < 256 ? 256 : nr_slots / 256, jb);
+	EXPECT_EQ(nr_slots, le64toh(snap.sb.journal_start) + jb);
+	EXPECT_EQ(0ULL, le64toh(snap.sb.journal_head));
+
+	commits = kvt_stat(1, "commits");
+	jcommits = kvt_stat(1, "journal_commits");
+	ASSERT_GE(jcommits, 0);
+	ASSERT_EQ(0, make_persistent(1, "j:a", MiB, 0600, SEED(1)));
+	ASSERT_EQ(0, make_persistent(1, "j:b", 2 * MiB, 0600, SEED(2)));
+	ASSERT_EQ(0, make_persistent(1, "j:c", MiB + PAGE, 0640, SEED(3)));
+	ASSERT_EQ(0, unlink_on(1, "j:b"));
+	{
+		int fd = tier_open(1);
+
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, set_flags(fd, "j:a", KVTIER_REGION_PINNED, 0, 0));
+		close(fd);
+	}
+	/* Every commit since the format was a transaction. */
+	EXPECT_GE(kvt_stat(1, "journal_commits") - jcommits, 5);
+	EXPECT_EQ(kvt_stat(1, "commits") - commits,
+		  kvt_stat(1, "journal_commits") - jcommits);
+	gen = kvt_stat(1, "generation");
+	/* The superblock is the format's: the journal holds all of that. */
+	ASSERT_EQ(0, jsnap_take(dev, &snap));
+	EXPECT_EQ(1ULL, le64toh(snap.sb.generation));
+	ASSERT_NE(NULL, jsnap_txn(&snap, gen));
+	ASSERT_EQ(NULL, jsnap_txn(&snap, gen + 1));
+
+	/* After the "crash": changes that must not survive it. */
+	ASSERT_EQ(0, make_persistent(1, "j:d", MiB, 0600, SEED(4)));
+	ASSERT_EQ(0, unlink_on(1, "j:c"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	/* Detach wrote a checkpoint: the journal is empty after it. */
+	{
+		struct kvtier_disk_super sb;
+
+		ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
+		EXPECT_GT(le64toh(sb.generation), gen);
+		EXPECT_GT(le64toh(sb.journal_head), 0ULL);
+	}
+
+	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ((long long)gen, kvt_stat(1, "generation"));
+	EXPECT_EQ(-1, check_name(1, "j:a", MiB, SEED(1)));
+	EXPECT_EQ(1, is_pinned(1, "j:a"));
+	EXPECT_EQ(-3, check_name(1, "j:b", 2 * MiB, SEED(2)));
+	EXPECT_EQ(-1, check_name(1, "j:c", MiB + PAGE, SEED(3)));
+	EXPECT_EQ(-3, check_name(1, "j:d", MiB, SEED(4)));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* The last transaction torn: the state before it (not pinned). */
+	last = jsnap_txn(&snap, gen);
+	ASSERT_NE(NULL, last);
+	((unsigned char *)last)[sizeof(*last) + 40] ^= 0x01;
+	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ((long long)gen - 1, kvt_stat(1, "generation"));
+	EXPECT_EQ(-1, check_name(1, "j:a", MiB, SEED(1)));
+	EXPECT_EQ(0, is_pinned(1, "j:a"));
+	EXPECT_EQ(-1, check_name(1, "j:c", MiB + PAGE, SEED(3)));
+	/* The next transaction goes where the torn one was, and counts. */
+	ASSERT_EQ(0, make_persistent(1, "j:e", MiB, 0600, SEED(5)));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "j:a", MiB, SEED(1)));
+	EXPECT_EQ(-1, check_name(1, "j:e", MiB, SEED(5)));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* A journal block of another format (another uuid) is not replayed. */
+	((unsigned char *)last)[sizeof(*last) + 40] ^= 0x01;
+	last->uuid[0] ^= 0x80;
+	last->crc = 0;
+	last->crc = htole32(kvt_crc32c(~0U, last, le32toh(last->bytes)));
+	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ((long long)gen - 1, kvt_stat(1, "generation"));
+	EXPECT_EQ(0, is_pinned(1, "j:a"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	jsnap_free(&snap);
+	loop_detach(lfd, JR_IMG);
+}
+
+/*
+ * Commits fill the journal: the one that does not fit is a checkpoint,
+ * which empties it (journal_head moves on), and transactions go on after
+ * it. One that would not fit before the journal's end starts at its block
+ * 0 instead: a crash after it replays across the skip. A name unlinked and
+ * created again replays as the new region.
+ */
+TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
+{
+	long long jb, ckpts0, gen, head, pos;
+	struct jsnap snap = {};
+	char dev[32];
+	int lfd, fd, i, pinned = 0;
+
+	ASSERT_EQ(0, journal_attach(dev, sizeof(dev), &lfd));
+	ASSERT_EQ(0, make_persistent(1, "w:a", MiB, 0600, SEED(11)));
+	ASSERT_EQ(0, make_persistent(1, "w:b", MiB, 0600, SEED(12)));
+	ASSERT_EQ(0, unlink_on(1, "w:b"));
+	ASSERT_EQ(0, make_persistent(1, "w:b", 3 * MiB, 0600, SEED(13)));
+	jb = kvt_stat(1, "journal_blocks");
+	ASSERT_GE(jb, 256);
+	ckpts0 = kvt_stat(1, "commits") - kvt_stat(1, "journal_commits");
+
+	/* One-block transactions: a journal of them, then to its end - 4. */
+	fd = tier_open(1);
+	ASSERT_GE(fd, 0);
+	for (i = 0; i < 3 * jb; i++) {
+		if (i >= jb && kvt_stat(1, "journal_pos") % jb == jb - 4)
+			break;
+		pinned = !pinned;
+		ASSERT_EQ(0, set_flags(fd, "w:a", pinned ? KVTIER_REGION_PINNED : 0,
+				       pinned ? 0 : KVTIER_REGION_PINNED, 0));
+	}
+	close(fd);
+	ASSERT_LT(i, 3 * jb);
+	/* The one that did not fit was a checkpoint; all others transactions. */
+	EXPECT_GE(kvt_stat(1, "commits") - kvt_stat(1, "journal_commits") - ckpts0, 1);
+	EXPECT_LE(kvt_stat(1, "commits") - kvt_stat(1, "journal_commits") - ckpts0, 3);
+	EXPECT_GT(kvt_stat(1, "journal_head"), 0);
+
+	/* Detach checkpoints: the journal starts empty at its end - 4. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	head = kvt_stat(1, "journal_head");
+	EXPECT_EQ(head, kvt_stat(1, "journal_pos"));
+	EXPECT_EQ(jb - 4, head % jb);
+	EXPECT_EQ(pinned, is_pinned(1, "w:a"));
+	fd = tier_open(1);
+	ASSERT_GE(fd, 0);
+	for (i = 0; i < 3; i++) {
+		pinned = !pinned;
+		ASSERT_EQ(0, set_flags(fd, "w:a", pinned ? KVTIER_REGION_PINNED : 0,
+				       pinned ? 0 : KVTIER_REGION_PINNED, 0));
+	}
+	close(fd);
+	pos = kvt_stat(1, "journal_pos");
+	ASSERT_EQ(jb - 1, pos % jb);
+	/* 600 pages rewritten: a 3-block transaction, at the next lap. */
+	fd = open_name(1, "w:b", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_fd(fd, 0, 600 * PAGE, SEED(14)));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	EXPECT_EQ(pos + 1 + 3, kvt_stat(1, "journal_pos"));
+	EXPECT_EQ(head, kvt_stat(1, "journal_head"));
+	gen = kvt_stat(1, "generation");
+	ASSERT_EQ(0, jsnap_take(dev, &snap));
+	ASSERT_NE(NULL, jsnap_txn(&snap, gen));
+	EXPECT_EQ(0U, le64toh(jsnap_txn(&snap, gen)->pos) % jb);
+
+	/* After the crash point: undone by it. */
+	ASSERT_EQ(0, unlink_on(1, "w:a"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(gen, kvt_stat(1, "generation"));
+	EXPECT_EQ(pinned, is_pinned(1, "w:a"));
+	EXPECT_EQ(-1, check_name(1, "w:a", MiB, SEED(11)));
+	EXPECT_EQ(-1, check_name(1, "w:b", 600 * PAGE, SEED(14)));
+	fd = open_name(1, "w:b", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	EXPECT_EQ(-1, check_fd(fd, 600 * PAGE, 3 * MiB - 600 * PAGE, SEED(13)));
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	jsnap_free(&snap);
+	loop_detach(lfd, JR_IMG);
 }
 
 TEST_HARNESS_MAIN
