@@ -127,6 +127,10 @@ struct kvtier_backing {
  * @journal_head: virtual block of the first transaction after the last
  *                checkpoint; the live journal is [@journal_head, @journal_pos)
  * @journal_pos: virtual block where the next transaction goes
+ * @gen_min: the lowest generation the next commit may have: after an
+ *           attach of a version-2 namespace fell back to the older
+ *           superblock copy, past every transaction the journal after the
+ *           newer copy's checkpoint can hold (0 otherwise; store.lock)
  * @need_full: the next commit writes a checkpoint, not a transaction: a
  *             transaction failed (the changes it took are not recorded
  *             anywhere else), an unlink found no memory for its record, or
@@ -192,6 +196,7 @@ struct kvtier_store {
 	u64 journal_blocks;
 	u64 journal_head;
 	u64 journal_pos;
+	u64 gen_min;
 	bool need_full;
 	struct list_head dels;
 	void *ckpt;

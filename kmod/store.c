@@ -527,15 +527,15 @@ out:
 }
 
 /*
- * Commit generation st->generation + 1: a journal transaction where the
- * store has a journal and one will do, else a checkpoint. Caller holds
- * store.lock.
+ * Commit generation st->generation + 1 (at least st->gen_min): a journal
+ * transaction where the store has a journal and one will do, else a
+ * checkpoint. Caller holds store.lock.
  */
 static int kvtier_commit_locked(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
 	s64 changes = atomic64_read(&st->changes);
-	u64 gen = st->generation + 1;
+	u64 gen = max(st->generation + 1, st->gen_min);
 	unsigned int noio;
 	int ret = -E2BIG;
 
@@ -1179,6 +1179,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	st->dropping = false;
 	st->closing = false;
 	st->bad_copy = -1;
+	st->gen_min = 0;
 	st->lease_block = 0;
 	st->lease_held = false;
 	st->lease_lost = false;
@@ -1285,9 +1286,8 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 		 * most: the next commit starts past them.
 		 */
 		if (!ret && st->journal_blocks)
-			st->generation = max(st->generation,
-					     le64_to_cpu(sb[best]->generation)) +
-					 st->journal_blocks;
+			st->gen_min = le64_to_cpu(sb[best]->generation) +
+				      st->journal_blocks + 1;
 	}
 	/* A damaged copy is rewritten by the next commit: a checkpoint. */
 	if (!ret && st->bad_copy >= 0)
