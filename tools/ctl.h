@@ -358,6 +358,7 @@ struct kvt_format {
 	uint64_t generation;
 	int64_t format_time, commit_time;
 	int64_t nr_regions;		/* -1: the checkpoint did not say */
+	int journal_pending;		/* v2: commits after it in the journal */
 	/* The ownership lease (RO_COMPAT_LEASE): -1 none, else KVTIER_LEASE_*, 2 damaged */
 	int lease_state;
 	char lease_host[65];

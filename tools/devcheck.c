@@ -181,6 +181,32 @@ static int read_block(int fd, uint64_t blk, void *buf)
 	return n == KVTIER_BLOCK_SIZE ? 0 : -EIO;
 }
 
+/*
+ * Whether version-2 superblock @sb's journal holds a transaction after its
+ * checkpoint (the one the module would replay first, at journal_head or
+ * at the next lap's block 0); @buf is a block-sized aligned buffer.
+ */
+static int journal_pending(int fd, const struct kvtier_disk_super *sb,
+			   unsigned char *buf)
+{
+	const struct kvtier_disk_txn *t = (const void *)buf;
+	uint64_t jb = le64toh(sb->journal_blocks), pos = le64toh(sb->journal_head);
+	int i;
+
+	for (i = 0; jb && i < 2; i++) {
+		if (!read_block(fd, le64toh(sb->data_start) + le64toh(sb->journal_start) +
+				pos % jb, buf) &&
+		    le64toh(t->magic) == KVTIER_TXN_MAGIC &&
+		    le64toh(t->seq) == le64toh(sb->generation) + 1 &&
+		    le64toh(t->pos) == pos && !memcmp(t->uuid, sb->uuid, sizeof(t->uuid)))
+			return 1;
+		if (!(pos % jb))
+			break;
+		pos = (pos / jb + 1) * jb;
+	}
+	return 0;
+}
+
 int kvt_format_probe(const char *path, struct kvt_format *f)
 {
 	const struct kvtier_disk_super *best = NULL;
@@ -229,12 +255,8 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 		f->format_time = (int64_t)le64toh(best->format_time);
 		f->commit_time = (int64_t)le64toh(best->commit_time);
 	}
-	/*
-	 * Checkpoint area i goes with superblock copy i. Version 2's journal
-	 * may hold regions made after the checkpoint: its count would be
-	 * stale, so only version 1 says how many there are.
-	 */
-	if (f->state == KVT_FORMAT_OK && f->version == 1) {
+	/* Checkpoint area i goes with superblock copy i (v1: gen % 2, the same). */
+	if (f->state == KVT_FORMAT_OK) {
 		blk = le64toh(best->meta_start) +
 		      copy * le64toh(best->meta_blocks);
 		ck = (const void *)(buf + 2 * KVTIER_BLOCK_SIZE);
@@ -243,6 +265,8 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 		    le64toh(ck->generation) == f->generation)
 			f->nr_regions = (int64_t)le64toh(ck->nr_regions);
 	}
+	if (f->state == KVT_FORMAT_OK && f->version == 2)
+		f->journal_pending = journal_pending(fd, best, buf + 2 * KVTIER_BLOCK_SIZE);
 	if (f->state == KVT_FORMAT_OK &&
 	    (le64toh(best->feature_ro_compat) & KVTIER_FEATURE_RO_COMPAT_LEASE)) {
 		const struct kvtier_disk_lease *l = (const void *)(buf + 2 * KVTIER_BLOCK_SIZE);
@@ -273,7 +297,7 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 
 const char *kvt_format_describe(char *buf, size_t len, const struct kvt_format *f)
 {
-	char t[32], n[48] = "";
+	char t[32], n[112] = "";
 
 	switch (f->state) {
 	case KVT_FORMAT_NONE:
@@ -288,8 +312,9 @@ const char *kvt_format_describe(char *buf, size_t len, const struct kvt_format *
 		break;
 	case KVT_FORMAT_OK:
 		if (f->nr_regions >= 0)
-			snprintf(n, sizeof(n), ", %lld persistent region%s",
-				 (long long)f->nr_regions, f->nr_regions == 1 ? "" : "s");
+			snprintf(n, sizeof(n), ", %lld persistent region%s%s",
+				 (long long)f->nr_regions, f->nr_regions == 1 ? "" : "s",
+				 f->journal_pending ? " at its last checkpoint, later commits in its journal" : "");
 		snprintf(buf, len, "a kvtier format (version %u%s, last commit %s)",
 			 f->version, n, fmt_time(t, sizeof(t), f->commit_time));
 		break;
