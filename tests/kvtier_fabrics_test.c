@@ -664,7 +664,7 @@ TEST_F_TIMEOUT(fabric, path_loss, 300)
 
 /*
  * The namespace byte offsets of persistent region @name's pages, as the
- * committed checkpoint on @dev names them: up to @max in @off; the count.
+ * committed state on @dev names them: up to @max in @off; the count.
  */
 static long region_slots(const char *dev, const char *name,
 			 unsigned long long *off, long max)
@@ -672,17 +672,12 @@ static long region_slots(const char *dev, const char *name,
 	const struct kvtier_disk_region *r;
 	const struct kvtier_disk_page *pg;
 	struct kvtier_disk_super sb;
-	unsigned long long gen, first = 0, i, len;
-	unsigned char *buf;
+	unsigned long long first = 0, i;
+	unsigned char *buf = NULL;
+	size_t len;
 	long n = -1;
 
-	if (kvt_super_read(dev, &sb, NULL))
-		return -1;
-	gen = le64toh(sb.generation);
-	len = (le64toh(sb.ckpt_bytes) + PAGE - 1) / PAGE * PAGE;
-	buf = malloc(len);
-	if (!buf || kvt_dev_read(dev, buf, len, (le64toh(sb.meta_start) +
-			(gen % 2) * le64toh(sb.meta_blocks)) * PAGE))
+	if (kvt_state_read(dev, &sb, &buf, &len))
 		goto out;
 	r = (const void *)(buf + sizeof(struct kvtier_disk_ckpt));
 	pg = (const void *)(r + le64toh(((struct kvtier_disk_ckpt *)buf)->nr_regions));

@@ -242,8 +242,9 @@ static void loop_detach(int lfd, const char *file)
 }
 
 /*
- * The committed checkpoint of the namespace on @dev, read raw: the newest
- * valid superblock, its checkpoint (crc checked) and the region records.
+ * The committed state of the namespace on @dev, read raw
+ * (kvt_state_read(): the checkpoint and, on version 2, the journal): the
+ * newest valid superblock, a checkpoint image, its records.
  */
 struct ckpt {
 	struct kvtier_disk_super sb;
@@ -256,37 +257,15 @@ struct ckpt {
 
 static int ckpt_read(const char *dev, struct ckpt *c)
 {
-	unsigned long long gen, area, nr_regions, nr_pages;
-	size_t room;
+	unsigned long long nr_regions;
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	ret = kvt_super_read(dev, &c->sb, NULL);
+	ret = kvt_state_read(dev, &c->sb, &c->buf, &c->len);
 	if (ret)
 		return ret;
-	gen = le64toh(c->sb.generation);
-	area = le64toh(c->sb.meta_start) + (gen % 2) * le64toh(c->sb.meta_blocks);
-	c->len = le64toh(c->sb.ckpt_bytes);
-	room = (c->len + PAGE - 1) / PAGE * PAGE;
-	if (c->len < sizeof(*c->hdr) || room > le64toh(c->sb.meta_blocks) * PAGE)
-		return -EUCLEAN;
-	c->buf = malloc(room);
-	if (!c->buf)
-		return -ENOMEM;
-	ret = kvt_dev_read(dev, c->buf, room, area * PAGE);
-	if (ret)
-		return ret;
-	if (kvt_crc32c(~0U, c->buf, c->len) != le32toh(c->sb.ckpt_crc))
-		return -EBADMSG;
 	c->hdr = (const void *)c->buf;
-	if (le64toh(c->hdr->magic) != KVTIER_CKPT_MAGIC ||
-	    le64toh(c->hdr->generation) != gen)
-		return -EUCLEAN;
 	nr_regions = le64toh(c->hdr->nr_regions);
-	nr_pages = le64toh(c->hdr->nr_pages);
-	if (sizeof(*c->hdr) + nr_regions * sizeof(*c->regions) +
-	    nr_pages * sizeof(*c->pages) > c->len)
-		return -EUCLEAN;
 	c->regions = (const void *)(c->buf + sizeof(*c->hdr));
 	c->pages = (const void *)(c->regions + nr_regions);
 	return 0;
@@ -335,6 +314,71 @@ static void close_fds(int *fds, int n)
 	for (i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+}
+
+/*
+ * The metadata of the namespace on @dev as it is now: the superblocks and
+ * checkpoint areas, and on version 2 the journal. Written back after later
+ * changes (the module unloaded or the tier detached), the next attach has
+ * only what was committed at that moment, as after a power cut then: a
+ * "crash". The data slots need no copy: a commit never overwrites a slot
+ * the previous one names (and freed slots keep their bytes where discard
+ * is off or the device does not zero them).
+ */
+struct jsnap {
+	struct kvtier_disk_super sb;
+	unsigned char *meta, *jr;
+	size_t meta_len, jr_len;
+	off_t jr_off;
+};
+
+static int jsnap_take(const char *dev, struct jsnap *j)
+{
+	int ret = kvt_super_read(dev, &j->sb, NULL);
+
+	if (ret)
+		return ret;
+	j->meta_len = le64toh(j->sb.data_start) * PAGE;
+	j->jr_off = (le64toh(j->sb.data_start) + le64toh(j->sb.journal_start)) * PAGE;
+	j->jr_len = le64toh(j->sb.journal_blocks) * PAGE;
+	j->meta = malloc(j->meta_len);
+	j->jr = malloc(j->jr_len + 1);
+	if (!j->meta || !j->jr)
+		return -ENOMEM;
+	ret = kvt_dev_read(dev, j->meta, j->meta_len, 0);
+	/* Version 1 has no journal. */
+	if (ret || !j->jr_len)
+		return ret;
+	return kvt_dev_read(dev, j->jr, j->jr_len, j->jr_off);
+}
+
+static int jsnap_put(const char *dev, const struct jsnap *j)
+{
+	int ret = kvt_dev_write(dev, j->meta, j->meta_len, 0);
+
+	if (ret || !j->jr_len)
+		return ret;
+	return kvt_dev_write(dev, j->jr, j->jr_len, j->jr_off);
+}
+
+/* The transaction of generation @seq in @j's journal copy, or NULL. */
+static struct kvtier_disk_txn *jsnap_txn(struct jsnap *j, unsigned long long seq)
+{
+	size_t off;
+
+	for (off = 0; off < j->jr_len; off += PAGE) {
+		struct kvtier_disk_txn *t = (void *)(j->jr + off);
+
+		if (le64toh(t->magic) == KVTIER_TXN_MAGIC && le64toh(t->seq) == seq)
+			return t;
+	}
+	return NULL;
+}
+
+static void jsnap_free(struct jsnap *j)
+{
+	free(j->meta);
+	free(j->jr);
 }
 
 FIXTURE(persist) {
@@ -400,10 +444,12 @@ TEST_F_TIMEOUT(persist, zero_device_is_formatted_then_loaded, 300)
 
 	ASSERT_EQ(0, kvt_super_read(dev, &sb, NULL));
 	ASSERT_EQ(0, kvt_dev_read(dev, blk, sizeof(blk), 0));
-	EXPECT_EQ(1U, le32toh(sb.version));	/* format_version defaults to 1 */
+	/* The version the knob says (its default: a blank tier's). */
+	EXPECT_EQ((__u32)kvt_tier_num(1, "format_version"), le32toh(sb.version));
 	EXPECT_EQ(sizeof(sb), le32toh(sb.header_size));
 	EXPECT_EQ(size / KVTIER_BLOCK_SIZE, le64toh(sb.nr_blocks));
-	EXPECT_EQ(0ULL, le64toh(sb.feature_incompat));
+	EXPECT_EQ(le32toh(sb.version) == 2 ? KVTIER_FEATURE_INCOMPAT_JOURNAL : 0ULL,
+		  le64toh(sb.feature_incompat));
 	EXPECT_GE(le64toh(sb.meta_start), 2ULL);
 	EXPECT_GE(le64toh(sb.data_start),
 		  le64toh(sb.meta_start) + 2 * le64toh(sb.meta_blocks));
@@ -452,8 +498,7 @@ TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
 	struct kvtier_region_entry e, e2;
 	const struct kvtier_disk_region *r;
 	struct ckpt c;
-	unsigned char *meta;
-	size_t meta_len;
+	struct jsnap snap = {};
 	time_t t0 = time(NULL);
 	int fd;
 
@@ -482,11 +527,8 @@ TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
 	ASSERT_EQ(0U, le32toh(r->flags));
 
 	/* The moment of the "crash": all metadata as it is now. */
-	meta_len = le64toh(c.sb.data_start) * PAGE;
 	free(c.buf);
-	meta = malloc(meta_len);
-	ASSERT_NE(NULL, meta);
-	ASSERT_EQ(0, kvt_dev_read(ns0, meta, meta_len, 0));
+	ASSERT_EQ(0, jsnap_take(ns0, &snap));
 
 	ASSERT_EQ(0, fill_fd(fd, 0, len, 2));
 	ASSERT_EQ(0, fsync(fd));
@@ -501,8 +543,8 @@ TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_unload());
-	ASSERT_EQ(0, kvt_dev_write(ns0, meta, meta_len, 0));
-	free(meta);
+	ASSERT_EQ(0, jsnap_put(ns0, &snap));
+	jsnap_free(&snap);
 	ASSERT_EQ(0, load_attach(ns0));
 	self->fd = tier_open(0);
 	ASSERT_GE(self->fd, 0);
@@ -1684,6 +1726,8 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 	ASSERT_EQ(0, system("modprobe -q loop"));
 	lfd = kvt_loop_attach(DAMAGE_IMG, 16 * MiB, dev, sizeof(dev));
 	ASSERT_GE(lfd, 0);
+	/* Version 1: every commit below is a checkpoint in the other area. */
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "1"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	ASSERT_EQ(0, make_persistent(1, "d:r", MiB, 0600, 90));
 	/* Two more commits: both copies name a checkpoint with the bytes. */
@@ -2043,68 +2087,11 @@ TEST_F_TIMEOUT(persist, crc_implementations_agree, 300)
 }
 
 /*
- * Format version 2: the metadata journal. A namespace "crashes" in the
- * guest by a copy of its metadata and journal blocks taken while it is
- * attached, after the commits under test reached the media, and written
- * back once later changes were made and the tier detached: the attach
- * that follows has only the checkpoint and journal of that moment, as
- * after a power cut then. The data slots are not copied: a commit never
- * overwrites a slot the previous one names, and discard is off so the
- * slots freed later keep their bytes.
+ * Format version 2: the metadata journal, crashed with jsnap_take() and
+ * jsnap_put() (discard off, so the slots freed later keep their bytes).
  */
 #define JR_IMG		"/tmp/kvt-journal.img"
 #define JR_SIZE		(64 * MiB)
-
-struct jsnap {
-	struct kvtier_disk_super sb;
-	unsigned char *meta, *jr;
-	size_t meta_len, jr_len;
-	off_t jr_off;
-};
-
-static int jsnap_take(const char *dev, struct jsnap *j)
-{
-	int ret = kvt_super_read(dev, &j->sb, NULL);
-
-	if (ret)
-		return ret;
-	j->meta_len = le64toh(j->sb.data_start) * PAGE;
-	j->jr_off = (le64toh(j->sb.data_start) + le64toh(j->sb.journal_start)) * PAGE;
-	j->jr_len = le64toh(j->sb.journal_blocks) * PAGE;
-	j->meta = malloc(j->meta_len);
-	j->jr = malloc(j->jr_len);
-	if (!j->meta || !j->jr || !j->jr_len)
-		return -ENOMEM;
-	ret = kvt_dev_read(dev, j->meta, j->meta_len, 0);
-	return ret ? ret : kvt_dev_read(dev, j->jr, j->jr_len, j->jr_off);
-}
-
-static int jsnap_put(const char *dev, const struct jsnap *j)
-{
-	int ret = kvt_dev_write(dev, j->meta, j->meta_len, 0);
-
-	return ret ? ret : kvt_dev_write(dev, j->jr, j->jr_len, j->jr_off);
-}
-
-/* The transaction of generation @seq in @j's journal copy, or NULL. */
-static struct kvtier_disk_txn *jsnap_txn(struct jsnap *j, unsigned long long seq)
-{
-	size_t off;
-
-	for (off = 0; off < j->jr_len; off += PAGE) {
-		struct kvtier_disk_txn *t = (void *)(j->jr + off);
-
-		if (le64toh(t->magic) == KVTIER_TXN_MAGIC && le64toh(t->seq) == seq)
-			return t;
-	}
-	return NULL;
-}
-
-static void jsnap_free(struct jsnap *j)
-{
-	free(j->meta);
-	free(j->jr);
-}
 
 static int is_pinned(int id, const char *name)
 {

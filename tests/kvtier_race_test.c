@@ -105,14 +105,26 @@ static int linear(void)
 			    kvt_ns("KVTIER_NS1"));
 }
 
-/* Writes (and reads) of blocks [0, @blocks) fail; the rest is linear. */
-static int meta_error(unsigned long long blocks)
+/*
+ * Writes (and reads) of the metadata @sb describes fail: blocks
+ * [0, data_start) and, on version 2, the journal; the rest is linear.
+ */
+static int meta_error(const struct kvtier_disk_super *sb)
 {
-	unsigned long long s = blocks * (KVTIER_BLOCK_SIZE / 512);
-	char t[256];
+	unsigned long long spb = KVTIER_BLOCK_SIZE / 512;
+	unsigned long long s = le64toh(sb->data_start) * spb;
+	unsigned long long js = s + le64toh(sb->journal_start) * spb;
+	unsigned long long je = js + le64toh(sb->journal_blocks) * spb;
+	const char *ns = kvt_ns("KVTIER_NS1");
+	char t[512];
 
-	snprintf(t, sizeof(t), "0 %llu error\\n%llu %llu linear %s %llu\\n", s, s,
-		 ns1_sectors() - s, kvt_ns("KVTIER_NS1"), s);
+	if (!sb->journal_blocks)
+		snprintf(t, sizeof(t), "0 %llu error\\n%llu %llu linear %s %llu\\n", s, s,
+			 ns1_sectors() - s, ns, s);
+	else
+		snprintf(t, sizeof(t), "0 %llu error\\n%llu %llu linear %s %llu\\n"
+			 "%llu %llu error\\n%llu %llu linear %s %llu\\n",
+			 s, s, js - s, ns, s, js, je - js, je, ns1_sectors() - je, ns, je);
 	return table(t);
 }
 
@@ -621,7 +633,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ(0, kvt_super_read(DM_DEV, &sb, &copy));
 	gen = le64toh(sb.generation);
 	bytes = le64toh(sb.ckpt_bytes);
-	ckpt = le64toh(sb.meta_start) + (gen % 2) * le64toh(sb.meta_blocks);
+	ckpt = le64toh(sb.meta_start) + copy * le64toh(sb.meta_blocks);
 	area = calloc(1, bytes + PAGE);
 	ASSERT_NE(NULL, area);
 	ASSERT_EQ(0, kvt_dev_read(DM_DEV, area, (bytes + PAGE - 1) / PAGE * PAGE, ckpt * PAGE));
@@ -645,7 +657,7 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	close(fd);
 
 	/* Commits fail from now on: the unlink stays uncommitted. */
-	ASSERT_EQ(0, meta_error(le64toh(sb.data_start)));
+	ASSERT_EQ(0, meta_error(&sb));
 	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	ret = kvt_unlink_name(fd, "fb-a");
@@ -799,7 +811,7 @@ TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
 	 * back, and no persistent region may be reclaimed for it: each would
 	 * be unlinked for good by the first commit that succeeds.
 	 */
-	ASSERT_EQ(0, meta_error(le64toh(sb.data_start)));
+	ASSERT_EQ(0, meta_error(&sb));
 	fd = region_fd(4 * MiB);
 	ASSERT_GE(fd, 0);
 	ret = fill_evict(fd, 4 * MiB, 79);

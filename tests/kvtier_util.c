@@ -445,6 +445,226 @@ int kvt_super_read(const char *dev, struct kvtier_disk_super *sb,
 	return 0;
 }
 
+/* One region of kvt_state_read()'s replay: its record and page records. */
+struct kvt_rstate {
+	struct kvtier_disk_region rec;
+	struct kvtier_disk_page *pages;
+	size_t n;
+};
+
+static struct kvt_rstate *kvt_rstate_find(struct kvt_rstate *v, size_t n,
+					  const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!memcmp(v[i].rec.name, name, sizeof(v[i].rec.name)))
+			return &v[i];
+	return NULL;
+}
+
+/* Merge @n page records (increasing index) into @r's. */
+static int kvt_rstate_merge(struct kvt_rstate *r, const struct kvtier_disk_page *p,
+			    size_t n)
+{
+	struct kvtier_disk_page *out = malloc((r->n + n + 1) * sizeof(*out));
+	size_t i = 0, j = 0, k = 0;
+
+	if (!out)
+		return -ENOMEM;
+	while (i < r->n || j < n) {
+		if (j == n || (i < r->n &&
+			       le32toh(r->pages[i].index) < le32toh(p[j].index)))
+			out[k++] = r->pages[i++];
+		else {
+			if (i < r->n && r->pages[i].index == p[j].index)
+				i++;
+			out[k++] = p[j++];
+		}
+	}
+	free(r->pages);
+	r->pages = out;
+	r->n = k;
+	return 0;
+}
+
+/* The transaction of @seq at virtual block @pos of the journal, or NULL. */
+static unsigned char *kvt_txn_read(const char *dev, const struct kvtier_disk_super *sb,
+				   unsigned long long pos, unsigned long long seq)
+{
+	unsigned long long jb = le64toh(sb->journal_blocks);
+	unsigned long long blk = le64toh(sb->data_start) + le64toh(sb->journal_start) +
+				 pos % jb;
+	struct kvtier_disk_txn *t;
+	unsigned char *buf = malloc(KVTIER_BLOCK_SIZE);
+	uint32_t bytes, nb, crc;
+
+	if (!buf || kvt_dev_read(dev, buf, KVTIER_BLOCK_SIZE, blk * KVTIER_BLOCK_SIZE))
+		goto bad;
+	t = (void *)buf;
+	bytes = le32toh(t->bytes);
+	nb = le32toh(t->nr_blocks);
+	if (le64toh(t->magic) != KVTIER_TXN_MAGIC || le64toh(t->seq) != seq ||
+	    le64toh(t->pos) != pos || memcmp(t->uuid, sb->uuid, sizeof(t->uuid)) ||
+	    bytes < sizeof(*t) || nb != (bytes + KVTIER_BLOCK_SIZE - 1) / KVTIER_BLOCK_SIZE ||
+	    pos % jb + nb > jb)
+		goto bad;
+	free(buf);
+	buf = malloc((size_t)nb * KVTIER_BLOCK_SIZE);
+	if (!buf || kvt_dev_read(dev, buf, (size_t)nb * KVTIER_BLOCK_SIZE,
+				 blk * KVTIER_BLOCK_SIZE))
+		goto bad;
+	t = (void *)buf;
+	crc = le32toh(t->crc);
+	t->crc = 0;
+	if (kvt_crc32c(~0U, buf, bytes) != crc)
+		goto bad;
+	t->crc = htole32(crc);
+	return buf;
+bad:
+	free(buf);
+	return NULL;
+}
+
+int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
+		   unsigned char **out, size_t *len)
+{
+	unsigned long long gen, nr_regions, nr_pages, i, done = 0, pos, jb;
+	struct kvt_rstate *v = NULL;
+	struct kvtier_disk_ckpt *hdr;
+	const struct kvtier_disk_region *rec;
+	const struct kvtier_disk_page *pages;
+	size_t n = 0, room, bytes, total = 0;
+	unsigned char *buf, *p;
+	int ret, copy;
+
+	*out = NULL;
+	ret = kvt_super_read(dev, sb, &copy);
+	if (ret)
+		return ret;
+	gen = le64toh(sb->generation);
+	bytes = le64toh(sb->ckpt_bytes);
+	room = (bytes + KVTIER_BLOCK_SIZE - 1) / KVTIER_BLOCK_SIZE * KVTIER_BLOCK_SIZE;
+	if (bytes < sizeof(*hdr) || room > le64toh(sb->meta_blocks) * KVTIER_BLOCK_SIZE)
+		return -EUCLEAN;
+	buf = malloc(room);
+	if (!buf)
+		return -ENOMEM;
+	/* Area i goes with copy i (version 1: generation % 2, the same). */
+	ret = kvt_dev_read(dev, buf, room, (le64toh(sb->meta_start) +
+			   copy * le64toh(sb->meta_blocks)) * KVTIER_BLOCK_SIZE);
+	if (ret)
+		goto out;
+	ret = -EBADMSG;
+	if (kvt_crc32c(~0U, buf, bytes) != le32toh(sb->ckpt_crc))
+		goto out;
+	hdr = (void *)buf;
+	nr_regions = le64toh(hdr->nr_regions);
+	nr_pages = le64toh(hdr->nr_pages);
+	ret = -EUCLEAN;
+	if (le64toh(hdr->magic) != KVTIER_CKPT_MAGIC || le64toh(hdr->generation) != gen ||
+	    sizeof(*hdr) + nr_regions * sizeof(*rec) + nr_pages * sizeof(*pages) != bytes)
+		goto out;
+	rec = (const void *)(hdr + 1);
+	pages = (const void *)(rec + nr_regions);
+	ret = -ENOMEM;
+	v = calloc(nr_regions + 1, sizeof(*v));
+	if (!v)
+		goto out;
+	for (i = 0; i < nr_regions; i++, n++) {
+		v[n].rec = rec[i];
+		ret = -EUCLEAN;
+		if (le64toh(rec[i].nr_pages) > nr_pages - done)
+			goto out;
+		ret = kvt_rstate_merge(&v[n], pages + done, le64toh(rec[i].nr_pages));
+		if (ret)
+			goto out;
+		done += le64toh(rec[i].nr_pages);
+	}
+
+	jb = le64toh(sb->journal_blocks);
+	pos = le64toh(sb->journal_head);
+	while (le32toh(sb->version) == 2 && jb) {
+		const struct kvtier_disk_txn *t;
+		unsigned char *tb = kvt_txn_read(dev, sb, pos, gen + 1);
+		unsigned long long r;
+
+		if (!tb && pos % jb) {
+			pos = (pos / jb + 1) * jb;
+			tb = kvt_txn_read(dev, sb, pos, gen + 1);
+		}
+		if (!tb)
+			break;
+		t = (const void *)tb;
+		rec = (const void *)(t + 1);
+		pages = (const void *)(rec + le32toh(t->nr_regions));
+		done = 0;
+		ret = 0;
+		for (r = 0; r < le32toh(t->nr_regions) && !ret; r++) {
+			struct kvt_rstate *s = kvt_rstate_find(v, n, rec[r].name);
+
+			if (le32toh(rec[r].flags) & KVTIER_DISK_REGION_DELETED) {
+				if (s) {
+					free(s->pages);
+					*s = v[--n];
+				}
+				continue;
+			}
+			if (!s) {
+				struct kvt_rstate *nv = realloc(v, (n + 1) * sizeof(*v));
+
+				if (!nv) {
+					ret = -ENOMEM;
+					break;
+				}
+				v = nv;
+				s = &v[n++];
+				memset(s, 0, sizeof(*s));
+			}
+			s->rec = rec[r];
+			ret = kvt_rstate_merge(s, pages + done, le64toh(rec[r].nr_pages));
+			done += le64toh(rec[r].nr_pages);
+		}
+		pos += le32toh(t->nr_blocks);
+		gen++;
+		free(tb);
+		if (ret)
+			goto out;
+	}
+
+	for (i = 0; i < n; i++)
+		total += v[i].n;
+	*len = sizeof(*hdr) + n * sizeof(*rec) + total * sizeof(*pages);
+	ret = -ENOMEM;
+	p = calloc(1, *len);
+	if (!p)
+		goto out;
+	hdr = (void *)p;
+	hdr->magic = htole64(KVTIER_CKPT_MAGIC);
+	hdr->generation = htole64(gen);
+	hdr->nr_regions = htole64(n);
+	hdr->nr_pages = htole64(total);
+	{
+		struct kvtier_disk_region *orec = (void *)(hdr + 1);
+		struct kvtier_disk_page *opg = (void *)(orec + n);
+
+		for (i = 0; i < n; i++) {
+			orec[i] = v[i].rec;
+			orec[i].nr_pages = htole64(v[i].n);
+			memcpy(opg, v[i].pages, v[i].n * sizeof(*opg));
+			opg += v[i].n;
+		}
+	}
+	*out = p;
+	ret = 0;
+out:
+	for (i = 0; v && i < n; i++)
+		free(v[i].pages);
+	free(v);
+	free(buf);
+	return ret;
+}
+
 unsigned long long kvt_slot_offset(const struct kvtier_disk_super *sb,
 				   unsigned long long slot)
 {

@@ -189,6 +189,18 @@ int kvt_super_valid(const void *blk);
 int kvt_super_read(const char *dev, struct kvtier_disk_super *sb,
 		   int *copy);
 
+/*
+ * The committed state of the namespace on @dev as one checkpoint image
+ * (struct kvtier_disk_ckpt, region records, page records; its generation
+ * the last commit's): the newest valid superblock's checkpoint (CRC
+ * checked) with, on a version-2 namespace, the journal's transactions
+ * applied as the module replays them (kmod/journal.c). *@buf (malloc'ed)
+ * and *@len get it, @sb the superblock. 0, -EBADMSG (CRC), -EUCLEAN,
+ * -ENOMEM or -errno.
+ */
+int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
+		   unsigned char **buf, size_t *len);
+
 /* Byte offset on the namespace of data slot @slot (block data_start + slot). */
 unsigned long long kvt_slot_offset(const struct kvtier_disk_super *sb,
 				   unsigned long long slot);

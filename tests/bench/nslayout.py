@@ -52,7 +52,7 @@ def read_blocks(dev: str, block: int, count: int) -> bytes:
 
 
 def slots(dev: str, match: Callable[[bytes], bool]) -> str:
-    best: tuple[int, int, int, int, int] | None = None
+    best: tuple[int, int, int, int, int, int] | None = None
     for b in (0, 1):
         s = read_blocks(dev, b, 1)
         if struct.unpack_from("<Q", s, 0)[0] != SB_MAGIC:
@@ -61,11 +61,13 @@ def slots(dev: str, match: Callable[[bytes], bool]) -> str:
         gen, = struct.unpack_from("<Q", s, 120)
         ckpt_bytes, = struct.unpack_from("<Q", s, 136)
         if best is None or gen > best[0]:
-            best = (gen, meta_start, meta_blocks, data_start, ckpt_bytes)
+            best = (gen, meta_start, meta_blocks, data_start, ckpt_bytes, b)
     if best is None:
         return "0 0 - - no-superblock"
-    gen, meta_start, meta_blocks, data_start, ckpt_bytes = best
-    c = read_blocks(dev, meta_start + (gen % 2) * meta_blocks,
+    # Checkpoint area b goes with superblock copy b (format v1 and v2); the
+    # tier is detached, so a v2 journal is empty.
+    gen, meta_start, meta_blocks, data_start, ckpt_bytes, copy = best
+    c = read_blocks(dev, meta_start + copy * meta_blocks,
                     (ckpt_bytes + BLOCK - 1) // BLOCK)
     nr_regions, _ = struct.unpack_from("<QQ", c, 16)
     pos, found = CKPT_HDR + REGION_REC * nr_regions, list[int]()
