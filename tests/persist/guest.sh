@@ -19,8 +19,9 @@
 #                          restore: bit-identical to a recompute); then
 #                          the module-reload variant: write "reload", fsync,
 #                          rmmod (still attached), insmod, attach, verify it
-#   corrupt-1              on kvt2: a region, detach; on kvt0: write the
-#                          4 MiB region "mark", fsync; power off
+#   corrupt-1              on kvt2: twice a region and a detach (both
+#                          checkpoint areas hold records); on kvt0:
+#                          write the 4 MiB region "mark", fsync; power off
 #   corrupt-2 PAGE         (after the host flipped bytes of page PAGE of
 #                          "mark" in the image) attach kvt0, expect EIO and
 #                          SIGBUS for that page only, checksum_errors and
@@ -310,7 +311,12 @@ reboot-2)
 	;;
 corrupt-1)
 	[[ -n $ns2 ]] || fail "an NVMe namespace with serial kvt2"
+	# Two attaches, each with a region written and a detach: on a
+	# version-2 namespace a detach writes a checkpoint only when the
+	# journal holds something, and both checkpoint areas must hold
+	# records for corrupt-3 to damage them.
 	t load && t attach "$ns2" && t write ckpt 1M $SEED_CKPT && t detach &&
+		t attach "$ns2" && t write ckpt2 1M $SEED_CKPT && t detach &&
 		t attach "$ns0" && t write mark 4M $SEED_MARK
 	;;
 corrupt-2)

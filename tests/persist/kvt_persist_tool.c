@@ -38,7 +38,9 @@
  *   flip IMAGE OFFSET LEN          invert LEN bytes at byte OFFSET
  *   ckpt-flip IMAGE OFFSET         invert 8 bytes at OFFSET of the first
  *                                  block of both checkpoint areas (the
- *                                  layout read from a valid superblock)
+ *                                  layout read from a valid superblock);
+ *                                  fails unless both copies' checkpoints
+ *                                  extend past those bytes
  *
  * Guest subcommands print one TAP-style line per check ("ok - ..." or
  * "not ok - ...", diagnostics as "# ..."), also appended to the file
@@ -1663,6 +1665,17 @@ static int cmd_ckpt_flip(int argc, char **argv)
 	if (!meta_blocks || off + 8 > PG) {
 		fprintf(stderr, "ckpt-flip: no kvtier superblock in %s\n", argv[0]);
 		return 1;
+	}
+	/*
+	 * Bytes past a checkpoint's end are never read: damage there proves
+	 * nothing. Each copy names one area (the two never name the same).
+	 */
+	for (i = 0; i < 2; i++) {
+		if (le64toh(sb[i].ckpt_bytes) < off + 8) {
+			fprintf(stderr, "ckpt-flip: the checkpoint of superblock copy %d holds %" PRIu64 " bytes, not past byte %" PRIu64 "\n",
+				i, (uint64_t)le64toh(sb[i].ckpt_bytes), off + 8);
+			return 1;
+		}
 	}
 	for (i = 0; i < 2; i++) {
 		ret = flip_bytes(argv[0], (meta_start + i * meta_blocks) * PG + off, 8);

@@ -13,8 +13,10 @@
 #            and checks the logits against a recompute, then the
 #            module-reload variant (write, fsync, rmmod, insmod, attach,
 #            verify) in the same boot
-#   corrupt  boot 1 writes a region; the host finds one of its pages in the
-#            raw image and flips bytes in it; boot 2 gets EIO (pread) and
+#   corrupt  boot 1 writes a region (and two on a third namespace, with a
+#            detach after each, so both its checkpoints hold records);
+#            the host finds one of its pages in the raw image and flips
+#            bytes in it; boot 2 gets EIO (pread) and
 #            SIGBUS (mapping) for that page only, checksum_errors and
 #            error -74; the host damages both superblock copies of that
 #            image, writes a foreign signature on a second and damages both
