@@ -137,13 +137,27 @@ if [[ $# -eq 0 ]]; then
 	set -- "$build"/tests/*_test
 fi
 
+# OUT/suite-done lists the programs that have finished. A boot that
+# tests/vm/run.sh --resume-after-stall makes after a guest timer stall
+# creates OUT/resume-suite: the programs listed are not run again, and the
+# one that was running when the guest stalled is run again from its start.
 rc=0
-: >"$out/tap.log"
-: >"$out/times.log"
+if [[ -e $out/resume-suite && -f $out/suite-done ]]; then
+	echo "# resumed after a guest timer stall (run.sh --resume-after-stall): $(wc -l <"$out/suite-done") programs had finished" |
+		tee -a "$out/tap.log"
+	grep -q '^rc ' "$out/suite-done" && rc=1
+else
+	: >"$out/tap.log"
+	: >"$out/times.log"
+	: >"$out/suite-done"
+fi
 prev=start
 suite_start=$SECONDS
 for t in "$@"; do
 	name=${t##*/}
+	if grep -qx -e "$name" -e "rc $name" "$out/suite-done"; then
+		continue
+	fi
 	reset_state "$prev" || { rc=1; break; }
 	prev=$name
 	echo "# running $name" | tee -a "$out/tap.log"
@@ -159,6 +173,11 @@ for t in "$@"; do
 	if ! grep -q '^# Totals:' "$out/$name.tap"; then
 		echo "not ok $name # exited $st without a TAP summary" | tee -a "$out/tap.log"
 		rc=1
+	fi
+	if ((rc)); then
+		echo "rc $name" >>"$out/suite-done"
+	else
+		echo "$name" >>"$out/suite-done"
 	fi
 done
 {
