@@ -276,26 +276,32 @@ qemu_cmd=(qemu-system-x86_64
 # (guest-init.sh writes guest-started just before it) boot_hang_s after
 # the boot began, and leave .boot-hung for the retry below. Nothing of
 # what is tested runs before that file exists.
+# kill_qemu MARKER: SIGKILL our qemu (never another process: the pid file
+# may be stale) and leave <outdir>/MARKER for the caller of boot_vm.
+kill_qemu() {
+	local pid
+	pid=$(cat "$out/qemu.pid" 2>/dev/null)
+	[[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]] ||
+		return 0
+	: >"$out/$1"
+	kill -9 "$pid"
+}
+
 boot_watchdog() {
-	local waited=0 pid
+	local waited=0
 	while ((waited < boot_hang_s * 10)); do
 		[[ -e $out/guest-started ]] && return 0
 		sleep 0.1
 		waited=$((waited + 1))
 	done
-	pid=$(cat "$out/qemu.pid" 2>/dev/null)
-	# Only ever our own qemu.
-	[[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]] ||
-		return 0
-	: >"$out/.boot-hung"
-	kill -9 "$pid"
+	kill_qemu .boot-hung
 }
 
 # stall_watchdog: kill our qemu when the guest, after starting the
 # command, reports the timer stall --resume-after-stall describes, and
 # leave .guest-stalled. Any other stall is left to the kernel-log gate.
 stall_watchdog() {
-	local pid log=$out/console.log
+	local log=$out/console.log
 	while sleep 2; do
 		[[ -e $out/guest-started && -f $log ]] || continue
 		if ! grep -q "timer wakeup didn't happen" "$log" ||
@@ -303,11 +309,7 @@ stall_watchdog() {
 			grep -q 'detected stalls on CPUs' "$log"; then
 			continue
 		fi
-		pid=$(cat "$out/qemu.pid" 2>/dev/null)
-		[[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]] ||
-			return 0
-		: >"$out/.guest-stalled"
-		kill -9 "$pid"
+		kill_qemu .guest-stalled
 		return 0
 	done
 }
