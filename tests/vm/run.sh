@@ -67,8 +67,8 @@
 # cause is a vCPU that takes no timer interrupt ("timer wakeup didn't
 # happen" + "Possible timer handling issue", and no CPU listed as stalled
 # by another: QEMU 7.2's TCG left an idle vCPU unwoken; see
-# Documentation/kvtier-testing.rst) is killed at once rather than at
-# --timeout, its console kept as console-stall.log, and booted once more
+# Documentation/admin-guide/kvtier-testing.rst) is killed at once rather
+# than at --timeout, its console kept as console-stall.log, and booted once more
 # with <outdir>/resume-suite created, so the command goes on after what had
 # finished. A second stall fails the run.
 #
@@ -272,10 +272,6 @@ qemu_cmd=(qemu-system-x86_64
 	# The caller's tree, read-only (see above).
 	"${src_args[@]}")
 
-# boot_watchdog: kill our qemu if the guest has not started the command
-# (guest-init.sh writes guest-started just before it) boot_hang_s after
-# the boot began, and leave .boot-hung for the retry below. Nothing of
-# what is tested runs before that file exists.
 # kill_qemu MARKER: SIGKILL our qemu (never another process: the pid file
 # may be stale) and leave <outdir>/MARKER for the caller of boot_vm.
 kill_qemu() {
@@ -287,6 +283,10 @@ kill_qemu() {
 	kill -9 "$pid"
 }
 
+# boot_watchdog: kill our qemu if the guest has not started the command
+# (guest-init.sh writes guest-started just before it) boot_hang_s after
+# the boot began, and leave .boot-hung for the retry below. Nothing of
+# what is tested runs before that file exists.
 boot_watchdog() {
 	local waited=0
 	while ((waited < boot_hang_s * 10)); do
