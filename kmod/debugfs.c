@@ -124,6 +124,82 @@ static const struct file_operations kvtier_latency_fops = {
 	.release = single_release,
 };
 
+static const char * const kvtier_freeze_names[KVT_FREEZE_NR] = {
+	[KVT_FREEZE_NONE] = "none",
+	[KVT_FREEZE_CKPT_AREA] = "ckpt-area",
+	[KVT_FREEZE_CKPT_SUPER] = "ckpt-super",
+};
+
+/*
+ * Stop the commit that reached @p if it is the armed crash point, until
+ * the point changes or the task is killed. Caller holds store.lock. Only
+ * a test arms one: the tier makes no commit while a commit is stopped.
+ */
+void kvtier_freeze_point(struct kvtier_tier *tier, enum kvtier_freeze_point p)
+{
+	struct kvtier_store *st = &tier->store;
+
+	lockdep_assert_held(&st->lock);
+	if (READ_ONCE(st->freeze_at) != p)
+		return;
+	dev_err(&tier->dev, "commit of generation %llu stopped at crash point %s (debugfs freeze_at)\n",
+		st->generation + 1, kvtier_freeze_names[p]);
+	WRITE_ONCE(st->frozen, true);
+	wait_event_killable(st->freeze_wait, READ_ONCE(st->freeze_at) != p);
+	WRITE_ONCE(st->frozen, false);
+	dev_info(&tier->dev, "commit resumed after crash point %s\n",
+		 kvtier_freeze_names[p]);
+}
+
+/* "armed POINT", "frozen POINT" (a commit is stopped there) or "none". */
+static int kvtier_freeze_show(struct seq_file *m, void *v)
+{
+	struct kvtier_store *st = &((struct kvtier_tier *)m->private)->store;
+	int p = READ_ONCE(st->freeze_at);
+
+	if (p == KVT_FREEZE_NONE)
+		seq_puts(m, "none\n");
+	else
+		seq_printf(m, "%s %s\n", READ_ONCE(st->frozen) ? "frozen" : "armed",
+			   kvtier_freeze_names[p]);
+	return 0;
+}
+
+static int kvtier_freeze_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, kvtier_freeze_show, inode->i_private);
+}
+
+/* A point's name arms it (and releases a commit stopped at another). */
+static ssize_t kvtier_freeze_write(struct file *file, const char __user *ubuf,
+				   size_t len, loff_t *ppos)
+{
+	struct kvtier_store *st = &((struct kvtier_tier *)file_inode(file)->i_private)->store;
+	char buf[16];
+	int p;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	p = sysfs_match_string(kvtier_freeze_names, buf);
+	if (p < 0)
+		return p;
+	WRITE_ONCE(st->freeze_at, p);
+	wake_up_all(&st->freeze_wait);
+	return len;
+}
+
+static const struct file_operations kvtier_freeze_fops = {
+	.owner = THIS_MODULE,
+	.open = kvtier_freeze_open,
+	.read = seq_read,
+	.write = kvtier_freeze_write,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
 /* Sizes of the bios the tier issued, log2 pages, and their sums in pages. */
 static int kvtier_io_show(struct seq_file *m, void *v)
 {
@@ -229,6 +305,8 @@ void kvtier_debugfs_tier_add(struct kvtier_tier *tier)
 			    &kvtier_regions_fops);
 	debugfs_create_file("gpu_ranges", 0400, tier->debugfs, tier,
 			    &kvtier_gpu_ranges_fops);
+	debugfs_create_file("freeze_at", 0600, tier->debugfs, tier,
+			    &kvtier_freeze_fops);
 }
 
 void kvtier_debugfs_tier_remove(struct kvtier_tier *tier)

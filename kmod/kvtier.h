@@ -178,6 +178,10 @@ struct kvtier_backing {
  *             @lease_work; detach cancels @lease_work before reading them.
  * @lease_interval_ms: renewal interval of this attach (the knob at attach)
  * @lease_work: renews the lease every @lease_interval_ms
+ * @freeze_at: the crash point a commit stops at (enum kvtier_freeze_point,
+ *             debugfs freeze_at; tests only), READ_ONCE/WRITE_ONCE
+ * @frozen: a commit is stopped at @freeze_at, holding @lock
+ * @freeze_wait: where it waits for @freeze_at to change
  */
 struct kvtier_store {
 	struct mutex lock;		/* commits; see above */
@@ -223,6 +227,23 @@ struct kvtier_store {
 	u64 lease_renewed;
 	unsigned int lease_interval_ms;
 	struct delayed_work lease_work;
+	int freeze_at;
+	bool frozen;
+	wait_queue_head_t freeze_wait;
+};
+
+/*
+ * Crash points of the persistence tests (debugfs "freeze_at"): a commit
+ * that reaches the armed one stops there, with store.lock held, until the
+ * point is disarmed, so that the host can cut the power at a known place
+ * (tests/persist/run.sh crash). Only checkpoints that take the place of
+ * journal transactions stop.
+ */
+enum kvtier_freeze_point {
+	KVT_FREEZE_NONE,
+	KVT_FREEZE_CKPT_AREA,	/* checkpoint written, superblock not */
+	KVT_FREEZE_CKPT_SUPER,	/* superblock written, slots not released */
+	KVT_FREEZE_NR,
 };
 
 /* Counters in debugfs stats, named by cause. Racy sums; see admin guide. */
@@ -950,5 +971,6 @@ void kvtier_debugfs_exit(void);
 void kvtier_debugfs_tier_add(struct kvtier_tier *tier);
 void kvtier_debugfs_tier_remove(struct kvtier_tier *tier);
 void kvtier_latency_reset(struct kvtier_tier *tier);
+void kvtier_freeze_point(struct kvtier_tier *tier, enum kvtier_freeze_point p);
 
 #endif /* KVTIER_H */

@@ -492,6 +492,7 @@ static void kvtier_store_release(struct kvtier_tier *tier)
 static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 {
 	struct kvtier_store *st = &tier->store;
+	bool compacts = st->journal_pos != st->journal_head;
 	int copy = !st->ckpt_copy;
 	struct kvtier_disk_super *sb;
 	void *ckpt = NULL;
@@ -512,11 +513,15 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
 	if (ret)
 		goto out;
+	if (compacts)
+		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_AREA);
 	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(ckpt, bytes));
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
 			     copy, sb, 1, 0);
 	if (ret)
 		goto out;
+	if (compacts)
+		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_SUPER);
 	st->ckpt_copy = copy;
 	st->journal_head = st->journal_pos;
 	if (READ_ONCE(st->bad_copy) == copy)
@@ -1385,5 +1390,6 @@ void kvtier_store_init(struct kvtier_store *st)
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
 	INIT_WORK(&st->room_work, kvtier_room_work);
 	atomic_set(&st->room_asked, 0);
+	init_waitqueue_head(&st->freeze_wait);
 	kvtier_lease_init(st);
 }

@@ -2315,4 +2315,72 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 	loop_detach(lfd, JR_IMG);
 }
 
+#define FREEZE_AT	"/sys/kernel/debug/kvtier/kvtier0/freeze_at"
+
+/* Wait up to 30 s for debugfs freeze_at to read @want. */
+static int freeze_wait(const char *want)
+{
+	char got[64] = "";
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (!kvt_read(FREEZE_AT, got, sizeof(got)) && !strcmp(got, want))
+			return 0;
+		usleep(10000);
+	}
+	fprintf(stderr, "freeze_at reads '%s', not '%s'\n", got, want);
+	return -ETIMEDOUT;
+}
+
+/*
+ * Crash points (debugfs freeze_at, for tests/persist/run.sh crash): the
+ * detach's checkpoint, which compacts a journal holding transactions,
+ * stops at the armed point; arming another releases it to the next one;
+ * "none" lets it finish, and what it recorded is there after an attach.
+ */
+TEST_F_TIMEOUT(persist, crash_points_stop_and_release, 300)
+{
+	long long gen;
+	char got[64];
+	pid_t pid;
+	int st;
+
+	ASSERT_EQ(0, make_persistent(0, "frozen", MiB, 0600, SEED(21)));
+	ASSERT_GT(kvt_stat(0, "journal_pos"), kvt_stat(0, "journal_head"));
+	gen = kvt_stat(0, "generation");
+	ASSERT_EQ(0, kvt_read(FREEZE_AT, got, sizeof(got)));
+	ASSERT_STREQ("none", got);
+	ASSERT_EQ(-EINVAL, kvt_write(FREEZE_AT, "ckpt"));
+	ASSERT_EQ(-EINVAL, kvt_write(FREEZE_AT, "ckpt-area-and-more"));
+	ASSERT_EQ(0, kvt_write(FREEZE_AT, "ckpt-area"));
+	ASSERT_EQ(0, kvt_read(FREEZE_AT, got, sizeof(got)));
+	ASSERT_STREQ("armed ckpt-area", got);
+
+	close(self->fd);
+	self->fd = -1;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(kvt_tier_write(0, "backing_dev", "none") ? 1 : 0);
+	ASSERT_EQ(0, freeze_wait("frozen ckpt-area"));
+	usleep(100000);
+	ASSERT_EQ(0, waitpid(pid, &st, WNOHANG));
+	/* Another point releases this one; the commit stops at that. */
+	ASSERT_EQ(0, kvt_write(FREEZE_AT, "ckpt-super"));
+	ASSERT_EQ(0, freeze_wait("frozen ckpt-super"));
+	ASSERT_EQ(0, waitpid(pid, &st, WNOHANG));
+	ASSERT_EQ(0, kvt_write(FREEZE_AT, "none"));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_EQ(0, freeze_wait("none"));
+
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+	EXPECT_EQ(gen + 1, kvt_stat(0, "generation"));
+	EXPECT_EQ(kvt_stat(0, "journal_head"), kvt_stat(0, "journal_pos"));
+	EXPECT_EQ(-1, check_name(0, "frozen", MiB, SEED(21)));
+	self->fd = tier_open(0);
+	ASSERT_GE(self->fd, 0);
+}
+
 TEST_HARNESS_MAIN

@@ -360,7 +360,8 @@ scale-1 | scale-2)
 	exit $rc
 	;;
 crash)
-	t crash "$out/state" "${1:?crash BOOT SEED}" "${2:?crash BOOT SEED}"
+	t crash "$out/state" "${1:?crash BOOT SEED}" "${2:?crash BOOT SEED}" \
+		${3:+--freeze "$3"}
 	;;
 crash-final)
 	t crash "$out/state" "${1:?crash-final BOOT SEED}" "${2:?crash-final BOOT SEED}" --final

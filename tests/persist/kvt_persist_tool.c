@@ -21,7 +21,8 @@
  *                                  check every byte; page PAGE must fail
  *                                  (EIO from pread, SIGBUS from a mapping)
  *                                  and be counted in checksum_errors
- *   crash DIR BOOT SEED [--final]  crash-consistency boot (see below)
+ *   crash DIR BOOT SEED [--final | --freeze POINT]
+ *                                  crash-consistency boot (see below)
  *   scale-attach DEV MAX_S MAX_MIB attach DEV; it must take at most MAX_S
  *                                  seconds and MAX_MIB of kernel memory
  *                                  (/proc/meminfo before and after)
@@ -67,7 +68,10 @@
  * "unlinked R"); "synced" is also printed on the console. Page contents
  * encode (region, page, generation) with a self-check. With --final it
  * only verifies, then detaches, attaches again and verifies that nothing
- * changed.
+ * changed. With --freeze it arms crash point POINT (debugfs freeze_at:
+ * ckpt-area, ckpt-super) before the workload starts, and creates
+ * DIR/frozen-<BOOT> once a commit has stopped there: the host cuts the
+ * power then, rather than after a random delay.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1391,6 +1395,56 @@ static int crash_attach(const char *dev, const char *what)
 	return ret;
 }
 
+#define FREEZE_AT	"/sys/kernel/debug/kvtier/kvtier0/freeze_at"
+
+/* Write @txt to the existing file @path. Returns 0 or -errno. */
+static int write_text(const char *path, const char *txt)
+{
+	ssize_t len = (ssize_t)strlen(txt), n;
+	int fd = open(path, O_WRONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, txt, len);
+	err = errno;
+	close(fd);
+	return n == len ? 0 : n < 0 ? -err : -EIO;
+}
+
+/*
+ * Wait until a commit stops at crash point @point, then tell the host
+ * (DIR/frozen-BOOT). Returns 0, or 1 when none did within CRASH_CAP_S.
+ */
+static int crash_wait_frozen(const char *dir, int boot, const char *point)
+{
+	char want[64], path[4096], got[64];
+	double t0 = now();
+	ssize_t n;
+	int fd;
+
+	snprintf(want, sizeof(want), "frozen %s\n", point);
+	while (now() - t0 < CRASH_CAP_S) {
+		fd = open(FREEZE_AT, O_RDONLY | O_CLOEXEC);
+		n = fd < 0 ? -1 : read(fd, got, sizeof(got) - 1);
+		if (fd >= 0)
+			close(fd);
+		got[n > 0 ? n : 0] = '\0';
+		if (!strcmp(got, want)) {
+			snprintf(path, sizeof(path), "%s/frozen-%d", dir, boot);
+			if (write_file(path, "", 0))
+				fprintf(stderr, "kvt-crash: cannot create %s\n", path);
+			printf("kvt-crash: boot %d: a commit stopped at %s after %.1f s\n",
+			       boot, point, now() - t0);
+			fflush(stdout);
+			return 0;
+		}
+		usleep(20000);
+	}
+	fprintf(stderr, "kvt-crash: boot %d: no commit reached crash point %s in %d s (freeze_at: %s)\n",
+		boot, point, CRASH_CAP_S, got);
+	return 1;
+}
+
 static int cmd_crash(int argc, char **argv)
 {
 	struct region_model model[NREGIONS];
@@ -1401,6 +1455,7 @@ static int cmd_crash(int argc, char **argv)
 	bool final = false, ok;
 	char path[4096], what[64];
 	uint64_t seed;
+	const char *freeze = NULL;
 	int boot, r, w, ret, st;
 	pid_t pids[NWORKERS];
 	double t0 = now();
@@ -1411,11 +1466,12 @@ static int cmd_crash(int argc, char **argv)
 	dir = argv[0];
 	boot = (int)num(argv[1]);
 	seed = num(argv[2]);
-	if (argc > 3) {
-		if (strcmp(argv[3], "--final"))
-			return 2;
+	if (argc == 4 && !strcmp(argv[3], "--final"))
 		final = true;
-	}
+	else if (argc == 5 && !strcmp(argv[3], "--freeze"))
+		freeze = argv[4];
+	else if (argc != 3)
+		return 2;
 	dev = kvt_ns("KVTIER_NS0");
 	if (!dev) {
 		check(false, "boot %d: KVTIER_NS0 names a block device", boot);
@@ -1537,6 +1593,12 @@ static int cmd_crash(int argc, char **argv)
 		return failures ? 1 : 0;
 	}
 
+	if (freeze) {
+		ret = write_text(FREEZE_AT, freeze);
+		check(!ret, "%s: arm crash point %s (%s)", what, freeze, errname(-ret));
+		if (ret)
+			return 1;
+	}
 	fflush(stdout);
 	for (w = 0; w < NWORKERS; w++) {
 		pids[w] = fork();
@@ -1553,6 +1615,8 @@ static int cmd_crash(int argc, char **argv)
 	fflush(stdout);
 	if (ret)
 		fprintf(stderr, "kvt-crash: cannot create %s: %s\n", path, errname(-ret));
+	if (freeze && crash_wait_frozen(dir, boot, freeze))
+		return 1;
 	/* Only the host's kill ends a healthy workload. */
 	ret = 0;
 	for (w = 0; w < NWORKERS; w++) {

@@ -38,7 +38,11 @@
 #   crash    KVTIER_CRASH_CUTS (20) boots each verify what the previous boot
 #            left, start a write/fsync/unlink workload on persistent regions
 #            and are cut by kill -9 of QEMU after a random delay; a last
-#            boot verifies, detaches, attaches and verifies again. The
+#            boot verifies, detaches, attaches and verifies again. Cuts 4
+#            and 7 of every ten are instead made where a checkpoint that
+#            compacts the journal stopped (debugfs freeze_at): its area
+#            written but not its superblock (ckpt-area), or its
+#            superblock but not what follows (ckpt-super). The
 #            delays and workloads come from a seeded random source: the
 #            crash line of tests/fuzz-seeds.txt (seed and cuts), a fresh
 #            seed with KVTIER_FUZZ_RANDOM=1; the seed is printed,
@@ -281,6 +285,18 @@ test_kvstore() {
 		"${KVTIER_KVSTORE_SEED:-}" "${KVTIER_KVSTORE_CUTS:-}" "${KVTIER_CRASH_PART:-0/1}"
 }
 
+# crash_point CUT: the crash point (debugfs freeze_at) cut CUT of the crash
+# test stops a checkpoint at instead of a random delay, or nothing. Cuts
+# 4 and 7 of every ten, alternating, so that with the kept 20 cuts shared
+# out by parity each kernel cuts once at each point.
+crash_point() {
+	local c=$1
+	case $((c % 10)) in
+	4) (((c / 10) % 2)) && echo ckpt-super || echo ckpt-area ;;
+	7) (((c / 10) % 2)) && echo ckpt-area || echo ckpt-super ;;
+	esac
+}
+
 # cut_boots STEP FINAL JOURNAL DONE SEED CUTS PART: boots of guest.sh STEP
 # cut by kill -9 of QEMU (see "crash" above), then one of FINAL. JOURNAL
 # names the guest's journal files in OUT/state, DONE the grep pattern of
@@ -288,7 +304,7 @@ test_kvstore() {
 cut_boots() {
 	local step=$1 final=$2 journal=$3 done_re=$4 seed=$5 cuts=$6 part=$7
 	local b=0 cut delay wseed
-	local pid rpid t0 waited ran synced st hits kept
+	local pid rpid t0 waited ran frozen point synced st hits kept
 	# The kept seed (tests/fuzz-seeds.txt), unless one is given or
 	# KVTIER_FUZZ_RANDOM asks for a fresh one (make fuzz).
 	kept=$(awk -v t="$step" '$1 == t { print $2, $3; exit }' "$top/tests/fuzz-seeds.txt")
@@ -318,11 +334,13 @@ cut_boots() {
 		wseed=$((RANDOM << 15 | RANDOM))
 		delay=$((delay / 10)).$((delay % 10))
 		((cut % ${part#*/} == ${part%/*})) || continue
+		point=
+		[[ $step == crash ]] && point=$(crash_point "$cut")
 		rm -f "$o/checks.log" "$o/qemu.pid"
 		t0=$SECONDS
 		"$top/tests/vm/run.sh" --keep-nvme --kver "$kver" --cache "$build/cache" \
 			--out "$o" --nvme-size 256M --timeout 300 -- \
-			"$guest" "$build" "$o" "$step" "$b" "$wseed" \
+			"$guest" "$build" "$o" "$step" "$b" "$wseed" $point \
 			</dev/null >"$o/boot-$b.log" 2>&1 &
 		rpid=$!
 		# Wait until the workload runs (or the boot ends without it):
@@ -333,10 +351,22 @@ cut_boots() {
 			sleep 0.1
 			waited=$((waited + 1))
 		done
-		ran=0
+		ran=0 frozen=0
 		if [[ -e $o/state/started-$b ]]; then
 			ran=1
-			sleep "$delay"
+			if [[ -n $point ]]; then
+				# The guest gives up after its CRASH_CAP_S (90 s).
+				waited=0
+				while [[ ! -e $o/state/frozen-$b ]] && kill -0 "$rpid" 2>/dev/null &&
+					((waited < 1000)); do
+					sleep 0.1
+					waited=$((waited + 1))
+				done
+				[[ -e $o/state/frozen-$b ]] && frozen=1
+				delay=$((waited / 10)).$((waited % 10))
+			else
+				sleep "$delay"
+			fi
 			pid=$(cat "$o/qemu.pid" 2>/dev/null)
 			# Only ever our own qemu.
 			if [[ $pid =~ ^[0-9]+$ && $(cat "/proc/$pid/comm" 2>/dev/null) == qemu-system-* ]]; then
@@ -352,8 +382,14 @@ cut_boots() {
 		vm_done "$b"
 		import "$o/checks-$b.log" ""
 		synced=$(cat "$o/state/$journal$b"* 2>/dev/null | grep -c "$done_re")
-		note "cut $cut (boot $b): delay ${delay}s after the workload started, workload" \
-			"seed $wseed, $synced fsyncs completed, boot took $((SECONDS - t0)) s"
+		note "cut $cut (boot $b): ${point:+at crash point $point, }delay ${delay}s after" \
+			"the workload started, workload seed $wseed, $synced fsyncs completed," \
+			"boot took $((SECONDS - t0)) s"
+		if [[ -n $point ]] && ((ran && !frozen)); then
+			result not-ok "boot $b: no journal-compacting checkpoint reached crash point $point (see $o/boot-$b.log)"
+			sed -n '/^run.sh: \|kvt-crash: /p' "$o/boot-$b.log" | sed 's/^/# /' | tail -n 20
+			return
+		fi
 		if ((!ran)); then
 			result not-ok "boot $b: the workload never started (run.sh status $st; see $o/boot-$b.log)"
 			sed -n '/^run.sh: \|kvt-crash: /p' "$o/boot-$b.log" | sed 's/^/# /' | tail -n 20
@@ -367,6 +403,8 @@ cut_boots() {
 		if hits=$(klog_problems "$o/console-$b.log"); then
 			result not-ok "boot $b: cut after ${delay}s: kernel problem on the console"
 			printf '%s\n' "$hits" | head -n 40 | sed 's/^/# /'
+		elif [[ -n $point ]]; then
+			result ok "boot $b: cut $cut by kill -9 of qemu with a checkpoint stopped at $point, kernel log clean"
 		else
 			result ok "boot $b: cut $cut by kill -9 of qemu ${delay}s into the workload, kernel log clean"
 		fi
