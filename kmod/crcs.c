@@ -51,6 +51,7 @@ int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp)
 		return xa_is_err(old) ? xa_err(old) : 0;
 	}
 	atomic_long_inc(&region->nr_crc_chunks);
+	atomic_long_inc(&region->tier->crc_chunks);
 	return 0;
 }
 
@@ -96,4 +97,12 @@ void kvtier_crcs_destroy(struct kvtier_region *region)
 		cond_resched();
 	}
 	xa_destroy(&region->crcs);
+	atomic_long_sub(atomic_long_read(&region->nr_crc_chunks),
+			&region->tier->crc_chunks);
+}
+
+/* The chunks' payload, for kvtier_meta_mem(). */
+u64 kvtier_crcs_chunk_bytes(void)
+{
+	return KVT_CRCS_PER_CHUNK * sizeof(u32);
 }

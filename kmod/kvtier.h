@@ -423,6 +423,7 @@ struct kvtier_pool {
  * @regions_lock: protects @regions, @nr_regions and every entry of @users
  * @regions: every live region of the tier (debugfs "regions")
  * @nr_regions: entries of @regions
+ * @crc_chunks: CRC chunks its regions hold (crcs.c; atomic)
  * @users: what each uid holds (uid in the initial user namespace ->
  *         struct kvtier_user; users.c)
  * @nr_pinned: pages pinned, plus pins being taken (reserved first)
@@ -456,6 +457,7 @@ struct kvtier_tier {
 	spinlock_t regions_lock;	/* regions, nr_regions, users */
 	struct list_head regions;
 	unsigned long nr_regions;
+	atomic_long_t crc_chunks;
 	struct xarray users;
 	atomic_long_t nr_pinned;
 	spinlock_t gpu_lock;		/* protects gpu_ranges, gpu_next_id */
@@ -795,6 +797,7 @@ void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc);
 bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc);
 unsigned long kvtier_crcs_bytes(struct kvtier_region *region);
 void kvtier_crcs_destroy(struct kvtier_region *region);
+u64 kvtier_crcs_chunk_bytes(void);
 
 /* pin.c */
 long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_it);
@@ -859,6 +862,27 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 		   void *buf, unsigned int nr, unsigned int flags);
 void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
 		       unsigned long nr);
+
+/**
+ * struct kvtier_meta_mem - the kernel memory of a tier's metadata, in
+ *                          bytes (sysfs "metadata"; racy gauges)
+ * @regions: each region's struct kvtier_region and inode
+ * @page_maps: the regions' page xarrays (slot numbers and resident pages),
+ *             estimated as one xarray node per 64-page group that holds a
+ *             page on the namespace, plus the nodes above those
+ * @crcs: the regions' CRC32C chunks (crcs.c)
+ * @allocator: the slot allocator's runs: free, deferred and releasing
+ * @buffer: the checkpoint buffer, which journal transactions use too
+ */
+struct kvtier_meta_mem {
+	u64 regions;
+	u64 page_maps;
+	u64 crcs;
+	u64 allocator;
+	u64 buffer;
+};
+
+void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m);
 
 /* store.c: open/close/drop under tier->lock */
 void kvtier_store_init(struct kvtier_store *st);

@@ -1382,6 +1382,28 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	return ret;
 }
 
+/*
+ * What the tier's metadata costs in kernel memory now (struct
+ * kvtier_meta_mem). A page xarray has a leaf node for each 64 pages it
+ * maps at most, and a CRC chunk covers the same 64 pages, so the chunk
+ * count stands in for the leaves; one node in 63 above them is the
+ * interior of a dense tree. No lock: gauges read with READ_ONCE.
+ */
+void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
+{
+	u64 chunks = max(atomic_long_read(&tier->crc_chunks), 0L);
+	struct kvtier_store *st = &tier->store;
+
+	m->regions = (u64)READ_ONCE(tier->nr_regions) *
+		     (sizeof(struct kvtier_region) + sizeof(struct inode));
+	m->page_maps = (chunks + DIV_ROUND_UP(chunks, 63)) * sizeof(struct xa_node);
+	m->crcs = chunks * kvtier_crcs_chunk_bytes();
+	m->allocator = (u64)(kvtier_slots_extents(&tier->slots) +
+			     READ_ONCE(st->releasing.nr)) *
+		       sizeof(struct kvtier_extent);
+	m->buffer = READ_ONCE(st->ckpt_size);
+}
+
 void kvtier_store_init(struct kvtier_store *st)
 {
 	mutex_init(&st->lock);

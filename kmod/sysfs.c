@@ -335,6 +335,23 @@ static ssize_t pinned_show(struct device *dev, struct device_attribute *attr,
 static DEVICE_ATTR_RO(pinned);
 
 /*
+ * metadata: the kernel memory of the tier's metadata, in bytes, as fixed
+ * columns (total, then struct kvtier_meta_mem's fields in order); columns
+ * are only ever appended (Documentation/ABI/testing/sysfs-class-kvtier).
+ */
+static ssize_t metadata_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	struct kvtier_meta_mem m;
+
+	kvtier_meta_mem(dev_to_tier(dev), &m);
+	return sysfs_emit(buf, "%llu %llu %llu %llu %llu %llu\n",
+			  m.regions + m.page_maps + m.crcs + m.allocator + m.buffer,
+			  m.regions, m.page_maps, m.crcs, m.allocator, m.buffer);
+}
+static DEVICE_ATTR_RO(metadata);
+
+/*
  * stat: the tier's counters in fixed columns on one line, readable by
  * anyone, as /sys/block/<dev>/stat and zram's mm_stat are: totals since
  * the module was loaded, no region names or sizes. Columns are only ever
@@ -375,6 +392,7 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_resident.attr,
 	&dev_attr_pinned.attr,
 	&dev_attr_stat.attr,
+	&dev_attr_metadata.attr,
 	NULL,
 };
 

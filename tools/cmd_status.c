@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,27 @@ struct tier_status {
 	struct kvt_nvme_topo topo;
 	uint32_t block;
 	uint64_t capacity, used, resident, budget_mb, pinned;
+	/* sysfs metadata: total, regions, page maps, CRCs, allocator, buffer */
+	bool have_meta;
+	uint64_t meta[6];
 };
+
+/* The metadata columns, in order (Documentation/ABI/testing/sysfs-class-kvtier). */
+static const char *const meta_names[6] = {
+	"total", "regions", "page_maps", "crcs", "allocator", "buffer",
+};
+
+/* sysfs metadata; absent on a module before it, malformed is not shown. */
+static void read_meta(struct tier_status *t)
+{
+	char buf[256], end;
+
+	t->have_meta = !kvtier_tier_attr_get(t->id, "metadata", buf, sizeof(buf)) &&
+		       sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
+			      " %" SCNu64 " %" SCNu64 " %c", &t->meta[0], &t->meta[1],
+			      &t->meta[2], &t->meta[3], &t->meta[4], &t->meta[5],
+			      &end) == 6;
+}
 
 /* Bytes pinned: the sysfs attribute, else the regions' sum, else 0. */
 static uint64_t pinned_bytes(unsigned int id)
@@ -86,6 +107,7 @@ static int read_status(unsigned int id, struct tier_status *t)
 	tier_attr_u64(id, "resident", &t->resident);
 	tier_attr_u64(id, "host_budget_mb", &t->budget_mb);
 	t->pinned = pinned_bytes(id);
+	read_meta(t);
 	t->block = block_size(id);
 	t->is_nvme = strcmp(t->backing, "none") &&
 		     !kvt_nvme_identify(t->backing, &t->nvme);
@@ -132,6 +154,14 @@ static void print_status(const struct tier_status *t)
 	       fmt_size(a, sizeof(a), t->budget_mb << 20),
 	       fmt_size(b, sizeof(b), t->resident), pct(t->resident, t->budget_mb << 20));
 	printf("  pinned    %s\n", fmt_size(a, sizeof(a), t->pinned));
+	if (t->have_meta) {
+		char c[32], d[32], e[32], f[32];
+
+		printf("  metadata  %-9s regions %s, page maps %s, CRCs %s, allocator %s, buffer %s\n",
+		       fmt_size(a, sizeof(a), t->meta[0]), fmt_size(b, sizeof(b), t->meta[1]),
+		       fmt_size(c, sizeof(c), t->meta[2]), fmt_size(d, sizeof(d), t->meta[3]),
+		       fmt_size(e, sizeof(e), t->meta[4]), fmt_size(f, sizeof(f), t->meta[5]));
+	}
 	if (t->lease[0] && strcmp(t->lease, "detached"))
 		printf("  lease     %s\n", t->lease);
 	if (t->have_error)
@@ -201,6 +231,17 @@ static void print_status_json(const struct tier_status *t)
 	json_key_u64(stdout, &first, "host_budget_mb", t->budget_mb);
 	json_key_u64(stdout, &first, "resident_bytes", t->resident);
 	json_key_u64(stdout, &first, "pinned_bytes", t->pinned);
+	if (t->have_meta) {
+		bool f = true;
+		unsigned int i;
+
+		fputs(",\"metadata_bytes\":{", stdout);
+		for (i = 0; i < 6; i++)
+			json_key_u64(stdout, &f, meta_names[i], t->meta[i]);
+		putchar('}');
+	} else {
+		json_key_null(stdout, &first, "metadata_bytes");
+	}
 	if (t->lease[0] && strcmp(t->lease, "detached"))
 		json_key_str(stdout, &first, "lease", t->lease);
 	else

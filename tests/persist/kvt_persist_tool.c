@@ -1803,6 +1803,33 @@ static int meminfo_read(struct meminfo *m)
  * MemAvailable); the attach must take at most MAX_S seconds and MAX_MIB
  * of memory.
  */
+/*
+ * sysfs metadata (the module's own count of its metadata memory) against
+ * what the attach took from slab and vmalloc (@kib): within a factor of
+ * 1.5 when the attach loaded enough (4 MiB) for the kernel's figures to
+ * say something.
+ */
+static void scale_meta_check(long long kib)
+{
+	unsigned long long m[6];
+	char txt[256];
+	int n = kvt_tier_read(0, "metadata", txt, sizeof(txt)) ? 0 :
+		sscanf(txt, "%llu %llu %llu %llu %llu %llu", &m[0], &m[1], &m[2],
+		       &m[3], &m[4], &m[5]);
+
+	check(n == 6, "sysfs metadata has 6 columns (%d)", n);
+	if (n != 6)
+		return;
+	diag("sysfs metadata %llu KiB: regions %llu, page maps %llu, CRCs %llu, allocator %llu, buffer %llu KiB",
+	     m[0] >> 10, m[1] >> 10, m[2] >> 10, m[3] >> 10, m[4] >> 10, m[5] >> 10);
+	if (kib < 4096)
+		return;
+	check((m[0] >> 10) * 3 >= (unsigned long long)kib * 2 &&
+	      (m[0] >> 10) * 2 <= (unsigned long long)kib * 3,
+	      "sysfs metadata (%llu KiB) within a factor of 1.5 of the slab and vmalloc the attach took (%lld KiB)",
+	      m[0] >> 10, kib);
+}
+
 static int cmd_scale_attach(int argc, char **argv)
 {
 	struct meminfo a, b;
@@ -1826,6 +1853,7 @@ static int cmd_scale_attach(int argc, char **argv)
 	diag("attach took %.2f s; MemAvailable %+lld KiB, Slab %+lld KiB, VmallocUsed %+lld KiB",
 	     t, -took, b.slab - a.slab, b.vmalloc - a.vmalloc);
 	check(t <= (double)num(argv[1]), "attach within %s s (%.2f s)", argv[1], t);
+	scale_meta_check(b.slab - a.slab + b.vmalloc - a.vmalloc);
 	check(took <= (long long)num(argv[2]) * 1024 &&
 	      b.slab - a.slab + b.vmalloc - a.vmalloc <= (long long)num(argv[2]) * 1024,
 	      "attach took at most %s MiB of memory (%lld KiB available less, slab and vmalloc %+lld KiB)",

@@ -109,6 +109,24 @@ pycheck "status --json: lease" \
 	'd[0]["lease"].startswith("held-here host=gpu1")' \
 	-- --json status
 rm -f "$cls/lease"
+# The metadata line: each column in its place; a module without the
+# attribute, or a malformed one, shows none (JSON null).
+echo "9437184 1048576 2097152 3145728 65536 4096" >"$cls/metadata"
+expect 0 'metadata  9.0M +regions 1.0M, page maps 2.0M, CRCs 3.0M, allocator 64.0K, buffer 4.0K' \
+	"status: the metadata line" -- status 0
+pycheck "status --json: metadata_bytes" \
+	'd[0]["metadata_bytes"] == {"total": 9437184, "regions": 1048576, "page_maps": 2097152, "crcs": 3145728, "allocator": 65536, "buffer": 4096}' \
+	-- --json status
+echo "1 2 3" >"$cls/metadata"
+if "$ctl" status 0 2>&1 | grep -q metadata; then
+	notok "status: a short metadata line is not shown"
+else
+	ok "status: a short metadata line is not shown"
+fi
+pycheck "status --json: no metadata_bytes from a short line" 'd[0]["metadata_bytes"] is None' \
+	-- --json status
+rm -f "$cls/metadata"
+pycheck "status --json: no metadata attribute" 'd[0]["metadata_bytes"] is None' -- --json status
 expect 1 'no tier 5' "status of a missing tier: exit 1" -- status 5
 expect 2 'bad TIER' "status of a bad TIER: exit 2" -- status x
 # A tier as 0, kvtier0 or /dev/kvtier0 (lsblk and nvme-cli habits).
