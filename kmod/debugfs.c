@@ -51,6 +51,8 @@ static const char * const kvtier_hist_names[KVT_HIST_NR] = {
 	[KVT_HIST_FAULT_ZERO] = "fault_zero",
 	[KVT_HIST_READ] = "read",
 	[KVT_HIST_WRITE] = "write",
+	[KVT_HIST_COMMIT_JOURNAL] = "commit_journal",
+	[KVT_HIST_COMMIT_CKPT] = "commit_checkpoint",
 };
 
 /* "name c0 .. c(n-1) sum": the counts, then the sum of what they count. */
@@ -66,8 +68,9 @@ static void kvtier_seq_buckets(struct seq_file *m, const char *name,
 }
 
 /*
- * Fault service and namespace I/O completion times, log2 microseconds,
- * and their sums in nanoseconds (version 2: version 1 had no sums).
+ * Fault service, namespace I/O completion and commit times, log2
+ * microseconds, and their sums in nanoseconds (version 2: version 1 had
+ * no sums; lines are only ever added).
  */
 static int kvtier_latency_show(struct seq_file *m, void *v)
 {

@@ -289,6 +289,8 @@ enum kvtier_hist_id {
 	KVT_HIST_FAULT_ZERO,
 	KVT_HIST_READ,
 	KVT_HIST_WRITE,
+	KVT_HIST_COMMIT_JOURNAL,	/* a commit that wrote a transaction */
+	KVT_HIST_COMMIT_CKPT,		/* one that wrote a checkpoint */
 	KVT_HIST_NR,
 };
 

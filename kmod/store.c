@@ -541,20 +541,26 @@ static int kvtier_commit_locked(struct kvtier_tier *tier)
 	struct kvtier_store *st = &tier->store;
 	s64 changes = atomic64_read(&st->changes);
 	u64 gen = max(st->generation + 1, st->gen_min);
+	int hist = KVT_HIST_COMMIT_JOURNAL;
 	unsigned int noio;
 	int ret = -E2BIG;
+	u64 t0;
 
 	lockdep_assert_held(&st->lock);
 	kvtier_slots_freeze(&tier->slots, &st->releasing);
 	if (changes == st->committed_changes && !st->releasing.units)
 		return 0;
 
+	t0 = ktime_get_ns();
 	noio = memalloc_noio_save();
 	if (st->journal_blocks && !READ_ONCE(st->need_full))
 		ret = kvtier_journal_commit(tier, gen);
-	if (ret == -E2BIG)
+	if (ret == -E2BIG) {
+		hist = KVT_HIST_COMMIT_CKPT;
 		ret = kvtier_checkpoint_write(tier, gen);
+	}
 	memalloc_noio_restore(noio);
+	kvtier_hist_add(&tier->lat[hist], ktime_get_ns() - t0);
 	if (ret) {
 		/* What the failed commit took is recorded nowhere. */
 		if (st->journal_blocks)

@@ -163,6 +163,58 @@ TEST_F_TIMEOUT(tier, counters_match_workload, 300)
 	munmap(p, len);
 }
 
+/*
+ * Every commit of persistent regions is in one commit histogram, by what it
+ * wrote: journal_commits of them in commit_journal, the other commits in
+ * commit_checkpoint. Each page is written once, so no commit runs in the
+ * background (only a region letting go of slots starts one).
+ */
+TEST_F_TIMEOUT(tier, commit_histograms, 300)
+{
+	const int n_sync = 4;
+	unsigned char page[PAGE], back[PAGE];
+	long long j0, c0, dj, dc, hj, hc, sum, lo, hi;
+	int fd, i, n;
+
+	ASSERT_EQ(0, kvt_write(DBG "latency", "0"));
+	ASSERT_EQ(0, hist_sum(DBG "latency", "commit_journal", &n));
+	ASSERT_EQ(26, n);
+	ASSERT_EQ(0, hist_sum(DBG "latency", "commit_checkpoint", &n));
+	j0 = kvt_stat(0, "journal_commits");
+	c0 = kvt_stat(0, "commits");
+	fd = kvt_tier_open(0, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kvt_bind_name(fd, "inspect-commits", MiB,
+				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
+	for (i = 0; i < n_sync; i++) {
+		kvt_fill(page, PAGE, (unsigned long long)i * PAGE, 7);
+		ASSERT_EQ(PAGE, pwrite(fd, page, PAGE, (off_t)i * PAGE));
+		ASSERT_EQ(0, fsync(fd));
+	}
+	dj = kvt_stat(0, "journal_commits") - j0;
+	dc = kvt_stat(0, "commits") - c0;
+	hj = hist_read(DBG "latency", "commit_journal", &n, &sum, &lo, &hi);
+	hc = hist_sum(DBG "latency", "commit_checkpoint", &n);
+	TH_LOG("commits %lld (journal %lld); histograms: journal %lld (%lld ns), checkpoint %lld",
+	       dc, dj, hj, sum, hc);
+	/* The create and each fsync commit; a version-2 store journals them. */
+	ASSERT_LE(1 + n_sync, dc);
+	ASSERT_LT(0, dj);
+	ASSERT_EQ(dj, hj);
+	ASSERT_EQ(dc - dj, hc);
+	ASSERT_LE(lo, sum);
+	ASSERT_GT(hi, sum);
+	/* And the bytes those commits recorded read back. */
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	for (i = 0; i < n_sync; i++) {
+		kvt_fill(page, PAGE, (unsigned long long)i * PAGE, 7);
+		ASSERT_EQ(PAGE, pread(fd, back, PAGE, (off_t)i * PAGE));
+		ASSERT_EQ(0, memcmp(page, back, PAGE));
+	}
+	ASSERT_EQ(0, kvt_unlink_name(fd, "inspect-commits"));
+	close(fd);
+}
+
 /* A region appears in debugfs regions with its owner and sizes, and goes. */
 TEST_F_TIMEOUT(tier, regions_file, 300)
 {

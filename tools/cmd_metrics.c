@@ -106,6 +106,10 @@ static const struct hist_family hist_families[] = {
 	  "op", false, { { "read", "read" }, { "write", "write" } } },
 	{ "kvtier_bio_size_bytes", "Sizes of the bios issued to the namespace (since attach).",
 	  "op", true, { { "read", "read" }, { "write", "write" } } },
+	{ "kvtier_commit_duration_seconds",
+	  "Time a commit of persistent regions took, by what it wrote: a journal transaction or a checkpoint (since attach).",
+	  "kind", false, { { "commit_journal", "journal" },
+			   { "commit_checkpoint", "checkpoint" } } },
 };
 
 /* A label value as the format escapes it: backslash, quote, newline. */

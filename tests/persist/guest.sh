@@ -46,9 +46,12 @@
 #                          write SCALE_N persistent regions, detach (one
 #                          commit)
 #   scale-2                on each: attach within the bounds, every region
-#                          listed and every byte read back, detach
-#   crash BOOT SEED        verify what boot BOOT-1 left, then run the crash
-#                          workload until the host kills the VM
+#                          listed and every byte read back, commits timed
+#                          (scale-commit), detach
+#   crash BOOT SEED [POINT] verify what boot BOOT-1 left, then run the
+#                          crash workload until the host kills the VM; with
+#                          POINT, commits stop at that crash point (debugfs
+#                          freeze_at) and the host kills the VM there
 #   crash-final BOOT SEED  verify only, detach, attach, verify again
 #   kvstore BOOT SEED      the same for a kvtier.kvstore (Python,
 #                          python/tests/kvstore_tool.py): check what the
@@ -73,6 +76,8 @@ SEED_SCALE=0x5eed0100
 # The scale test (#17's bounds): regions per namespace, the first one's
 # size, attach time (s) and kernel memory (MiB) an attach may take.
 SCALE_N=1000 SCALE_BIG=256M SCALE_ATTACH_S=5 SCALE_ATTACH_MIB=256
+# MiB scale-2 writes with an fsync after each to time commits.
+SCALE_COMMIT_MIB=64
 
 KVTIER_KO=$build/$(uname -r)/kvtier.ko
 export KVTIER_KO
@@ -350,11 +355,14 @@ scale-1 | scale-2)
 			t scale-write $SCALE_N $SCALE_BIG $SEED_SCALE || rc=1
 		else
 			t scale-verify $SCALE_N $SCALE_BIG $SEED_SCALE || rc=1
+			t scale-commit $SCALE_COMMIT_MIB || rc=1
 		fi
 		grep -E '^(slots_used|slot_extents|generation) ' \
 			/sys/kernel/debug/kvtier/kvtier0/stats 2>/dev/null | sed 's/^/# /' |
 			tee -a "$KVT_CHECKS"
 		t detach || rc=1
+		t latency-row commit_checkpoint "checkpoints since attach (the detach's included)" ||
+			rc=1
 	done
 	t unload || rc=1
 	exit $rc

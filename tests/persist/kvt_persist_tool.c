@@ -32,6 +32,13 @@
  *                                  4 MiB (scale_size())
  *   scale-verify N BIG SEED        exactly those N regions are listed, and
  *                                  every byte reads back
+ *   scale-commit MIB               on the scale namespace: write a persistent
+ *                                  region of MIB MiB in 1 MiB pwrites, fsync
+ *                                  after each, print the commits' time per
+ *                                  MiB (debugfs latency), read it back,
+ *                                  unlink it
+ *   latency-row NAME DESC          print the count and average of debugfs
+ *                                  latency row NAME
  *
  * On the host, on a raw image file:
  *   find IMAGE SEED PAGE           print the byte offset of every block
@@ -96,6 +103,8 @@
 #include "../kvtier_util.h"
 
 #define PG		((uint64_t)4096)
+#define MIB		((uint64_t)1 << 20)
+#define SCALE_COMMIT_SEED	0x5eedc0de
 #define TIER_DEV	"/dev/kvtier0"
 
 static int failures;
@@ -1921,6 +1930,140 @@ static int cmd_scale_write(int argc, char **argv)
  * scale-write, each of its size, and every page of each reads back (pread)
  * with its pattern.
  */
+/*
+ * The count and the sum (ns) of row @row of debugfs latency ("NAME c0 ..
+ * cN-1 sum"). Returns 0, or -ENOENT when there is no such row.
+ */
+static int latency_row(const char *row, uint64_t *count, uint64_t *sum_ns)
+{
+	FILE *f = fopen("/sys/kernel/debug/kvtier/kvtier0/latency", "re");
+	char line[2048], *tok, *save;
+	size_t len = strlen(row);
+	uint64_t v[64];
+	int n, ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, row, len) || line[len] != ' ')
+			continue;
+		n = 0;
+		for (tok = strtok_r(line + len, " \n", &save); tok && n < 64;
+		     tok = strtok_r(NULL, " \n", &save))
+			v[n++] = strtoull(tok, NULL, 10);
+		if (n < 2)
+			break;
+		*sum_ns = v[n - 1];
+		for (*count = 0; --n > 0;)
+			*count += v[n - 1];
+		ret = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * latency-row NAME DESC: print how many events debugfs latency row NAME
+ * counted and their average, as "DESC: N, X ms each".
+ */
+static int cmd_latency_row(int argc, char **argv)
+{
+	uint64_t count, sum;
+	int ret;
+
+	if (argc != 2)
+		return 2;
+	ret = latency_row(argv[0], &count, &sum);
+	check(!ret, "debugfs latency has row %s (%s)", argv[0], errname(-ret));
+	if (ret)
+		return 1;
+	diag("%s: %" PRIu64 ", %.2f ms each", argv[1], count,
+	     count ? (double)sum / 1e6 / (double)count : 0.0);
+	return 0;
+}
+
+/*
+ * scale-commit MIB: the cost of commits on a namespace that holds the
+ * scale regions. Write persistent region scale-commit in 1 MiB pwrites,
+ * each followed by fsync (its write-back, then a commit), and print the
+ * commits' time from debugfs latency (commit_journal, commit_checkpoint)
+ * per MiB written, next to the fsyncs' wall time; then read every byte
+ * back and unlink the region.
+ */
+static int cmd_scale_commit(int argc, char **argv)
+{
+	uint64_t mib, i, p, jc0, js0, cc0, cs0, jc, js, cc, cs;
+	const uint64_t per = MIB / PG;
+	double t_sync = 0, t0;
+	int fd, ret, bad = 0;
+	char *buf;
+
+	if (argc != 1)
+		return 2;
+	mib = num(argv[0]);
+	if (!mib)
+		return 2;
+	buf = aligned_alloc(PG, MIB);
+	if (!buf)
+		return 1;
+	ret = latency_row("commit_journal", &jc0, &js0);
+	if (!ret)
+		ret = latency_row("commit_checkpoint", &cc0, &cs0);
+	check(!ret, "debugfs latency has the commit rows (%s)", errname(-ret));
+	fd = region_open("scale-commit", mib * MIB,
+			 KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT);
+	check(fd >= 0, "create persistent region scale-commit of %" PRIu64 " MiB (%s)",
+	      mib, errname(fd < 0 ? -fd : 0));
+	if (ret || fd < 0) {
+		free(buf);
+		return 1;
+	}
+	for (i = 0; i < mib && !bad; i++) {
+		for (p = 0; p < per; p++)
+			pat_fill(buf + p * PG, i * per + p, SCALE_COMMIT_SEED);
+		if (pwrite(fd, buf, MIB, (off_t)(i * MIB)) != (ssize_t)MIB) {
+			diag("pwrite at MiB %" PRIu64 ": %s", i, errname(errno));
+			bad++;
+			break;
+		}
+		t0 = now();
+		if (fsync(fd)) {
+			diag("fsync at MiB %" PRIu64 ": %s", i, errname(errno));
+			bad++;
+		}
+		t_sync += now() - t0;
+	}
+	check(!bad, "write %" PRIu64 " MiB, fsync after each", mib);
+	ret = latency_row("commit_journal", &jc, &js);
+	if (!ret)
+		ret = latency_row("commit_checkpoint", &cc, &cs);
+	if (!ret && !bad) {
+		jc -= jc0, js -= js0, cc -= cc0, cs -= cs0;
+		diag("%" PRIu64 " MiB in %" PRIu64 " fsyncs: %" PRIu64 " journal commits (%.2f ms each), %"
+		     PRIu64 " checkpoints (%.2f ms each); commit time %.2f ms per MiB written, fsync %.2f ms per MiB (write-back and commit)",
+		     mib, mib, jc, jc ? (double)js / 1e6 / (double)jc : 0.0, cc,
+		     cc ? (double)cs / 1e6 / (double)cc : 0.0,
+		     (double)(js + cs) / 1e6 / (double)mib, t_sync * 1e3 / (double)mib);
+		check(jc + cc >= mib, "every fsync committed (%" PRIu64 " commits for %" PRIu64 " fsyncs)",
+		      jc + cc, mib);
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	for (i = 0; i < mib && !bad; i++) {
+		if (pread(fd, buf, MIB, (off_t)(i * MIB)) != (ssize_t)MIB) {
+			bad++;
+			break;
+		}
+		for (p = 0; p < per; p++)
+			bad += pat_check(buf + p * PG, i * per + p, SCALE_COMMIT_SEED) != 0;
+	}
+	check(!bad, "scale-commit reads back every byte (%d bad pages or errors)", bad);
+	close(fd);
+	ret = region_unlink("scale-commit");
+	check(!ret, "unlink scale-commit (%s)", errname(-ret));
+	free(buf);
+	return failures ? 1 : 0;
+}
+
 static int cmd_scale_verify(int argc, char **argv)
 {
 	const uint64_t chunk = 256;
@@ -2047,6 +2190,10 @@ int main(int argc, char **argv)
 		ret = cmd_scale_write(argc - 2, argv + 2);
 	else if (!strcmp(argv[1], "scale-verify"))
 		ret = cmd_scale_verify(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "scale-commit"))
+		ret = cmd_scale_commit(argc - 2, argv + 2);
+	else if (!strcmp(argv[1], "latency-row"))
+		ret = cmd_latency_row(argc - 2, argv + 2);
 	else
 		ret = cmd_simple(argv[1], argc - 2, argv + 2);
 	if (ret != 2)
