@@ -297,6 +297,17 @@ crash_point() {
 	esac
 }
 
+# wait_for FILE PID TENTHS: wait until FILE exists, PID has ended or TENTHS
+# tenths of a second have passed; sets waited (tenths). True if FILE exists.
+wait_for() {
+	waited=0
+	while [[ ! -e $1 ]] && kill -0 "$2" 2>/dev/null && ((waited < $3)); do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	[[ -e $1 ]]
+}
+
 # cut_boots STEP FINAL JOURNAL DONE SEED CUTS PART: boots of guest.sh STEP
 # cut by kill -9 of QEMU (see "crash" above), then one of FINAL. JOURNAL
 # names the guest's journal files in OUT/state, DONE the grep pattern of
@@ -340,29 +351,18 @@ cut_boots() {
 		t0=$SECONDS
 		"$top/tests/vm/run.sh" --keep-nvme --kver "$kver" --cache "$build/cache" \
 			--out "$o" --nvme-size 256M --timeout 300 -- \
-			"$guest" "$build" "$o" "$step" "$b" "$wseed" $point \
+			"$guest" "$build" "$o" "$step" "$b" "$wseed" ${point:+"$point"} \
 			</dev/null >"$o/boot-$b.log" 2>&1 &
 		rpid=$!
 		# Wait until the workload runs (or the boot ends without it):
 		# longer than run.sh's boot-hang watchdog and a second boot.
-		waited=0
-		while [[ ! -e $o/state/started-$b ]] && kill -0 "$rpid" 2>/dev/null &&
-			((waited < 6000)); do
-			sleep 0.1
-			waited=$((waited + 1))
-		done
+		wait_for "$o/state/started-$b" "$rpid" 6000
 		ran=0 frozen=0
 		if [[ -e $o/state/started-$b ]]; then
 			ran=1
 			if [[ -n $point ]]; then
 				# The guest gives up after its CRASH_CAP_S (90 s).
-				waited=0
-				while [[ ! -e $o/state/frozen-$b ]] && kill -0 "$rpid" 2>/dev/null &&
-					((waited < 1000)); do
-					sleep 0.1
-					waited=$((waited + 1))
-				done
-				[[ -e $o/state/frozen-$b ]] && frozen=1
+				wait_for "$o/state/frozen-$b" "$rpid" 1000 && frozen=1
 				delay=$((waited / 10)).$((waited % 10))
 			else
 				sleep "$delay"
