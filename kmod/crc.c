@@ -145,6 +145,24 @@ u32 kvtier_crc32c(const void *p, size_t len)
 	return crc;
 }
 
+/**
+ * kvtier_crc32c_cat() - the CRC32C of A followed by B, from theirs
+ * @crc_a: kvtier_crc32c() of A
+ * @crc_b: kvtier_crc32c() of B
+ * @len_b: bytes of B
+ *
+ * So a stream written in pieces out of order (a checkpoint's page records
+ * before the region records that precede them) gets the CRC of its bytes
+ * in order. The library's register is linear: the CRC of B from a seed s
+ * is the CRC of B from 0 xor s shifted over @len_b zero bytes, and
+ * kvtier_crc32c() seeds with ~0 (@crc_a ^ ~0 moves A's register from one
+ * seed to the other). The CRC of nothing is ~0: cat(~0, b, len) is b.
+ */
+u32 kvtier_crc32c_cat(u32 crc_a, u32 crc_b, size_t len_b)
+{
+	return __crc32c_le_shift(crc_a ^ ~0U, len_b) ^ crc_b;
+}
+
 /*
  * The driver must give the library's values: on lengths around the
  * drivers' block and SIMD thresholds, odd addresses included, over a
@@ -207,9 +225,20 @@ err:
  */
 int kvtier_crc_module_init(void)
 {
+	static const u8 abc[] = "kvtier: a checkpoint's bytes, in two pieces";
 	const char *want = kvtier_crc_want;
+	size_t len = sizeof(abc), k;
 	int ret;
 
+	/* kvtier_crc32c_cat() against the library, at every split. */
+	for (k = 0; k <= len; k++) {
+		if (kvtier_crc32c_cat(kvtier_crc_lib(abc, k),
+				      kvtier_crc_lib(abc + k, len - k), len - k) !=
+		    kvtier_crc_lib(abc, len)) {
+			pr_err("crc32c: the library's shift does not concatenate CRCs\n");
+			return -EINVAL;
+		}
+	}
 	if (!strcmp(want, KVT_CRC_LIB))
 		return 0;
 	ret = kvtier_crc_get(want[0] ? want : "crc32c", &kvtier_crc_tfm);

@@ -141,8 +141,10 @@ struct kvtier_backing {
  * @dels: struct kvtier_journal_del of persistent regions unlinked since the
  *        last commit took them, under regions_lock: queued in the section
  *        that unlinks, taken in the one that lists the regions to record
- * @ckpt: the checkpoint buffer (kvmalloc or vmalloc), @ckpt_size bytes: as
- *        large as the last checkpoint, kept while attached (store.c)
+ * @ckpt: the checkpoint buffer (kvmalloc or vmalloc), @ckpt_size bytes: a
+ *        checkpoint is written and read through it a MiB at a time; a
+ *        journal transaction is built in it whole, so it grows to the
+ *        largest; kept while attached (store.c)
  * @releasing: slots the next successful commit frees
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
@@ -790,6 +792,7 @@ void kvtier_users_destroy(struct kvtier_tier *tier);
 
 /* crc.c */
 u32 kvtier_crc32c(const void *p, size_t len);
+u32 kvtier_crc32c_cat(u32 crc_a, u32 crc_b, size_t len_b);
 int kvtier_crc_module_init(void);
 void kvtier_crc_module_exit(void);
 

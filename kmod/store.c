@@ -32,6 +32,7 @@
 #include <linux/mount.h>
 #include <linux/random.h>
 #include <linux/sched/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -41,6 +42,12 @@
 
 /* The smallest namespace worth formatting: 1 MiB of data slots. */
 #define KVTIER_MIN_SLOTS	256
+
+/*
+ * A checkpoint is written and read through a buffer of this size (the
+ * checkpoint buffer), not whole: 65,536 page records a piece.
+ */
+#define KVT_CKPT_CHUNK		SZ_1M
 
 static u32 kvtier_sb_crc(const struct kvtier_disk_super *sb)
 {
@@ -311,23 +318,81 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
 }
 
 /*
- * Record @r's page records at @pages (room for @room); returns how many,
- * or -EOVERFLOW. Pairs are read under the region's xa_lock, released every
- * so often; a page that changes meanwhile is recorded old or new, both of
+ * A checkpoint in the making, written to its area in pieces so that the
+ * memory it takes does not grow with what is stored. The page records go
+ * through @chunk (bytes [@chunk_base, @pos) of the checkpoint), written
+ * each time it fills; the header and the region records, which come first
+ * but whose page counts are known only at the end, are in @head with the
+ * first page records (those that share the records' last block), written
+ * last. @crc_rest is the CRC of the bytes [@head_end, @chunk_base) written
+ * so far, and kvtier_crc32c_cat() puts the head in front of it.
+ */
+struct kvt_ckpt_out {
+	struct kvtier_tier *tier;
+	u64 area;		/* first block of the area */
+	u64 limit;		/* bytes of the area */
+	u8 *head;		/* @head_end bytes, zeroed */
+	u64 head_end;		/* the records' end, rounded up to a block */
+	u8 *chunk;		/* KVT_CKPT_CHUNK bytes */
+	u64 chunk_base;		/* a block boundary at or past @head_end */
+	u64 pos;		/* bytes of the checkpoint so far */
+	u32 crc_rest;
+};
+
+/* Where the next page record goes: NULL if the chunk must be written first. */
+static void *kvt_ckpt_next(struct kvt_ckpt_out *o)
+{
+	if (o->pos < o->head_end)
+		return o->head + o->pos;
+	if (o->pos - o->chunk_base == KVT_CKPT_CHUNK)
+		return NULL;
+	return o->chunk + (o->pos - o->chunk_base);
+}
+
+/*
+ * Write what the chunk holds, zero to the end of its last block; the chunk
+ * then starts at @pos (a block boundary unless this is the last piece).
+ */
+static int kvt_ckpt_flush(struct kvt_ckpt_out *o)
+{
+	size_t n;
+	int ret;
+
+	if (o->pos <= o->chunk_base)
+		return 0;
+	n = o->pos - o->chunk_base;
+	memset(o->chunk + n, 0, round_up(n, KVTIER_BLOCK_SIZE) - n);
+	ret = kvtier_io_meta(o->tier, REQ_OP_WRITE,
+			     o->area + o->chunk_base / KVTIER_BLOCK_SIZE, o->chunk,
+			     DIV_ROUND_UP(n, KVTIER_BLOCK_SIZE), 0);
+	if (ret)
+		return ret;
+	o->crc_rest = kvtier_crc32c_cat(o->crc_rest, kvtier_crc32c(o->chunk, n), n);
+	o->chunk_base = o->pos;
+	return 0;
+}
+
+/*
+ * Record @r's page records in @o; returns how many, or -errno (-EOVERFLOW:
+ * past the area; the chunk's write failed). Pairs are read under the
+ * region's xa_lock, which is dropped every so often and to write a full
+ * chunk; a page that changes meanwhile is recorded old or new, both of
  * which are complete on the media.
  */
-static long kvtier_snapshot_pages(struct kvtier_region *r,
-				  struct kvtier_disk_page *pages, u64 room)
+static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o)
 {
 	bool journal = r->tier->store.journal_blocks;
 	XA_STATE(xas, &r->pages, 0);
 	unsigned int batch = 0;
 	u64 n = 0;
 	void *entry;
+	int ret;
 
 	xas_lock(&xas);
 	xas_for_each(&xas, entry, r->nr_pages - 1) {
+		struct kvtier_disk_page *rec;
 		unsigned long slot;
+		u32 crc = 0;
 
 		if (xas_retry(&xas, entry))
 			continue;
@@ -339,17 +404,27 @@ static long kvtier_snapshot_pages(struct kvtier_region *r,
 			atomic_long_dec(&r->jr_pages);
 		}
 		if (slot != KVTIER_NO_SLOT) {
-			if (n == room) {
+			if (o->pos + sizeof(*rec) > o->limit) {
 				xas_unlock(&xas);
 				return -EOVERFLOW;
 			}
-			pages[n].slot = cpu_to_le64(slot);
-			pages[n].index = cpu_to_le32(xas.xa_index);
-			u32 crc = 0;
-
+			rec = kvt_ckpt_next(o);
+			rec->slot = cpu_to_le64(slot);
+			rec->index = cpu_to_le32(xas.xa_index);
 			kvtier_crcs_get(r, xas.xa_index, &crc);
-			pages[n].crc = cpu_to_le32(crc);
+			rec->crc = cpu_to_le32(crc);
+			o->pos += sizeof(*rec);
 			n++;
+			/* Full: written outside the lock, before the next one. */
+			if (!kvt_ckpt_next(o)) {
+				xas_pause(&xas);
+				xas_unlock(&xas);
+				ret = kvt_ckpt_flush(o);
+				if (ret)
+					return ret;
+				xas_lock(&xas);
+				continue;
+			}
 		}
 		if (++batch % 4096 == 0) {
 			xas_pause(&xas);
@@ -380,89 +455,82 @@ void kvtier_region_record(struct kvtier_region *r, struct kvtier_disk_region *re
 }
 
 /*
- * Build the checkpoint of generation @gen of the regions @v[0..@n) in @buf
- * (@size bytes); returns its bytes, or -EOVERFLOW if it does not fit.
+ * Write the checkpoint of generation @gen to the area at block @area: the
+ * page records as each region's xarray has them, a chunk at a time, then
+ * the header and the region records ahead of them. *@bytes and *@crc get
+ * its size and CRC for the superblock. Caller holds store.lock and is in a
+ * memalloc_noio scope. Errors: -EOVERFLOW (it does not fit its area),
+ * -ENOMEM, -EIO.
  */
-static long kvtier_snapshot_fill(struct kvtier_tier *tier, u64 gen,
-				 struct kvtier_region **v, unsigned int n,
-				 void *buf, size_t size)
+static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
+				 u64 *bytes, u32 *crc)
 {
 	struct kvtier_store *st = &tier->store;
-	struct kvtier_disk_ckpt *hdr = buf;
-	struct kvtier_disk_region *rec = (void *)(hdr + 1);
-	struct kvtier_disk_page *pages = (void *)(rec + n);
-	u64 nr_pages = 0, room;
-	unsigned int i;
-
-	if ((u8 *)pages - (u8 *)buf > size)
-		return -EOVERFLOW;
-	room = (size - ((u8 *)pages - (u8 *)buf)) / sizeof(*pages);
-	st->has_sealed = false;
-	for (i = 0; i < n; i++) {
-		struct kvtier_region *r = v[i];
-		long got;
-
-		kvtier_region_record(r, &rec[i]);
-		st->has_sealed |= READ_ONCE(r->sealed);
-		got = kvtier_snapshot_pages(r, pages + nr_pages, room - nr_pages);
-		if (got < 0)
-			return got;
-		rec[i].nr_pages = cpu_to_le64(got);
-		nr_pages += got;
-	}
-	memset(hdr, 0, sizeof(*hdr));
-	hdr->magic = cpu_to_le64(KVTIER_CKPT_MAGIC);
-	hdr->generation = cpu_to_le64(gen);
-	hdr->nr_regions = cpu_to_le64(n);
-	hdr->nr_pages = cpu_to_le64(nr_pages);
-	return (u8 *)(pages + nr_pages) - (u8 *)hdr;
-}
-
-/*
- * Build the checkpoint of generation @gen in the checkpoint buffer (*@out);
- * returns its bytes. The buffer is sized by the pages the regions have on
- * the namespace, with room for those written back meanwhile, and grown if
- * more were (never past the area, which can name every slot). Caller holds
- * store.lock and is in a memalloc_noio scope.
- */
-static long kvtier_snapshot(struct kvtier_tier *tier, u64 gen, void **out)
-{
-	struct kvtier_store *st = &tier->store;
-	size_t area = st->meta_blocks * KVTIER_BLOCK_SIZE, size;
+	struct kvt_ckpt_out o = {
+		.tier = tier,
+		.area = area,
+		.limit = st->meta_blocks * KVTIER_BLOCK_SIZE,
+		.crc_rest = ~0U,	/* the CRC of nothing */
+	};
+	struct kvtier_disk_ckpt *hdr;
+	struct kvtier_disk_region *rec;
 	struct kvtier_region **v;
 	unsigned int i, n;
 	LIST_HEAD(dels);
-	u64 pages = 0;
-	long ret;
+	u64 nr_pages = 0, used;
+	int ret;
 
-	*out = NULL;
 	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_CKPT, &dels);
 	if (ret)
 		return ret;
 	/* A checkpoint lists what is linked: what is not is deleted. */
 	kvtier_journal_dels_free(&dels);
+	o.pos = sizeof(*hdr) + (u64)n * sizeof(*rec);
+	o.head_end = round_up(o.pos, KVTIER_BLOCK_SIZE);
+	o.chunk_base = o.head_end;
 	ret = -EOVERFLOW;
-	if (n > st->max_regions)
+	if (n > st->max_regions || o.head_end > o.limit)
 		goto out;
-	for (i = 0; i < n; i++)
-		pages += atomic_long_read(&v[i]->nr_slots);
-	pages += pages / 8 + 256;
-	size = kvtier_ckpt_max_bytes(n, pages);
-	for (;;) {
-		size = min(round_up(size, KVTIER_BLOCK_SIZE), area);
-		*out = kvtier_ckpt_buf(st, size);
-		if (!*out) {
-			dev_err_ratelimited(&tier->dev, "no memory for a checkpoint of %zu bytes\n",
-					    size);
-			ret = -ENOMEM;
-			break;
-		}
-		ret = kvtier_snapshot_fill(tier, gen, v, n, *out, size);
-		if (ret != -EOVERFLOW || size == area)
-			break;
-		size *= 2;
+	o.head = kvzalloc(o.head_end, GFP_KERNEL | __GFP_NOWARN);
+	o.chunk = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
+	ret = -ENOMEM;
+	if (!o.head || !o.chunk) {
+		dev_err_ratelimited(&tier->dev, "no memory for a checkpoint of %u regions\n", n);
+		goto out;
 	}
+	hdr = (void *)o.head;
+	rec = (void *)(hdr + 1);
+	st->has_sealed = false;
+	for (i = 0; i < n; i++) {
+		long got;
+
+		kvtier_region_record(v[i], &rec[i]);
+		st->has_sealed |= READ_ONCE(v[i]->sealed);
+		got = kvtier_snapshot_pages(v[i], &o);
+		ret = got;
+		if (got < 0)
+			goto out;
+		rec[i].nr_pages = cpu_to_le64(got);
+		nr_pages += got;
+	}
+	ret = kvt_ckpt_flush(&o);
+	if (ret)
+		goto out;
+	hdr->magic = cpu_to_le64(KVTIER_CKPT_MAGIC);
+	hdr->generation = cpu_to_le64(gen);
+	hdr->nr_regions = cpu_to_le64(n);
+	hdr->nr_pages = cpu_to_le64(nr_pages);
+	/* The head's unused tail is zero: kvzalloc. */
+	used = min(o.pos, o.head_end);
+	ret = kvtier_io_meta(tier, REQ_OP_WRITE, area, o.head,
+			     DIV_ROUND_UP(used, KVTIER_BLOCK_SIZE), 0);
+	if (ret)
+		goto out;
+	*bytes = o.pos;
+	*crc = kvtier_crc32c_cat(kvtier_crc32c(o.head, used), o.crc_rest,
+				 o.pos - used);
 out:
+	kvfree(o.head);
 	for (i = 0; i < n; i++)
 		kvtier_region_put(v[i]);
 	kfree(v);
@@ -495,27 +563,20 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 	bool compacts = st->journal_pos != st->journal_head;
 	int copy = !st->ckpt_copy;
 	struct kvtier_disk_super *sb;
-	void *ckpt = NULL;
-	long bytes;
+	u64 bytes;
+	u32 crc;
 	int ret;
 
 	sb = kmalloc(KVTIER_BLOCK_SIZE, GFP_NOIO | __GFP_ZERO);
 	if (!sb)
 		return -ENOMEM;
-	bytes = kvtier_snapshot(tier, gen, &ckpt);
-	ret = bytes;
-	if (bytes < 0)
-		goto out;
-	/* The tail of the last block: zero, as every reader of the area sees. */
-	memset(ckpt + bytes, 0, round_up(bytes, KVTIER_BLOCK_SIZE) - bytes);
-	ret = kvtier_io_meta(tier, REQ_OP_WRITE,
-			     st->meta_start + copy * st->meta_blocks,
-			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
+	ret = kvtier_snapshot_write(tier, gen, st->meta_start + copy * st->meta_blocks,
+				    &bytes, &crc);
 	if (ret)
 		goto out;
 	if (compacts)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_AREA);
-	kvtier_sb_fill(st, sb, gen, bytes, kvtier_crc32c(ckpt, bytes));
+	kvtier_sb_fill(st, sb, gen, bytes, crc);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
 			     copy, sb, 1, 0);
 	if (ret)
@@ -975,26 +1036,16 @@ struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
 #define KVT_CLAIM_RUN	4096
 
 /*
- * A region from its checkpoint record, with its pages as shadow entries,
- * linked. The slots it names are claimed. Errors: -EUCLEAN (the record
- * contradicts itself or another), -ENOMEM.
+ * Claim the slots of @nr page records of @r and store them as shadow
+ * entries with their CRCs; *@prev is the index of the region's last page
+ * stored so far (-1 before its first): indexes must increase. Errors:
+ * -EUCLEAN (a record contradicts the region or another), -ENOMEM.
  */
-static int kvtier_load_region(struct kvtier_tier *tier,
-			      const struct kvtier_disk_region *rec,
-			      const struct kvtier_disk_page *pages)
+static int kvtier_load_pages(struct kvtier_tier *tier, struct kvtier_region *r,
+			     const struct kvtier_disk_page *pages, u64 nr, s64 *prev)
 {
-	u64 nr = le64_to_cpu(rec->nr_pages);
-	struct kvtier_region *r;
-	s64 prev = -1;
 	u64 i, j, k;
 	int ret;
-
-	ret = kvtier_record_check(tier, rec);
-	if (ret)
-		return ret;
-	r = kvtier_region_from_record(tier, rec);
-	if (IS_ERR(r))
-		return PTR_ERR(r);
 
 	for (i = 0; i < nr; i = j) {
 		u64 slot = le64_to_cpu(pages[i].slot);
@@ -1010,7 +1061,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 			u32 index = le32_to_cpu(pages[k].index);
 
 			ret = -EUCLEAN;
-			if ((s64)index > prev && index < r->nr_pages)
+			if ((s64)index > *prev && index < r->nr_pages)
 				ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
 			if (!ret)
 				ret = xa_err(xa_store(&r->pages, index,
@@ -1023,7 +1074,7 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 			}
 			kvtier_crcs_set(r, index, le32_to_cpu(pages[k].crc));
 			atomic_long_inc(&r->nr_slots);
-			prev = index;
+			*prev = index;
 		}
 		cond_resched();
 	}
@@ -1031,71 +1082,194 @@ static int kvtier_load_region(struct kvtier_tier *tier,
 }
 
 /*
+ * A checkpoint being read: @len bytes of it from byte @base are in @buf
+ * (@size bytes, a multiple of the block size), read a window at a time.
+ */
+struct kvt_ckpt_in {
+	struct kvtier_tier *tier;
+	u64 area;		/* first block of the area */
+	u64 bytes;		/* of the checkpoint */
+	u8 *buf;
+	size_t size;
+	u64 base;
+	size_t len;
+};
+
+/*
+ * The checkpoint's bytes [@off, @off + @want) (1 to a block), and after
+ * them as many as the window holds up to byte @end: *@got bytes at the
+ * returned pointer, which is good until the next call. Reads a new window
+ * from @off's block when the bytes are not all in this one.
+ */
+static const void *kvt_ckpt_at(struct kvt_ckpt_in *in, u64 off, size_t want,
+			       u64 end, size_t *got)
+{
+	u64 blocks_end = round_up(in->bytes, KVTIER_BLOCK_SIZE);
+	size_t n;
+	int ret;
+
+	if (off + want > in->bytes || end < off + want)
+		return ERR_PTR(-EUCLEAN);
+	if (off < in->base || off + want > in->base + in->len) {
+		in->base = round_down(off, KVTIER_BLOCK_SIZE);
+		n = min_t(u64, in->size, blocks_end - in->base);
+		ret = kvtier_io_meta(in->tier, REQ_OP_READ,
+				     in->area + in->base / KVTIER_BLOCK_SIZE,
+				     in->buf, n / KVTIER_BLOCK_SIZE, 0);
+		in->len = 0;
+		if (ret)
+			return ERR_PTR(ret);
+		in->len = min_t(u64, n, in->bytes - in->base);
+	}
+	*got = min(end, in->base + in->len) - off;
+	return in->buf + (off - in->base);
+}
+
+/*
+ * The CRC of the checkpoint @in describes, read through its window: it is
+ * checked whole before anything in it is trusted.
+ */
+static int kvt_ckpt_crc(struct kvt_ckpt_in *in, u32 *crc)
+{
+	u32 c = ~0U;	/* the CRC of nothing */
+	const void *p;
+	size_t got;
+	u64 off;
+
+	for (off = 0; off < in->bytes; off += got) {
+		p = kvt_ckpt_at(in, off, 1, in->bytes, &got);
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+		c = kvtier_crc32c_cat(c, kvtier_crc32c(p, got), got);
+		cond_resched();
+	}
+	*crc = c;
+	return 0;
+}
+
+/*
+ * Load the regions of the checkpoint @hdr heads (checked whole), reading
+ * region records through @recs and page records through @pages; *@i gets
+ * the region record it stopped at. Errors: -EUCLEAN (the records
+ * contradict each other, the geometry or the header), -ENOMEM, -EIO.
+ */
+static int kvt_ckpt_load_regions(struct kvtier_tier *tier,
+				 const struct kvtier_disk_ckpt *hdr,
+				 struct kvt_ckpt_in *recs, struct kvt_ckpt_in *pages,
+				 u64 *i)
+{
+	u64 nr_regions = le64_to_cpu(hdr->nr_regions);
+	u64 nr_pages = le64_to_cpu(hdr->nr_pages);
+	u64 first = sizeof(*hdr) + nr_regions * sizeof(struct kvtier_disk_region);
+	u64 done = 0;
+	int ret;
+
+	for (*i = 0; *i < nr_regions; (*i)++) {
+		struct kvtier_disk_region rec;
+		struct kvtier_region *r;
+		const void *p;
+		s64 prev = -1;
+		size_t got;
+		u64 n, k, at;
+
+		at = sizeof(*hdr) + *i * sizeof(rec);
+		p = kvt_ckpt_at(recs, at, sizeof(rec), at + sizeof(rec), &got);
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+		memcpy(&rec, p, sizeof(rec));
+		n = le64_to_cpu(rec.nr_pages);
+		if (n > nr_pages - done)
+			return -EUCLEAN;
+		ret = kvtier_record_check(tier, &rec);
+		if (ret)
+			return ret;
+		r = kvtier_region_from_record(tier, &rec);
+		if (IS_ERR(r))
+			return PTR_ERR(r);
+		for (k = 0; k < n; k += got / sizeof(struct kvtier_disk_page)) {
+			u64 off = first + (done + k) * sizeof(struct kvtier_disk_page);
+
+			/* Page records never cross a block: 16 bytes, 16-aligned. */
+			p = kvt_ckpt_at(pages, off, sizeof(struct kvtier_disk_page),
+					first + (done + n) * sizeof(struct kvtier_disk_page),
+					&got);
+			if (IS_ERR(p))
+				return PTR_ERR(p);
+			ret = kvtier_load_pages(tier, r, p,
+						got / sizeof(struct kvtier_disk_page), &prev);
+			if (ret)
+				return ret;
+		}
+		done += n;
+	}
+	return done == nr_pages ? 0 : -EUCLEAN;
+}
+
+/*
  * Read and check the checkpoint that superblock copy @copy (@sb) names,
- * load its regions and replay the journal after it.
+ * load its regions and replay the journal after it. The checkpoint is read
+ * twice through the checkpoint buffer and a small window for the region
+ * records: once for its CRC, once to load it.
  */
 static int kvtier_store_load(struct kvtier_tier *tier,
 			     const struct kvtier_disk_super *sb, int copy)
 {
 	struct kvtier_store *st = &tier->store;
+	u64 area = st->meta_start + copy * st->meta_blocks;
 	u64 bytes = le64_to_cpu(sb->ckpt_bytes);
-	struct kvtier_disk_ckpt *hdr;
-	struct kvtier_disk_region *rec;
-	struct kvtier_disk_page *pages;
-	u64 nr_regions, nr_pages, done = 0, i;
-	void *ckpt;
+	struct kvt_ckpt_in recs = {
+		.tier = tier, .area = area, .bytes = bytes, .size = SZ_64K,
+	};
+	struct kvt_ckpt_in pages = recs;
+	struct kvtier_disk_ckpt hdr;
+	u64 nr_regions, nr_pages, i = 0;
+	const void *p;
+	size_t got;
+	u32 crc;
 	int ret;
 
 	ret = kvtier_store_alloc(tier);
 	if (ret)
 		return ret;
-	/* As large as the checkpoint (its size was checked against the area). */
-	ckpt = kvtier_ckpt_buf(st, round_up(bytes, KVTIER_BLOCK_SIZE));
+	pages.size = KVT_CKPT_CHUNK;
+	pages.buf = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
+	recs.buf = kvmalloc(recs.size, GFP_KERNEL);
 	ret = -ENOMEM;
-	if (!ckpt) {
-		dev_err(&tier->dev, "%s: no memory to read the checkpoint of generation %llu (%llu bytes)\n",
-			tier->backing.path, st->generation, bytes);
+	if (!pages.buf || !recs.buf) {
+		dev_err(&tier->dev, "%s: no memory to read the checkpoint of generation %llu\n",
+			tier->backing.path, st->generation);
 		goto err;
 	}
-	hdr = ckpt;
-	ret = kvtier_io_meta(tier, REQ_OP_READ,
-			     st->meta_start + copy * st->meta_blocks,
-			     ckpt, DIV_ROUND_UP(bytes, KVTIER_BLOCK_SIZE), 0);
+	ret = kvt_ckpt_crc(&pages, &crc);
 	if (ret)
 		goto err;
+	p = kvt_ckpt_at(&recs, 0, sizeof(hdr), sizeof(hdr), &got);
+	ret = PTR_ERR_OR_ZERO(p);
+	if (ret)
+		goto err;
+	memcpy(&hdr, p, sizeof(hdr));
 	ret = -EUCLEAN;
-	nr_regions = le64_to_cpu(hdr->nr_regions);
-	nr_pages = le64_to_cpu(hdr->nr_pages);
-	if (kvtier_crc32c(ckpt, bytes) != le32_to_cpu(sb->ckpt_crc) ||
-	    le64_to_cpu(hdr->magic) != KVTIER_CKPT_MAGIC ||
-	    le64_to_cpu(hdr->generation) != st->generation ||
+	nr_regions = le64_to_cpu(hdr.nr_regions);
+	nr_pages = le64_to_cpu(hdr.nr_pages);
+	if (crc != le32_to_cpu(sb->ckpt_crc) ||
+	    le64_to_cpu(hdr.magic) != KVTIER_CKPT_MAGIC ||
+	    le64_to_cpu(hdr.generation) != st->generation ||
 	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
-	    bytes != sizeof(*hdr) + nr_regions * sizeof(*rec) +
-		     nr_pages * sizeof(*pages)) {
+	    bytes != sizeof(hdr) + nr_regions * sizeof(struct kvtier_disk_region) +
+		     nr_pages * sizeof(struct kvtier_disk_page)) {
 		dev_err(&tier->dev, "%s: checkpoint of generation %llu is damaged\n",
 			tier->backing.path, st->generation);
 		goto err;
 	}
-	rec = (void *)(hdr + 1);
-	pages = (void *)(rec + nr_regions);
-	ret = 0;
-	for (i = 0; i < nr_regions && !ret; i++) {
-		u64 n = le64_to_cpu(rec[i].nr_pages);
-
-		if (n > nr_pages - done)
-			ret = -EUCLEAN;
-		else
-			ret = kvtier_load_region(tier, &rec[i], pages + done);
-		done += n;
-	}
-	if (!ret && done != nr_pages)
-		ret = -EUCLEAN;
+	ret = kvt_ckpt_load_regions(tier, &hdr, &recs, &pages, &i);
 	if (ret) {
 		if (ret == -EUCLEAN)
 			dev_err(&tier->dev, "%s: checkpoint of generation %llu names inconsistent regions or pages (record %llu)\n",
-				tier->backing.path, st->generation, i - 1);
+				tier->backing.path, st->generation, i);
 		goto err_drop;
 	}
+	kvfree(recs.buf);
+	recs.buf = NULL;
 	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
 		 tier->backing.path, st->generation, nr_regions, nr_pages);
 	st->ckpt_copy = copy;
@@ -1108,6 +1282,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 err_drop:
 	kvtier_store_drop_regions(tier);
 err:
+	kvfree(recs.buf);
 	kvtier_store_free(tier);
 	return ret;
 }

@@ -1831,6 +1831,14 @@ static void scale_meta_check(long long kib)
 		return;
 	diag("sysfs metadata %llu KiB: regions %llu, page maps %llu, CRCs %llu, allocator %llu, buffer %llu KiB",
 	     m[0] >> 10, m[1] >> 10, m[2] >> 10, m[3] >> 10, m[4] >> 10, m[5] >> 10);
+	/*
+	 * The attach read the checkpoint through the buffer, a MiB at a
+	 * time, whatever its size; the journal it replayed is empty after
+	 * a clean detach.
+	 */
+	check(m[5] <= 1 << 20,
+	      "the checkpoint buffer (%llu KiB) is at most the 1 MiB a checkpoint is read through",
+	      m[5] >> 10);
 	if (kib < 4096)
 		return;
 	check((m[0] >> 10) * 3 >= (unsigned long long)kib * 2 &&
