@@ -83,7 +83,7 @@ while read -r short kver; do
 	# result counts, plus one check for its exit status. make check shares
 	# the kept crash cuts between the kernels (KVTIER_CRASH_PART).
 	# KVTIER_PERSIST_TESTS picks tests ("none": skip).
-	persist=${KVTIER_PERSIST_TESTS-reboot corrupt apply scale crash kvstore}
+	persist=${KVTIER_PERSIST_TESTS-reboot corrupt apply scale compat crash kvstore}
 	if [[ $persist != none ]]; then
 		part=
 		[[ -z ${KVTIER_CRASH_CUTS:-}${KVTIER_CRASH_PART:-} ]] && part=$k/$nkernels

@@ -48,6 +48,15 @@
 #   scale-2                on each: attach within the bounds, every region
 #                          listed and every byte read back, commits timed
 #                          (scale-commit), detach
+#   compat-make VERSION    (kvt0 blank) format it with format_version
+#                          VERSION, write and fsync COMPAT_REGIONS, power
+#                          off attached: the image run.sh's compat-make
+#                          keeps in tests/persist/images
+#   compat VERSION         (kvt0 a kept image of that version, made by an
+#                          earlier module) attach, every byte of every
+#                          COMPAT_REGIONS region, write one more, detach;
+#                          attach, all of them again, detach; the namespace
+#                          keeps VERSION
 #   crash BOOT SEED [POINT] verify what boot BOOT-1 left, then run the
 #                          crash workload until the host kills the VM; with
 #                          POINT, commits stop at that crash point (debugfs
@@ -78,6 +87,11 @@ SEED_SCALE=0x5eed0100
 SCALE_N=1000 SCALE_BIG=256M SCALE_ATTACH_S=5 SCALE_ATTACH_MIB=256
 # MiB scale-2 writes with an fsync after each to time commits.
 SCALE_COMMIT_MIB=64
+
+# The regions of the kept images (NAME SIZE SEED ...): what compat-make
+# wrote, with the module of the commit that added each image.
+COMPAT_REGIONS="compat-a 4K 0x5eed0200 compat-b 12K 0x5eed0201 compat-c 64K 0x5eed0202"
+SEED_COMPAT_NEW=0x5eed0203
 
 KVTIER_KO=$build/$(uname -r)/kvtier.ko
 export KVTIER_KO
@@ -110,6 +124,31 @@ fail() {
 
 t() {
 	"$tool" "$@"
+}
+
+# compat_regions write|verify: each of COMPAT_REGIONS.
+compat_regions() {
+	local op=$1
+	set -- $COMPAT_REGIONS
+	while (($# >= 3)); do
+		t "$op" "$1" "$2" "$3" || return 1
+		shift 3
+	done
+}
+
+# sb_versions VERSION WHEN: both superblock copies of kvt0 (blocks 0 and 1,
+# read past the page cache) are of format VERSION, or zero (a copy not
+# written yet).
+sb_versions() {
+	local got
+	got=$(dd if="$ns0" bs=4096 count=2 iflag=direct status=none |
+		od -An -tu4 -w4 -v | sed -n '3p;1027p' | tr -d ' ' | tr '\n' ' ')
+	if [[ $got =~ ^(0|$1)\ (0|$1)\ $ && $got != "0 0 " ]]; then
+		check ok "$2: the namespace is still format version $1 (superblock copies: $got)"
+	else
+		check not-ok "$2: the namespace is still format version $1 (superblock copies: '$got')"
+		return 1
+	fi
 }
 
 # --- apply: the boot kvtier.service runs ------------------------------------
@@ -363,6 +402,33 @@ scale-1 | scale-2)
 		t detach || rc=1
 		t latency-row commit_checkpoint "checkpoints since attach (the detach's included)" ||
 			rc=1
+	done
+	t unload || rc=1
+	exit $rc
+	;;
+compat-make)
+	v=${1:?compat-make VERSION}
+	t load || exit 1
+	rc=0
+	echo "$v" >/sys/class/kvtier/kvtier0/format_version || fail "format_version $v"
+	# Each region is fsynced; the power goes off attached, so a
+	# version-2 image holds them in its journal, to replay at attach.
+	t attach "$ns0" && compat_regions write
+	;;
+compat)
+	v=${1:?compat VERSION}
+	t load || exit 1
+	rc=0
+	for pass in 1 2; do
+		t attach "$ns0" || { rc=1; break; }
+		compat_regions verify || rc=1
+		if ((pass == 1)); then
+			t write compat-new 64K $SEED_COMPAT_NEW || rc=1
+		else
+			t verify compat-new 64K $SEED_COMPAT_NEW || rc=1
+		fi
+		t detach || rc=1
+		sb_versions "$v" "pass $pass" || rc=1
 	done
 	t unload || rc=1
 	exit $rc

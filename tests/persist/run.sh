@@ -35,6 +35,16 @@
 #            verifies every byte, detaches. Every attach is timed and its
 #            kernel memory measured against #17's bounds (5 s, 256 MiB;
 #            tests/persist/guest.sh scale-1, scale-2)
+#   compat   the namespaces an earlier module left: the kept images of
+#            tests/persist/images (format versions 1 and 2, a few regions
+#            each; see its README) are unpacked and attached, every byte
+#            of every region read back, a region written, detached and
+#            attached again: both versions stay read-write, and stay what
+#            they are
+#   compat-make  (not run by default) make the images of the format
+#            versions KVTIER_COMPAT_VERSIONS ("1 2") that tests/persist/images
+#            lacks, with this module: when a format version is added; the
+#            images kept there are never made again
 #   crash    KVTIER_CRASH_CUTS (20) boots each verify what the previous boot
 #            left, start a write/fsync/unlink workload on persistent regions
 #            and are cut by kill -9 of QEMU after a random delay; a last
@@ -62,7 +72,8 @@
 #   KVER   the kernel to boot (tests/vm/kernels.sh list)
 #   OUT    results: OUT/<test>/ (images, console and checks of every boot),
 #          OUT/tap.log
-#   TEST   reboot, corrupt, apply, scale, crash, kvstore (default: all)
+#   TEST   reboot, corrupt, apply, scale, compat, crash, kvstore (default:
+#          all), compat-make
 #
 # Prints TAP (also to OUT/tap.log); exits 0 when every check passed.
 set -uo pipefail
@@ -82,9 +93,11 @@ mkdir -p "$3" || exit 2
 outdir=$(cd "$3" && pwd)
 shift 3
 tests=("$@")
-((${#tests[@]})) || tests=(reboot corrupt apply scale crash kvstore)
+((${#tests[@]})) || tests=(reboot corrupt apply scale compat crash kvstore)
 for t in "${tests[@]}"; do
-	case $t in reboot | corrupt | apply | scale | crash | kvstore) ;; *) usage ;; esac
+	case $t in reboot | corrupt | apply | scale | compat | compat-make | crash | kvstore) ;;
+	*) usage ;;
+	esac
 done
 
 short=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$kver")
@@ -268,6 +281,49 @@ test_scale() {
 	done
 	# The images are sparse but not small once written: free the space.
 	rm -f "$o"/nvme*.img
+}
+
+# --- compat ------------------------------------------------------------------
+
+images=$top/tests/persist/images
+
+test_compat() {
+	local v img
+	for img in "$images"/v*.img.xz; do
+		v=${img##*/v}
+		v=${v%.img.xz}
+		rm -f "$o/nvme0.img"
+		if ! xz -dc "$img" >"$o/nvme0.img"; then
+			result not-ok "host: $img unpacks"
+			continue
+		fi
+		vm "v$v" 1 16M 600 compat "$v"
+		import "$o/checks-v$v.log" "version $v: "
+		vm_result "v$v" "a version-$v namespace an earlier module wrote: every byte, a write, a detach and an attach"
+	done
+	rm -f "$o/nvme0.img"
+}
+
+test_compat-make() {
+	local v img
+	for v in ${KVTIER_COMPAT_VERSIONS:-1 2}; do
+		img=$images/v$v.img.xz
+		if [[ -e $img ]]; then
+			note "host: $img is kept, not made again"
+			continue
+		fi
+		rm -f "$o/nvme0.img"
+		vm "v$v" 1 16M 600 compat-make "$v"
+		import "$o/checks-v$v.log" "version $v: "
+		vm_result "v$v" "format version $v, its regions written and fsynced, power off attached"
+		((vm_rc == 0)) || return
+		if xz -9e -c "$o/nvme0.img" >"$img"; then
+			result ok "host: $img, $(stat -c %s "$img") bytes"
+		else
+			result not-ok "host: write $img"
+		fi
+	done
+	rm -f "$o/nvme0.img"
 }
 
 # --- crash -------------------------------------------------------------------
