@@ -77,7 +77,7 @@ void kvtier_journal_unlinked(struct kvtier_region *r,
 	struct kvtier_store *st = &r->tier->store;
 
 	lockdep_assert_held(&r->tier->regions_lock);
-	if (!st->journal_blocks) {
+	if (!READ_ONCE(st->journal_blocks)) {
 		kfree(del);
 		return;
 	}
@@ -102,7 +102,7 @@ void kvtier_journal_dels_free(struct list_head *dels)
 /* @r's page @index got a new slot. Caller holds @r's xa_lock. */
 void kvtier_journal_page_changed(struct kvtier_region *r, pgoff_t index)
 {
-	if (!r->persistent || !r->tier->store.journal_blocks)
+	if (!r->persistent || !READ_ONCE(r->tier->store.journal_blocks))
 		return;
 	if (!xa_get_mark(&r->pages, index, KVT_XA_CHANGED)) {
 		__xa_set_mark(&r->pages, index, KVT_XA_CHANGED);

@@ -895,6 +895,7 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format);
 int kvtier_store_close(struct kvtier_tier *tier);
 void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
+int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version);
 void kvtier_store_kick(struct kvtier_tier *tier);
 void kvtier_store_need_room(struct kvtier_tier *tier, kuid_t owner);
 unsigned int kvtier_store_room_ticket(struct kvtier_tier *tier);

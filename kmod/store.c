@@ -202,21 +202,35 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 /*
  * The in-memory side of an attached store: the slot allocator and the
  * checkpoint buffer. Nothing here grows with the namespace: a blank
- * namespace of any size is one free extent, and the buffer is as large as
- * the last checkpoint (16 bytes per persistent page on the namespace),
- * grown when a commit needs more and kept, so the commit that makes room
- * on a full namespace under memory pressure usually allocates nothing.
+ * namespace of any size is one free extent, and the buffer is 1 MiB once a
+ * checkpoint went through it (more if a journal transaction needed it),
+ * kept, so the commit that makes room on a full namespace under memory
+ * pressure usually allocates nothing.
  */
 static int kvtier_store_alloc(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
+	u64 end = st->journal_start + st->journal_blocks;
+	int ret;
 
 	st->ckpt = NULL;
 	st->ckpt_size = 0;
 	kvtier_extents_init(&st->releasing);
-	/* The journal's slots are never handed out. */
-	return kvtier_slots_init(&tier->slots, st->journal_blocks ?
-				 st->journal_start : st->nr_slots);
+	/*
+	 * The journal's slots are never handed out: at format it is the
+	 * last slots, outside the allocator; an upgrade from version 1 put
+	 * it where it found room, and it stays allocated.
+	 */
+	if (!st->journal_blocks || end == st->nr_slots)
+		return kvtier_slots_init(&tier->slots, st->journal_blocks ?
+					 st->journal_start : st->nr_slots);
+	ret = kvtier_slots_init(&tier->slots, st->nr_slots);
+	if (!ret)
+		ret = kvtier_slots_claim(&tier->slots, st->journal_start,
+					 st->journal_blocks);
+	if (ret)
+		kvtier_slots_exit(&tier->slots);
+	return ret;
 }
 
 /*
@@ -253,6 +267,9 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 	 */
 	kvtier_slots_freeze(&tier->slots, &st->releasing);
 	kvtier_slots_release(&tier->slots, &st->releasing);
+	/* A journal inside the allocator's range (an upgrade put it there). */
+	if (st->journal_blocks && tier->slots.nr > st->journal_start)
+		kvtier_slots_free(&tier->slots, st->journal_start, st->journal_blocks);
 	kvtier_slots_exit(&tier->slots);
 	kvfree(st->ckpt);
 	st->ckpt = NULL;
@@ -656,6 +673,89 @@ int kvtier_store_commit(struct kvtier_tier *tier)
 	return ret;
 }
 
+/*
+ * Upgrade the attached version-1 namespace to version 2 in place: claim a
+ * free run of data slots for the journal, zero its first block (replay
+ * starts there and must find nothing: the run held pages before), and
+ * commit a checkpoint whose superblock carries INCOMPAT_JOURNAL. Until
+ * that superblock is on the media the namespace is version 1, whole: the
+ * run was free in its checkpoint, and nothing but that block was written
+ * in it. Caller holds tier->lock, the tier attached. Returns 0, also when
+ * the namespace has that version already; -EINVAL (not version 2),
+ * -EROFS (a read-only attach), -EBUSY (the lease was lost), -ENOSPC (no
+ * run long enough), or the error of the write or the commit, with the
+ * namespace still version 1.
+ */
+int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
+{
+	struct kvtier_store *st = &tier->store;
+	unsigned long start, got, jb;
+	void *zero;
+	int ret;
+
+	if (version != 2)
+		return -EINVAL;
+	if (tier->backing.read_only)
+		return -EROFS;
+	if (kvtier_fenced(tier))
+		return -EBUSY;
+	/* Not under store.lock: reclaim may need a commit. */
+	zero = kzalloc(KVTIER_BLOCK_SIZE, GFP_KERNEL);
+	if (!zero)
+		return -ENOMEM;
+	mutex_lock(&st->lock);
+	ret = 0;
+	if (st->version >= version)
+		goto out;
+	jb = kvtier_journal_blocks(st->nr_slots);
+	ret = -ENOSPC;
+	if (st->nr_slots < KVTIER_MIN_SLOTS + jb)
+		goto nospc;
+	start = kvtier_slots_alloc(&tier->slots, jb, &got);
+	if (start == KVTIER_NO_SLOT)
+		goto nospc;
+	if (got < jb) {
+		kvtier_slots_free(&tier->slots, start, got);
+		goto nospc;
+	}
+	ret = kvtier_io_meta(tier, REQ_OP_WRITE, st->data_start + start, zero, 1, 0);
+	if (ret)
+		goto free;
+	/*
+	 * Before the checkpoint: a page written back from here on is marked
+	 * for the journal, one written back before is in the checkpoint.
+	 */
+	st->version = version;
+	st->journal_start = start;
+	st->journal_head = 0;
+	st->journal_pos = 0;
+	WRITE_ONCE(st->journal_blocks, jb);
+	WRITE_ONCE(st->need_full, true);
+	/* A checkpoint even if nothing changed since the last commit. */
+	atomic64_inc(&st->changes);
+	ret = kvtier_commit_locked(tier);
+	if (ret) {
+		/* The next commit rewrites the copy it may have reached. */
+		WRITE_ONCE(st->journal_blocks, 0);
+		st->journal_start = 0;
+		st->version = 1;
+		goto free;
+	}
+	dev_info(&tier->dev, "%s: upgraded to format version 2: a journal of %lu blocks at data slot %lu\n",
+		 tier->backing.path, jb, start);
+	goto out;
+free:
+	kvtier_slots_free(&tier->slots, start, jb);
+	goto out;
+nospc:
+	dev_err(&tier->dev, "%s: no free run of %lu data slots for the journal: cannot upgrade to format version 2\n",
+		tier->backing.path, jb);
+out:
+	mutex_unlock(&st->lock);
+	kfree(zero);
+	return ret;
+}
+
 static void kvtier_commit_work(struct work_struct *work)
 {
 	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
@@ -931,8 +1031,8 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	    sb->journal_start || sb->journal_blocks || sb->journal_head :
 	    !le64_to_cpu(sb->journal_blocks) ||
 	    le64_to_cpu(sb->journal_blocks) > KVTIER_JOURNAL_MAX_BLOCKS ||
-	    le64_to_cpu(sb->journal_start) < KVTIER_MIN_SLOTS ||
-	    le64_to_cpu(sb->journal_start) + le64_to_cpu(sb->journal_blocks) != slots ||
+	    slots < KVTIER_MIN_SLOTS + le64_to_cpu(sb->journal_blocks) ||
+	    le64_to_cpu(sb->journal_start) > slots - le64_to_cpu(sb->journal_blocks) ||
 	    le64_to_cpu(sb->journal_head) >= KVTIER_JOURNAL_POS_MAX)
 		return -EUCLEAN;
 	memcpy(st->uuid, sb->uuid, sizeof(st->uuid));

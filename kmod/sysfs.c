@@ -74,6 +74,46 @@ static ssize_t format_store(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_WO(format);
 
+/*
+ * Read: the format version of the attached namespace ("none" detached).
+ * Write a version: upgrade the attached namespace to it in place
+ * (kvtier_store_upgrade()); a no-op if it has that version already.
+ */
+static ssize_t upgrade_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+	ssize_t ret;
+
+	mutex_lock(&tier->lock);
+	if (kvtier_backing_attached(tier))
+		ret = sysfs_emit(buf, "%u\n", READ_ONCE(tier->store.version));
+	else
+		ret = sysfs_emit(buf, "none\n");
+	mutex_unlock(&tier->lock);
+	return ret;
+}
+
+static ssize_t upgrade_store(struct device *dev, struct device_attribute *attr,
+			     const char *buf, size_t len)
+{
+	struct kvtier_tier *tier = dev_to_tier(dev);
+	unsigned int version;
+	int ret;
+
+	ret = kstrtouint(buf, 10, &version);
+	if (ret)
+		return ret;
+	mutex_lock(&tier->lock);
+	if (!kvtier_backing_attached(tier))
+		ret = -ENODEV;
+	else
+		ret = kvtier_store_upgrade(tier, version);
+	mutex_unlock(&tier->lock);
+	return ret ? ret : len;
+}
+static DEVICE_ATTR_RW(upgrade);
+
 static ssize_t state_show(struct device *dev, struct device_attribute *attr,
 			  char *buf)
 {
@@ -385,6 +425,7 @@ static struct attribute *kvtier_tier_attrs[] = {
 	&dev_attr_backing_dev.attr,
 	&dev_attr_format.attr,
 	&dev_attr_state.attr,
+	&dev_attr_upgrade.attr,
 	&dev_attr_error.attr,
 	&dev_attr_lease.attr,
 	&dev_attr_capacity.attr,

@@ -1708,6 +1708,114 @@ static int attach_meta(const char *dev, const unsigned char *meta, size_t len,
 	return ret;
 }
 
+#define UPGRADE_IMG	"/tmp/kvt-upgrade.img"
+
+/* Tier @id's sysfs upgrade (the attached namespace's format version). */
+static bool upgrade_reads(int id, const char *want)
+{
+	char buf[16];
+
+	return !kvt_tier_read(id, "upgrade", buf, sizeof(buf)) && !strcmp(buf, want);
+}
+
+/*
+ * sysfs upgrade turns an attached version-1 namespace into version 2 in
+ * place: a journal in a free run of its data slots, its regions kept,
+ * commits then transactions; every refusal (no run long enough, a bad
+ * version, read-only, detached) changes nothing.
+ */
+TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
+{
+	struct kvtier_disk_super sb;
+	long long largest, commits;
+	unsigned long long jb;
+	size_t fill;
+	char dev[32];
+	int lfd, newest;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(UPGRADE_IMG, 16 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_TRUE(upgrade_reads(1, "none"));
+	EXPECT_EQ(-ENODEV, kvt_tier_write(1, "upgrade", "2"));
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "1"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_TRUE(upgrade_reads(1, "1"));
+	ASSERT_EQ(0, make_persistent(1, "u:a", MiB, 0600, 94));
+
+	/* The journal needs a run of 256 slots: leave none that long. */
+	largest = kvt_stat(1, "largest_free_slots");
+	ASSERT_LT(512, largest);
+	ASSERT_EQ(0, make_persistent(1, "u:fill", (largest - 200) * PAGE, 0600, 95));
+	ASSERT_GT(256, kvt_stat(1, "largest_free_slots"));
+	EXPECT_EQ(-ENOSPC, kvt_tier_write(1, "upgrade", "2"));
+	EXPECT_TRUE(upgrade_reads(1, "1"));
+	EXPECT_EQ(0, kvt_stat(1, "journal_blocks"));
+	ASSERT_EQ(0, unlink_on(1, "u:fill"));
+	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "1"));
+	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "3"));
+	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "two"));
+	EXPECT_TRUE(upgrade_reads(1, "1"));
+
+	/* (Background commits may come and go: counts only grow.) */
+	commits = kvt_stat(1, "commits");
+	ASSERT_EQ(0, kvt_tier_write(1, "upgrade", "2"));
+	EXPECT_TRUE(upgrade_reads(1, "2"));
+	jb = kvt_stat(1, "journal_blocks");
+	EXPECT_EQ(256, jb);
+	EXPECT_LT(commits, kvt_stat(1, "commits"));
+	/* Again: nothing to do. */
+	EXPECT_EQ(0, kvt_tier_write(1, "upgrade", "2"));
+	EXPECT_EQ(jb, kvt_stat(1, "journal_blocks"));
+	EXPECT_EQ(-1, check_name(1, "u:a", MiB, 94));
+	/* A create and its fsync: transactions now. */
+	commits = kvt_stat(1, "journal_commits");
+	ASSERT_EQ(0, make_persistent(1, "u:b", MiB, 0600, 96));
+	EXPECT_LT(commits, kvt_stat(1, "journal_commits"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(2, le32toh(sb.version));
+	EXPECT_TRUE(le64toh(sb.feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL);
+	EXPECT_EQ(jb, le64toh(sb.journal_blocks));
+	EXPECT_GE(le64toh(sb.nr_slots), le64toh(sb.journal_start) + jb);
+	TH_LOG("journal of %llu blocks at data slot %llu of %llu", jb,
+	       (unsigned long long)le64toh(sb.journal_start),
+	       (unsigned long long)le64toh(sb.nr_slots));
+	/* Attached again: the journal's run is never handed out. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_TRUE(upgrade_reads(1, "2"));
+	EXPECT_EQ(-1, check_name(1, "u:a", MiB, 94));
+	EXPECT_EQ(-1, check_name(1, "u:b", MiB, 96));
+	/*
+	 * All but a few free slots: were the journal's free, this would
+	 * write into it, and the next transactions over it.
+	 */
+	fill = (kvt_stat(1, "slots_total") - kvt_stat(1, "slots_used") - 8) * PAGE;
+	ASSERT_EQ(0, make_persistent(1, "u:c", fill, 0600, 97));
+	ASSERT_EQ(0, unlink_on(1, "u:b"));
+	ASSERT_EQ(0, make_persistent(1, "u:b", MiB, 0600, 98));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "u:a", MiB, 94));
+	EXPECT_EQ(-1, check_name(1, "u:b", MiB, 98));
+	EXPECT_EQ(-1, check_name(1, "u:c", fill, 97));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* A read-only attach of a version-1 namespace is not upgraded. */
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "1"));
+	ASSERT_EQ(0, kvt_tier_write(1, "format", dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "read_only", "1"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-EROFS, kvt_tier_write(1, "upgrade", "2"));
+	EXPECT_TRUE(upgrade_reads(1, "1"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "read_only", "0"));
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "2"));
+	loop_detach(lfd, UPGRADE_IMG);
+}
+
 /*
  * A damaged, newer or incompatible namespace is refused without writing
  * to it; one damaged superblock copy, or the checkpoint the newest copy

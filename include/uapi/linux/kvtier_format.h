@@ -109,9 +109,11 @@
  * @ckpt_crc: CRC32C of those bytes (seeded like @crc)
  * @lease_block: block of the ownership lease with RO_COMPAT_LEASE, else 0
  * @journal_start: with INCOMPAT_JOURNAL, the data slot where the journal
- *                 begins (block @data_start + @journal_start); the journal
- *                 is the last slots: @journal_start + @journal_blocks ==
- *                 @nr_slots. Else 0
+ *                 begins (block @data_start + @journal_start): a run of
+ *                 data slots that no page record names, within @nr_slots.
+ *                 A format puts it last (@journal_start + @journal_blocks
+ *                 == @nr_slots); an upgrade from version 1 where it found
+ *                 a free run. Else 0
  * @journal_blocks: blocks in the journal, 1 to KVTIER_JOURNAL_MAX_BLOCKS
  *                  (a module formats clamp(@nr_slots / 256, 256, 65536));
  *                  else 0
