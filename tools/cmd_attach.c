@@ -261,3 +261,45 @@ int cmd_detach(const struct cmd *cmd, int argc, char **argv)
 			    ret == -EBUSY ? " (the tier is open, or has named regions that are not persistent)" : "");
 	return EXIT_OK;
 }
+
+/*
+ * upgrade TIER: the attached namespace to format version 2, in place
+ * (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade").
+ */
+int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
+{
+	char was[32];
+	unsigned int id;
+	int ret;
+
+	if (opt_json)
+		return usage_error(cmd, "upgrade has no --json output");
+	if (argc != 2 || parse_tier(argv[1], &id))
+		return usage_error(cmd, "upgrade: need TIER (0..%d)", KVT_MAX_TIERS - 1);
+	ret = tier_check(id);
+	if (ret)
+		return ret;
+	ret = kvtier_tier_attr_get(id, "upgrade", was, sizeof(was));
+	if (ret == -ENOENT)
+		return fail("upgrade kvtier%u: the loaded kvtier module cannot upgrade a namespace (no upgrade attribute)",
+			    id);
+	if (ret)
+		return fail("upgrade kvtier%u: reading its format version: %s", id, strerror(-ret));
+	if (!strcmp(was, "none"))
+		return fail("upgrade kvtier%u: no namespace attached", id);
+	if (!strcmp(was, "2")) {
+		printf("kvtier%u: the namespace is format version 2 already\n", id);
+		return EXIT_OK;
+	}
+	ret = kvtier_tier_attr_set(id, "upgrade", "2");
+	if (ret)
+		return fail("upgrade kvtier%u from format version %s to 2: %s%s", id, was,
+			    strerror(-ret),
+			    ret == -ENOSPC ? " (no free run of data slots as long as the journal: free some space)" :
+			    ret == -EROFS ? " (attached read-only)" :
+			    ret == -EBUSY ? " (another host took the namespace's lease)" :
+			    " (see dmesg; the namespace is still as it was)");
+	printf("kvtier%u: upgraded the namespace from format version %s to 2 (commits go to a journal)\n",
+	       id, was);
+	return EXIT_OK;
+}

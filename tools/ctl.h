@@ -442,6 +442,7 @@ int cmd_apply(const struct cmd *cmd, int argc, char **argv);
 int cmd_metrics(const struct cmd *cmd, int argc, char **argv);
 int cmd_attach(const struct cmd *cmd, int argc, char **argv);
 int cmd_detach(const struct cmd *cmd, int argc, char **argv);
+int cmd_upgrade(const struct cmd *cmd, int argc, char **argv);
 int cmd_status(const struct cmd *cmd, int argc, char **argv);
 int cmd_stat(const struct cmd *cmd, int argc, char **argv);
 int cmd_top(const struct cmd *cmd, int argc, char **argv);

@@ -37,6 +37,12 @@ static const struct cmd cmds[] = {
 	  "                       is not a terminal)\n",
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
+	{ "upgrade", "TIER",
+	  "upgrade TIER's attached namespace to format version 2, in place",
+	  "A version-1 namespace (a full checkpoint per commit) gets the journal\n"
+	  "of version 2 in a free run of its data slots; its regions stay. Modules\n"
+	  "older than format version 2 no longer attach it afterwards.\n",
+	  cmd_upgrade },
 	{ "stat", "[TIER] [INTERVAL [COUNT]]  (TIER: kvtierN or /dev/kvtierN)",
 	  "rates per interval: faults, major %, MB/s, refaults, fault latency",
 	  "INTERVAL seconds per line (default 1; decimals allowed), COUNT lines\n"

@@ -56,7 +56,10 @@
 #                          earlier module) attach, every byte of every
 #                          COMPAT_REGIONS region, write one more, detach;
 #                          attach, all of them again, detach; the namespace
-#                          keeps VERSION
+#                          keeps VERSION. Version 1 is then upgraded
+#                          (kvtierctl upgrade, attached), read, written,
+#                          detached (version 2 now), attached and read
+#                          again
 #   crash BOOT SEED [POINT] verify what boot BOOT-1 left, then run the
 #                          crash workload until the host kills the VM; with
 #                          POINT, commits stop at that crash point (debugfs
@@ -92,6 +95,7 @@ SCALE_COMMIT_MIB=64
 # wrote, with the module of the commit that added each image.
 COMPAT_REGIONS="compat-a 4K 0x5eed0200 compat-b 12K 0x5eed0201 compat-c 64K 0x5eed0202"
 SEED_COMPAT_NEW=0x5eed0203
+SEED_COMPAT_UP=0x5eed0204
 
 KVTIER_KO=$build/$(uname -r)/kvtier.ko
 export KVTIER_KO
@@ -144,22 +148,22 @@ sb_versions() {
 	got=$(dd if="$ns0" bs=4096 count=2 iflag=direct status=none |
 		od -An -tu4 -w4 -v | sed -n '3p;1027p' | tr -d ' ' | tr '\n' ' ')
 	if [[ $got =~ ^(0|$1)\ (0|$1)\ $ && $got != "0 0 " ]]; then
-		check ok "$2: the namespace is still format version $1 (superblock copies: $got)"
+		check ok "$2: the namespace is format version $1 (superblock copies: $got)"
 	else
-		check not-ok "$2: the namespace is still format version $1 (superblock copies: '$got')"
-		return 1
+		check not-ok "$2: the namespace is format version $1 (superblock copies: '$got')"
 	fi
 }
 
 # --- apply: the boot kvtier.service runs ------------------------------------
 
-# ok|not-ok DESC, as the tool's checks are.
+# ok|not-ok DESC, as the tool's checks are; false for not-ok.
 check() {
 	if [[ $1 == ok ]]; then
 		echo "ok - $2" | tee -a "$KVT_CHECKS"
 	else
 		echo "not ok - $2" | tee -a "$KVT_CHECKS"
 		apply_rc=1
+		return 1
 	fi
 }
 
@@ -430,6 +434,25 @@ compat)
 		t detach || rc=1
 		sb_versions "$v" "pass $pass" || rc=1
 	done
+	if ((v == 1)) && t attach "$ns0"; then
+		# What an operator runs: kvtierctl upgrade, in place, attached.
+		out=$(ctl upgrade 0)
+		expect_out "kvtierctl upgrade 0: version 1 to 2" 0 \
+			"^kvtier0: upgraded the namespace from format version 1 to 2 " $? "$out" || rc=1
+		out=$(ctl upgrade 0)
+		expect_out "kvtierctl upgrade 0 again: nothing to do" 0 \
+			"^kvtier0: the namespace is format version 2 already$" $? "$out" || rc=1
+		compat_regions verify && t verify compat-new 64K $SEED_COMPAT_NEW || rc=1
+		t write compat-up 64K $SEED_COMPAT_UP || rc=1
+		t detach || rc=1
+		sb_versions 2 "after the upgrade" || rc=1
+		t attach "$ns0" || rc=1
+		compat_regions verify && t verify compat-new 64K $SEED_COMPAT_NEW &&
+			t verify compat-up 64K $SEED_COMPAT_UP || rc=1
+		t detach || rc=1
+	elif ((v == 1)); then
+		rc=1
+	fi
 	t unload || rc=1
 	exit $rc
 	;;

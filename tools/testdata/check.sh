@@ -800,5 +800,23 @@ else
 	ok "gpu: fixtures # SKIP cannot mount over /boot, /proc/driver or /proc/config.gz here"
 fi
 
+# upgrade: what the module's upgrade attribute says, and what is written.
+fresh
+expect 2 "upgrade: need TIER" "upgrade without a tier: exit 2" -- upgrade
+expect 2 "no --json output" "upgrade --json: exit 2" -- --json upgrade 0
+expect 1 "cannot upgrade a namespace \(no upgrade attribute\)" "upgrade with an older module: says so" -- upgrade 0
+echo none >"$cls/upgrade"
+expect 1 "upgrade kvtier0: no namespace attached" "upgrade of a detached tier" -- upgrade 0
+echo 2 >"$cls/upgrade"
+expect 0 "^kvtier0: the namespace is format version 2 already$" "upgrade of a version-2 namespace: nothing to do" -- upgrade 0
+echo 1 >"$cls/upgrade"
+expect 0 "^kvtier0: upgraded the namespace from format version 1 to 2 " "upgrade of a version-1 namespace" -- upgrade 0
+if [[ $(cat "$cls/upgrade") == 2 ]]; then
+	ok "upgrade writes 2 to the attribute"
+else
+	notok "upgrade writes 2 to the attribute (it holds '$(cat "$cls/upgrade")')"
+fi
+fresh
+
 echo "1..$n"
 ((failed == 0))
