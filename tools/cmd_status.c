@@ -27,6 +27,8 @@ struct tier_status {
 	/* sysfs metadata: total, regions, page maps, CRCs, allocator, buffer */
 	bool have_meta;
 	uint64_t meta[6];
+	/* sysfs upgrade: the attached namespace's format version; 0 unknown */
+	unsigned int format_version;
 };
 
 /* The metadata columns, in order (Documentation/ABI/testing/sysfs-class-kvtier). */
@@ -61,6 +63,17 @@ static uint64_t pinned_bytes(unsigned int id)
 		sum += rs.r[i].pinned;
 	kvt_regions_free(&rs);
 	return sum;
+}
+
+/* The namespace's format version: 1 or 2; 0 detached, or an older module. */
+static void read_format(struct tier_status *t)
+{
+	char buf[16];
+
+	if (kvtier_tier_attr_get(t->id, "upgrade", buf, sizeof(buf)))
+		return;
+	if (!strcmp(buf, "1") || !strcmp(buf, "2"))
+		t->format_version = (unsigned int)(buf[0] - '0');
 }
 
 static void read_error(struct tier_status *t)
@@ -108,6 +121,7 @@ static int read_status(unsigned int id, struct tier_status *t)
 	tier_attr_u64(id, "host_budget_mb", &t->budget_mb);
 	t->pinned = pinned_bytes(id);
 	read_meta(t);
+	read_format(t);
 	t->block = block_size(id);
 	t->is_nvme = strcmp(t->backing, "none") &&
 		     !kvt_nvme_identify(t->backing, &t->nvme);
@@ -154,6 +168,11 @@ static void print_status(const struct tier_status *t)
 	       fmt_size(a, sizeof(a), t->budget_mb << 20),
 	       fmt_size(b, sizeof(b), t->resident), pct(t->resident, t->budget_mb << 20));
 	printf("  pinned    %s\n", fmt_size(a, sizeof(a), t->pinned));
+	if (t->format_version == 1)
+		printf("  format    version 1: a checkpoint per commit (kvtierctl upgrade %u gives it the journal of version 2)\n",
+		       t->id);
+	else if (t->format_version)
+		printf("  format    version %u: commits go to a journal\n", t->format_version);
 	if (t->have_meta) {
 		char c[32], d[32], e[32], f[32];
 
@@ -242,6 +261,10 @@ static void print_status_json(const struct tier_status *t)
 	} else {
 		json_key_null(stdout, &first, "metadata_bytes");
 	}
+	if (t->format_version)
+		json_key_u64(stdout, &first, "format_version", t->format_version);
+	else
+		json_key_null(stdout, &first, "format_version");
 	if (t->lease[0] && strcmp(t->lease, "detached"))
 		json_key_str(stdout, &first, "lease", t->lease);
 	else

@@ -127,6 +127,22 @@ pycheck "status --json: no metadata_bytes from a short line" 'd[0]["metadata_byt
 	-- --json status
 rm -f "$cls/metadata"
 pycheck "status --json: no metadata attribute" 'd[0]["metadata_bytes"] is None' -- --json status
+# The format line: the namespace's version, from sysfs upgrade.
+pycheck "status --json: no upgrade attribute, no format_version" 'd[0]["format_version"] is None' -- --json status
+echo 1 >"$cls/upgrade"
+expect 0 '^  format    version 1: a checkpoint per commit \(kvtierctl upgrade 0 gives it the journal of version 2\)$' \
+	"status: a version-1 namespace and the way to upgrade it" -- status 0
+echo 2 >"$cls/upgrade"
+expect 0 '^  format    version 2: commits go to a journal$' "status: a version-2 namespace" -- status 0
+pycheck "status --json: format_version" 'd[0]["format_version"] == 2' -- --json status
+echo none >"$cls/upgrade"
+if "$ctl" status 0 2>&1 | grep -q "format  "; then
+	notok "status: no format line while detached"
+else
+	ok "status: no format line while detached"
+fi
+pycheck "status --json: format_version null while detached" 'd[0]["format_version"] is None' -- --json status
+rm -f "$cls/upgrade"
 expect 1 'no tier 5' "status of a missing tier: exit 1" -- status 5
 expect 2 'bad TIER' "status of a bad TIER: exit 2" -- status x
 # A tier as 0, kvtier0 or /dev/kvtier0 (lsblk and nvme-cli habits).
