@@ -142,9 +142,10 @@ struct kvtier_backing {
  *        last commit took them, under regions_lock: queued in the section
  *        that unlinks, taken in the one that lists the regions to record
  * @ckpt: the checkpoint buffer (kvmalloc or vmalloc), @ckpt_size bytes: a
- *        checkpoint is written and read through it a MiB at a time; a
- *        journal transaction is built in it whole, so it grows to the
- *        largest; kept while attached (store.c)
+ *        checkpoint's page records go through its first MiB a MiB at a
+ *        time, its header and region records are whole after that; a
+ *        journal transaction is built in it whole; it grows to the
+ *        largest of those and is kept while attached (store.c)
  * @releasing: slots the next successful commit frees
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
@@ -180,6 +181,8 @@ struct kvtier_backing {
  *             @lease_work; detach cancels @lease_work before reading them.
  * @lease_interval_ms: renewal interval of this attach (the knob at attach)
  * @lease_work: renews the lease every @lease_interval_ms
+ * @upgrading: the commit under way is the checkpoint of an upgrade from
+ *             version 1 (kvtier_store_upgrade(); store.lock)
  * @freeze_at: the crash point a commit stops at (enum kvtier_freeze_point,
  *             debugfs freeze_at; tests only), READ_ONCE/WRITE_ONCE
  * @frozen: a commit is stopped at @freeze_at, holding @lock
@@ -229,6 +232,7 @@ struct kvtier_store {
 	u64 lease_renewed;
 	unsigned int lease_interval_ms;
 	struct delayed_work lease_work;
+	bool upgrading;
 	int freeze_at;
 	bool frozen;
 	wait_queue_head_t freeze_wait;
@@ -239,7 +243,7 @@ struct kvtier_store {
  * that reaches the armed one stops there, with store.lock held, until the
  * point is disarmed, so that the host can cut the power at a known place
  * (tests/persist/run.sh crash). Only checkpoints that take the place of
- * journal transactions stop.
+ * journal transactions stop, and the one of an upgrade from version 1.
  */
 enum kvtier_freeze_point {
 	KVT_FREEZE_NONE,

@@ -23,7 +23,8 @@
  * a page lock (a write-back that runs out of space queues the room work,
  * which commits and reclaims on kvtier_wq), and nothing under it takes a
  * page lock or waits for a region's references. Order (kvtier.h):
- * store.lock -> regions_lock -> a region's xa_lock -> slots.lock.
+ * tier.lock -> store.lock -> slots.lock (a mutex, taken under neither
+ * spinlock), and store.lock -> regions_lock -> a region's xa_lock.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -44,8 +45,8 @@
 #define KVTIER_MIN_SLOTS	256
 
 /*
- * A checkpoint is written and read through a buffer of this size (the
- * checkpoint buffer), not whole: 65,536 page records a piece.
+ * A checkpoint's page records are written and read through this much of
+ * the checkpoint buffer, not whole: 65,536 a piece.
  */
 #define KVT_CKPT_CHUNK		SZ_1M
 
@@ -83,7 +84,7 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 	if (incompat & ~KVTIER_FEATURE_INCOMPAT_SUPP)
 		return KVT_SB_NEWER;
 	/* Version 2 is the journal; version 1 has none. */
-	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL :
+	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_SUPP :
 	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL))
 		return KVT_SB_DAMAGED;
 	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
@@ -144,6 +145,9 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 		sb->feature_incompat |= cpu_to_le64(KVTIER_FEATURE_INCOMPAT_JOURNAL);
 		sb->journal_start = cpu_to_le64(st->journal_start);
 		sb->journal_blocks = cpu_to_le64(st->journal_blocks);
+		if (st->journal_start + st->journal_blocks != st->nr_slots)
+			sb->feature_incompat |=
+				cpu_to_le64(KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN);
 		/* The checkpoint holds everything the journal did. */
 		sb->journal_head = cpu_to_le64(st->journal_pos);
 	}
@@ -202,10 +206,10 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 /*
  * The in-memory side of an attached store: the slot allocator and the
  * checkpoint buffer. Nothing here grows with the namespace: a blank
- * namespace of any size is one free extent, and the buffer is 1 MiB once a
- * checkpoint went through it (more if a journal transaction needed it),
- * kept, so the commit that makes room on a full namespace under memory
- * pressure usually allocates nothing.
+ * namespace of any size is one free extent, and the buffer is 1 MiB and
+ * the region records once a checkpoint went through it (more if a journal
+ * transaction needed it), kept, so the commit that makes room on a full
+ * namespace under memory pressure usually allocates nothing.
  */
 static int kvtier_store_alloc(struct kvtier_tier *tier)
 {
@@ -336,19 +340,20 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
 
 /*
  * A checkpoint in the making, written to its area in pieces so that the
- * memory it takes does not grow with what is stored. The page records go
- * through @chunk (bytes [@chunk_base, @pos) of the checkpoint), written
+ * memory it takes does not grow with the pages stored. The page records
+ * go through @chunk (bytes [@chunk_base, @pos) of the checkpoint), written
  * each time it fills; the header and the region records, which come first
  * but whose page counts are known only at the end, are in @head with the
  * first page records (those that share the records' last block), written
- * last. @crc_rest is the CRC of the bytes [@head_end, @chunk_base) written
+ * last. Both are the checkpoint buffer: @chunk its first KVT_CKPT_CHUNK
+ * bytes, @head the rest. @crc_rest is the CRC of the bytes [@head_end, @chunk_base) written
  * so far, and kvtier_crc32c_cat() puts the head in front of it.
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
 	u64 area;		/* first block of the area */
 	u64 limit;		/* bytes of the area */
-	u8 *head;		/* @head_end bytes, zeroed */
+	u8 *head;		/* @head_end bytes */
 	u64 head_end;		/* the records' end, rounded up to a block */
 	u8 *chunk;		/* KVT_CKPT_CHUNK bytes */
 	u64 chunk_base;		/* a block boundary at or past @head_end */
@@ -508,13 +513,15 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 	ret = -EOVERFLOW;
 	if (n > st->max_regions || o.head_end > o.limit)
 		goto out;
-	o.head = kvzalloc(o.head_end, GFP_KERNEL | __GFP_NOWARN);
-	o.chunk = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
+	/* The chunk, then the head: kept, so a commit seldom allocates. */
+	o.chunk = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK + o.head_end);
 	ret = -ENOMEM;
-	if (!o.head || !o.chunk) {
+	if (!o.chunk) {
 		dev_err_ratelimited(&tier->dev, "no memory for a checkpoint of %u regions\n", n);
 		goto out;
 	}
+	o.head = o.chunk + KVT_CKPT_CHUNK;
+	memset(o.head, 0, o.head_end);
 	hdr = (void *)o.head;
 	rec = (void *)(hdr + 1);
 	st->has_sealed = false;
@@ -537,7 +544,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 	hdr->generation = cpu_to_le64(gen);
 	hdr->nr_regions = cpu_to_le64(n);
 	hdr->nr_pages = cpu_to_le64(nr_pages);
-	/* The head's unused tail is zero: kvzalloc. */
+	/* The head's unused tail is zero (memset above). */
 	used = min(o.pos, o.head_end);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE, area, o.head,
 			     DIV_ROUND_UP(used, KVTIER_BLOCK_SIZE), 0);
@@ -547,7 +554,6 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 	*crc = kvtier_crc32c_cat(kvtier_crc32c(o.head, used), o.crc_rest,
 				 o.pos - used);
 out:
-	kvfree(o.head);
 	for (i = 0; i < n; i++)
 		kvtier_region_put(v[i]);
 	kfree(v);
@@ -577,7 +583,8 @@ static void kvtier_store_release(struct kvtier_tier *tier)
 static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 {
 	struct kvtier_store *st = &tier->store;
-	bool compacts = st->journal_pos != st->journal_head;
+	/* Those the crash points (freeze_at) stop: the tests cut them. */
+	bool compacts = st->journal_pos != st->journal_head || st->upgrading;
 	int copy = !st->ckpt_copy;
 	struct kvtier_disk_super *sb;
 	u64 bytes;
@@ -674,43 +681,76 @@ int kvtier_store_commit(struct kvtier_tier *tier)
 }
 
 /*
+ * Zero the @nr data slots from @slot through the checkpoint buffer, so
+ * that no block of a journal placed there reads as a transaction. Caller
+ * holds store.lock, in a memalloc_noio scope.
+ */
+static int kvtier_slots_zero(struct kvtier_tier *tier, unsigned long slot,
+			     unsigned long nr)
+{
+	struct kvtier_store *st = &tier->store;
+	void *zero = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
+	unsigned long n;
+	int ret = 0;
+
+	if (!zero)
+		return -ENOMEM;
+	memset(zero, 0, KVT_CKPT_CHUNK);
+	for (; nr && !ret; slot += n, nr -= n) {
+		n = min_t(unsigned long, nr, KVT_CKPT_CHUNK / KVTIER_BLOCK_SIZE);
+		ret = kvtier_io_meta(tier, REQ_OP_WRITE, st->data_start + slot, zero, n, 0);
+	}
+	return ret;
+}
+
+/*
  * Upgrade the attached version-1 namespace to version 2 in place: claim a
- * free run of data slots for the journal, zero its first block (replay
- * starts there and must find nothing: the run held pages before), and
- * commit a checkpoint whose superblock carries INCOMPAT_JOURNAL. Until
- * that superblock is on the media the namespace is version 1, whole: the
- * run was free in its checkpoint, and nothing but that block was written
- * in it. Caller holds tier->lock, the tier attached. Returns 0, also when
- * the namespace has that version already; -EINVAL (not version 2),
- * -EROFS (a read-only attach), -EBUSY (the lease was lost), -ENOSPC (no
- * run long enough), or the error of the write or the commit, with the
- * namespace still version 1.
+ * free run of data slots for the journal, zero it (it held pages before,
+ * and replay must find no transaction in it), and commit a checkpoint
+ * whose superblock carries INCOMPAT_JOURNAL (and INCOMPAT_JOURNAL_RUN if
+ * the run is not the last slots). Until that superblock is on the media
+ * the namespace is version 1, whole: the run was free in its checkpoint.
+ * Caller holds tier->lock, the tier attached. Returns 0, also when the
+ * namespace has that version already; -EINVAL (not version 2), -EROFS (a
+ * read-only attach), -EBUSY (the lease was lost), -ENOSPC (no run long
+ * enough, or too little room left after it), or the error of the writes
+ * or the commit, with the namespace still version 1.
  */
 int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 {
 	struct kvtier_store *st = &tier->store;
-	unsigned long start, got, jb;
-	void *zero;
+	unsigned long start, got, jb, nfree;
+	unsigned int noio;
 	int ret;
 
 	if (version != 2)
 		return -EINVAL;
 	if (tier->backing.read_only)
 		return -EROFS;
-	if (kvtier_fenced(tier))
-		return -EBUSY;
-	/* Not under store.lock: reclaim may need a commit. */
-	zero = kzalloc(KVTIER_BLOCK_SIZE, GFP_KERNEL);
-	if (!zero)
-		return -ENOMEM;
 	mutex_lock(&st->lock);
+	ret = -EBUSY;
+	if (kvtier_fenced(tier))
+		goto out;
 	ret = 0;
 	if (st->version >= version)
 		goto out;
+	/* Slots let go of since the last commit are free only after one. */
+	ret = kvtier_commit_locked(tier);
+	if (ret)
+		goto out;
+	noio = memalloc_noio_save();
 	jb = kvtier_journal_blocks(st->nr_slots);
+	/*
+	 * As much free as the journal takes stays free, so that taking it
+	 * does not make write-back reclaim regions for room at once.
+	 */
+	nfree = READ_ONCE(tier->slots.nr) - READ_ONCE(tier->slots.used);
 	ret = -ENOSPC;
-	if (st->nr_slots < KVTIER_MIN_SLOTS + jb)
-		goto nospc;
+	if (nfree < 2 * jb) {
+		dev_err(&tier->dev, "%s: %lu free data slots: upgrading to format version 2 needs %lu (a journal of %lu, as many left)\n",
+			tier->backing.path, nfree, 2 * jb, jb);
+		goto restore;
+	}
 	start = kvtier_slots_alloc(&tier->slots, jb, &got);
 	if (start == KVTIER_NO_SLOT)
 		goto nospc;
@@ -718,9 +758,11 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 		kvtier_slots_free(&tier->slots, start, got);
 		goto nospc;
 	}
-	ret = kvtier_io_meta(tier, REQ_OP_WRITE, st->data_start + start, zero, 1, 0);
-	if (ret)
-		goto free;
+	ret = kvtier_slots_zero(tier, start, jb);
+	if (ret) {
+		kvtier_slots_free(&tier->slots, start, jb);
+		goto restore;
+	}
 	/*
 	 * Before the checkpoint: a page written back from here on is marked
 	 * for the journal, one written back before is in the checkpoint.
@@ -733,26 +775,31 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 	WRITE_ONCE(st->need_full, true);
 	/* A checkpoint even if nothing changed since the last commit. */
 	atomic64_inc(&st->changes);
+	st->upgrading = true;
 	ret = kvtier_commit_locked(tier);
+	st->upgrading = false;
 	if (ret) {
-		/* The next commit rewrites the copy it may have reached. */
 		WRITE_ONCE(st->journal_blocks, 0);
 		st->journal_start = 0;
 		st->version = 1;
-		goto free;
+		/*
+		 * The failed commit's superblock, naming the run, may have
+		 * reached the media: the run is not handed out before the
+		 * next commit has overwritten that copy.
+		 */
+		kvtier_slots_defer(&tier->slots, start, jb);
+		goto restore;
 	}
 	dev_info(&tier->dev, "%s: upgraded to format version 2: a journal of %lu blocks at data slot %lu\n",
 		 tier->backing.path, jb, start);
-	goto out;
-free:
-	kvtier_slots_free(&tier->slots, start, jb);
-	goto out;
+	goto restore;
 nospc:
 	dev_err(&tier->dev, "%s: no free run of %lu data slots for the journal: cannot upgrade to format version 2\n",
 		tier->backing.path, jb);
+restore:
+	memalloc_noio_restore(noio);
 out:
 	mutex_unlock(&st->lock);
-	kfree(zero);
 	return ret;
 }
 
@@ -1033,6 +1080,8 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	    le64_to_cpu(sb->journal_blocks) > KVTIER_JOURNAL_MAX_BLOCKS ||
 	    slots < KVTIER_MIN_SLOTS + le64_to_cpu(sb->journal_blocks) ||
 	    le64_to_cpu(sb->journal_start) > slots - le64_to_cpu(sb->journal_blocks) ||
+	    (le64_to_cpu(sb->journal_start) + le64_to_cpu(sb->journal_blocks) != slots &&
+	     !(le64_to_cpu(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN)) ||
 	    le64_to_cpu(sb->journal_head) >= KVTIER_JOURNAL_POS_MAX)
 		return -EUCLEAN;
 	memcpy(st->uuid, sb->uuid, sizeof(st->uuid));
@@ -1066,7 +1115,7 @@ int kvtier_record_check(struct kvtier_tier *tier,
 	memcpy(name, rec->name, sizeof(name));
 	if (kvtier_name_valid(name) || !size || size % KVTIER_BLOCK_SIZE ||
 	    size / KVTIER_BLOCK_SIZE > (u64)U32_MAX + 1 ||
-	    size > (u64)tier->slots.nr * KVTIER_BLOCK_SIZE ||
+	    size > tier->store.nr_slots * KVTIER_BLOCK_SIZE ||
 	    le64_to_cpu(rec->nr_pages) > size / KVTIER_BLOCK_SIZE ||
 	    le32_to_cpu(rec->mode) & ~0777U ||
 	    le32_to_cpu(rec->flags) & ~(KVTIER_DISK_REGION_PINNED |
@@ -1182,194 +1231,198 @@ static int kvtier_load_pages(struct kvtier_tier *tier, struct kvtier_region *r,
 }
 
 /*
- * A checkpoint being read: @len bytes of it from byte @base are in @buf
- * (@size bytes, a multiple of the block size), read a window at a time.
+ * A checkpoint being read, front to back, through the checkpoint buffer:
+ * its head (header and region records, and the page records that share
+ * their last block: bytes [0, @head_end)) stays in @head; the rest passes
+ * through @win a window at a time, @len bytes of it from byte @base.
+ * @crc is the CRC of the bytes read so far, in order.
  */
 struct kvt_ckpt_in {
 	struct kvtier_tier *tier;
 	u64 area;		/* first block of the area */
 	u64 bytes;		/* of the checkpoint */
-	u8 *buf;
-	size_t size;
+	u8 *win;		/* KVT_CKPT_CHUNK bytes */
+	u8 *head;		/* @head_end bytes */
+	u64 head_end;
 	u64 base;
 	size_t len;
+	u32 crc;
 };
 
-/*
- * The checkpoint's bytes [@off, @off + @want) (1 to a block), and after
- * them as many as the window holds up to byte @end: *@got bytes at the
- * returned pointer, which is good until the next call. Reads a new window
- * from @off's block when the bytes are not all in this one.
- */
-static const void *kvt_ckpt_at(struct kvt_ckpt_in *in, u64 off, size_t want,
-			       u64 end, size_t *got)
+/* Read the next window, from byte @base + @len; -EUCLEAN past the end. */
+static int kvt_ckpt_next_window(struct kvt_ckpt_in *in)
 {
 	u64 blocks_end = round_up(in->bytes, KVTIER_BLOCK_SIZE);
 	size_t n;
 	int ret;
 
-	if (off + want > in->bytes || end < off + want)
-		return ERR_PTR(-EUCLEAN);
-	if (off < in->base || off + want > in->base + in->len) {
-		in->base = round_down(off, KVTIER_BLOCK_SIZE);
-		n = min_t(u64, in->size, blocks_end - in->base);
-		ret = kvtier_io_meta(in->tier, REQ_OP_READ,
-				     in->area + in->base / KVTIER_BLOCK_SIZE,
-				     in->buf, n / KVTIER_BLOCK_SIZE, 0);
-		in->len = 0;
-		if (ret)
-			return ERR_PTR(ret);
-		in->len = min_t(u64, n, in->bytes - in->base);
-	}
-	*got = min(end, in->base + in->len) - off;
-	return in->buf + (off - in->base);
-}
-
-/*
- * The CRC of the checkpoint @in describes, read through its window: it is
- * checked whole before anything in it is trusted.
- */
-static int kvt_ckpt_crc(struct kvt_ckpt_in *in, u32 *crc)
-{
-	u32 c = ~0U;	/* the CRC of nothing */
-	const void *p;
-	size_t got;
-	u64 off;
-
-	for (off = 0; off < in->bytes; off += got) {
-		p = kvt_ckpt_at(in, off, 1, in->bytes, &got);
-		if (IS_ERR(p))
-			return PTR_ERR(p);
-		c = kvtier_crc32c_cat(c, kvtier_crc32c(p, got), got);
-		cond_resched();
-	}
-	*crc = c;
+	in->base += in->len;
+	in->len = 0;
+	if (in->base >= in->bytes)
+		return -EUCLEAN;
+	n = min_t(u64, KVT_CKPT_CHUNK, blocks_end - in->base);
+	ret = kvtier_io_meta(in->tier, REQ_OP_READ,
+			     in->area + in->base / KVTIER_BLOCK_SIZE, in->win,
+			     n / KVTIER_BLOCK_SIZE, 0);
+	if (ret)
+		return ret;
+	in->len = min_t(u64, n, in->bytes - in->base);
+	in->crc = kvtier_crc32c_cat(in->crc, kvtier_crc32c(in->win, in->len), in->len);
+	cond_resched();
 	return 0;
 }
 
 /*
- * Load the regions of the checkpoint @hdr heads (checked whole), reading
- * region records through @recs and page records through @pages; *@i gets
- * the region record it stopped at. Errors: -EUCLEAN (the records
- * contradict each other, the geometry or the header), -ENOMEM, -EIO.
+ * The page records from byte @off (past the head, at or after the last
+ * one asked for), as many as the window holds up to byte @end: *@got
+ * bytes at the returned pointer, good until the next call. Page records
+ * never cross a window: 16 bytes each, from a 16-byte boundary, and a
+ * window is whole blocks.
  */
-static int kvt_ckpt_load_regions(struct kvtier_tier *tier,
-				 const struct kvtier_disk_ckpt *hdr,
-				 struct kvt_ckpt_in *recs, struct kvt_ckpt_in *pages,
+static const void *kvt_ckpt_pages(struct kvt_ckpt_in *in, u64 off, u64 end,
+				  size_t *got)
+{
+	int ret;
+
+	while (off >= in->base + in->len) {
+		ret = kvt_ckpt_next_window(in);
+		if (ret)
+			return ERR_PTR(ret);
+	}
+	*got = min(end, in->base + in->len) - off;
+	return in->win + (off - in->base);
+}
+
+/*
+ * Load the regions of the checkpoint in @in, whose head is read and
+ * checked: region records from the head, page records from the head's
+ * tail and then the windows, in order. *@i gets the region record it
+ * stopped at. Errors: -EUCLEAN (the records contradict each other, the
+ * geometry or the header), -ENOMEM, -EIO.
+ */
+static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *in,
 				 u64 *i)
 {
+	const struct kvtier_disk_ckpt *hdr = (void *)in->head;
+	const struct kvtier_disk_region *recs = (void *)(hdr + 1);
 	u64 nr_regions = le64_to_cpu(hdr->nr_regions);
 	u64 nr_pages = le64_to_cpu(hdr->nr_pages);
-	u64 first = sizeof(*hdr) + nr_regions * sizeof(struct kvtier_disk_region);
-	u64 done = 0;
+	u64 off = sizeof(*hdr) + nr_regions * sizeof(*recs);
+	const size_t psz = sizeof(struct kvtier_disk_page);
 	int ret;
 
 	for (*i = 0; *i < nr_regions; (*i)++) {
-		struct kvtier_disk_region rec;
+		u64 n = le64_to_cpu(recs[*i].nr_pages), end;
 		struct kvtier_region *r;
 		const void *p;
 		s64 prev = -1;
 		size_t got;
-		u64 n, k, at;
 
-		at = sizeof(*hdr) + *i * sizeof(rec);
-		p = kvt_ckpt_at(recs, at, sizeof(rec), at + sizeof(rec), &got);
-		if (IS_ERR(p))
-			return PTR_ERR(p);
-		memcpy(&rec, p, sizeof(rec));
-		n = le64_to_cpu(rec.nr_pages);
-		if (n > nr_pages - done)
+		if (n > nr_pages)
 			return -EUCLEAN;
-		ret = kvtier_record_check(tier, &rec);
+		nr_pages -= n;
+		ret = kvtier_record_check(tier, &recs[*i]);
 		if (ret)
 			return ret;
-		r = kvtier_region_from_record(tier, &rec);
+		r = kvtier_region_from_record(tier, &recs[*i]);
 		if (IS_ERR(r))
 			return PTR_ERR(r);
-		for (k = 0; k < n; k += got / sizeof(struct kvtier_disk_page)) {
-			u64 off = first + (done + k) * sizeof(struct kvtier_disk_page);
-
-			/* Page records never cross a block: 16 bytes, 16-aligned. */
-			p = kvt_ckpt_at(pages, off, sizeof(struct kvtier_disk_page),
-					first + (done + n) * sizeof(struct kvtier_disk_page),
-					&got);
-			if (IS_ERR(p))
-				return PTR_ERR(p);
-			ret = kvtier_load_pages(tier, r, p,
-						got / sizeof(struct kvtier_disk_page), &prev);
+		for (end = off + n * psz; off < end; off += got) {
+			if (off < in->head_end) {
+				p = in->head + off;
+				got = min(end, in->head_end) - off;
+			} else {
+				p = kvt_ckpt_pages(in, off, end, &got);
+				if (IS_ERR(p))
+					return PTR_ERR(p);
+			}
+			ret = kvtier_load_pages(tier, r, p, got / psz, &prev);
 			if (ret)
 				return ret;
 		}
-		done += n;
 	}
-	return done == nr_pages ? 0 : -EUCLEAN;
+	return nr_pages ? -EUCLEAN : 0;
 }
 
 /*
  * Read and check the checkpoint that superblock copy @copy (@sb) names,
- * load its regions and replay the journal after it. The checkpoint is read
- * twice through the checkpoint buffer and a small window for the region
- * records: once for its CRC, once to load it.
+ * load its regions and replay the journal after it. The checkpoint is
+ * read twice through the checkpoint buffer: once for its CRC, so nothing
+ * in it is used before the whole is checked, then to load it, checking
+ * that it read the same.
  */
 static int kvtier_store_load(struct kvtier_tier *tier,
 			     const struct kvtier_disk_super *sb, int copy)
 {
 	struct kvtier_store *st = &tier->store;
-	u64 area = st->meta_start + copy * st->meta_blocks;
 	u64 bytes = le64_to_cpu(sb->ckpt_bytes);
-	struct kvt_ckpt_in recs = {
-		.tier = tier, .area = area, .bytes = bytes, .size = SZ_64K,
+	struct kvt_ckpt_in in = {
+		.tier = tier,
+		.area = st->meta_start + copy * st->meta_blocks,
+		.bytes = bytes,
+		.crc = ~0U,	/* the CRC of nothing */
 	};
-	struct kvt_ckpt_in pages = recs;
 	struct kvtier_disk_ckpt hdr;
-	u64 nr_regions, nr_pages, i = 0;
-	const void *p;
-	size_t got;
-	u32 crc;
+	u64 nr_regions, nr_pages, i = 0, used;
 	int ret;
 
 	ret = kvtier_store_alloc(tier);
 	if (ret)
 		return ret;
-	pages.size = KVT_CKPT_CHUNK;
-	pages.buf = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
-	recs.buf = kvmalloc(recs.size, GFP_KERNEL);
+	in.win = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
 	ret = -ENOMEM;
-	if (!pages.buf || !recs.buf) {
-		dev_err(&tier->dev, "%s: no memory to read the checkpoint of generation %llu\n",
-			tier->backing.path, st->generation);
-		goto err;
+	if (!in.win)
+		goto nomem;
+	/* Pass 1: the CRC of the whole, a window at a time. */
+	while (in.base + in.len < bytes) {
+		ret = kvt_ckpt_next_window(&in);
+		if (ret)
+			goto err;
+		if (!in.base)	/* bytes >= sizeof(hdr): the geometry check */
+			memcpy(&hdr, in.win, sizeof(hdr));
 	}
-	ret = kvt_ckpt_crc(&pages, &crc);
-	if (ret)
-		goto err;
-	p = kvt_ckpt_at(&recs, 0, sizeof(hdr), sizeof(hdr), &got);
-	ret = PTR_ERR_OR_ZERO(p);
-	if (ret)
-		goto err;
-	memcpy(&hdr, p, sizeof(hdr));
-	ret = -EUCLEAN;
 	nr_regions = le64_to_cpu(hdr.nr_regions);
 	nr_pages = le64_to_cpu(hdr.nr_pages);
-	if (crc != le32_to_cpu(sb->ckpt_crc) ||
+	ret = -EUCLEAN;
+	if (in.crc != le32_to_cpu(sb->ckpt_crc) ||
 	    le64_to_cpu(hdr.magic) != KVTIER_CKPT_MAGIC ||
 	    le64_to_cpu(hdr.generation) != st->generation ||
 	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
 	    bytes != sizeof(hdr) + nr_regions * sizeof(struct kvtier_disk_region) +
-		     nr_pages * sizeof(struct kvtier_disk_page)) {
-		dev_err(&tier->dev, "%s: checkpoint of generation %llu is damaged\n",
-			tier->backing.path, st->generation);
+		     nr_pages * sizeof(struct kvtier_disk_page))
+		goto damaged;
+
+	/* Pass 2: the head whole, then the windows after it. */
+	in.head_end = round_up(sizeof(hdr) + nr_regions * sizeof(struct kvtier_disk_region),
+			       KVTIER_BLOCK_SIZE);
+	in.win = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK + in.head_end);
+	ret = -ENOMEM;
+	if (!in.win)
+		goto nomem;
+	in.head = in.win + KVT_CKPT_CHUNK;
+	used = min(bytes, in.head_end);
+	ret = kvtier_io_meta(tier, REQ_OP_READ, in.area, in.head,
+			     DIV_ROUND_UP(used, KVTIER_BLOCK_SIZE), 0);
+	if (ret)
 		goto err;
-	}
-	ret = kvt_ckpt_load_regions(tier, &hdr, &recs, &pages, &i);
+	in.crc = ~0U;
+	in.base = in.head_end;
+	in.len = 0;
+	if (memcmp(in.head, &hdr, sizeof(hdr)))
+		goto reread;
+	ret = kvt_ckpt_load_regions(tier, &in, &i);
 	if (ret) {
 		if (ret == -EUCLEAN)
 			dev_err(&tier->dev, "%s: checkpoint of generation %llu names inconsistent regions or pages (record %llu)\n",
 				tier->backing.path, st->generation, i);
 		goto err_drop;
 	}
-	kvfree(recs.buf);
-	recs.buf = NULL;
+	/* Every window was read (the page records end the checkpoint). */
+	if (in.base + in.len != bytes && bytes > in.head_end)
+		goto reread_drop;
+	if (kvtier_crc32c_cat(kvtier_crc32c(in.head, used), in.crc, bytes - used) !=
+	    le32_to_cpu(sb->ckpt_crc))
+		goto reread_drop;
 	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
 		 tier->backing.path, st->generation, nr_regions, nr_pages);
 	st->ckpt_copy = copy;
@@ -1379,10 +1432,24 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	st->committed_changes = atomic64_read(&st->changes);
 	return 0;
 
+nomem:
+	dev_err(&tier->dev, "%s: no memory to read the checkpoint of generation %llu\n",
+		tier->backing.path, st->generation);
+	goto err;
+damaged:
+	dev_err(&tier->dev, "%s: checkpoint of generation %llu is damaged\n",
+		tier->backing.path, st->generation);
+	goto err;
+reread_drop:
+	kvtier_store_drop_regions(tier);
+reread:
+	ret = -EUCLEAN;
+	dev_err(&tier->dev, "%s: checkpoint of generation %llu read back differently the second time\n",
+		tier->backing.path, st->generation);
+	goto err;
 err_drop:
 	kvtier_store_drop_regions(tier);
 err:
-	kvfree(recs.buf);
 	kvtier_store_free(tier);
 	return ret;
 }

@@ -1727,8 +1727,9 @@ static bool upgrade_reads(int id, const char *want)
 TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
 {
 	struct kvtier_disk_super sb;
-	long long largest, commits;
-	unsigned long long jb;
+	unsigned long long jb, k;
+	long long largest, commits, pos;
+	unsigned char *run;
 	size_t fill;
 	char dev[32];
 	int lfd, newest;
@@ -1764,6 +1765,21 @@ TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
 	jb = kvt_stat(1, "journal_blocks");
 	EXPECT_EQ(256, jb);
 	EXPECT_LT(commits, kvt_stat(1, "commits"));
+	/*
+	 * The run held u:fill's pages: zeroed, but for transactions written
+	 * since (read the run first, then how far the journal has come).
+	 */
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	run = malloc(jb * PAGE);
+	ASSERT_NE(NULL, run);
+	ASSERT_EQ(0, kvt_dev_read(dev, run, jb * PAGE,
+				  (le64toh(sb.data_start) + le64toh(sb.journal_start)) * PAGE));
+	pos = kvt_stat(1, "journal_pos");
+	ASSERT_GT((long long)jb, pos);
+	for (k = pos * PAGE; k < jb * PAGE && !run[k]; k++)
+		;
+	EXPECT_EQ(jb * PAGE, k) TH_LOG("journal block %llu is not zero", k / PAGE);
+	free(run);
 	/* Again: nothing to do. */
 	EXPECT_EQ(0, kvt_tier_write(1, "upgrade", "2"));
 	EXPECT_EQ(jb, kvt_stat(1, "journal_blocks"));
@@ -1779,6 +1795,9 @@ TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
 	EXPECT_TRUE(le64toh(sb.feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL);
 	EXPECT_EQ(jb, le64toh(sb.journal_blocks));
 	EXPECT_GE(le64toh(sb.nr_slots), le64toh(sb.journal_start) + jb);
+	/* Not the last slots: older modules must refuse it. */
+	EXPECT_EQ(le64toh(sb.journal_start) + jb != le64toh(sb.nr_slots),
+		  !!(le64toh(sb.feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN));
 	TH_LOG("journal of %llu blocks at data slot %llu of %llu", jb,
 	       (unsigned long long)le64toh(sb.journal_start),
 	       (unsigned long long)le64toh(sb.nr_slots));
@@ -2425,19 +2444,24 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 
 #define FREEZE_AT	"/sys/kernel/debug/kvtier/kvtier0/freeze_at"
 
-/* Wait up to 30 s for debugfs freeze_at to read @want. */
-static int freeze_wait(const char *want)
+/* Wait up to 30 s for debugfs freeze_at @path to read @want. */
+static int freeze_wait_at(const char *path, const char *want)
 {
 	char got[64] = "";
 	int i;
 
 	for (i = 0; i < 3000; i++) {
-		if (!kvt_read(FREEZE_AT, got, sizeof(got)) && !strcmp(got, want))
+		if (!kvt_read(path, got, sizeof(got)) && !strcmp(got, want))
 			return 0;
 		usleep(10000);
 	}
-	fprintf(stderr, "freeze_at reads '%s', not '%s'\n", got, want);
+	fprintf(stderr, "%s reads '%s', not '%s'\n", path, got, want);
 	return -ETIMEDOUT;
+}
+
+static int freeze_wait(const char *want)
+{
+	return freeze_wait_at(FREEZE_AT, want);
 }
 
 /*
@@ -2489,6 +2513,68 @@ TEST_F_TIMEOUT(persist, crash_points_stop_and_release, 300)
 	EXPECT_EQ(-1, check_name(0, "frozen", MiB, SEED(21)));
 	self->fd = tier_open(0);
 	ASSERT_GE(self->fd, 0);
+}
+
+#define FREEZE_AT1	"/sys/kernel/debug/kvtier/kvtier1/freeze_at"
+
+/*
+ * The upgrade from version 1 cut at each crash point: the namespace as it
+ * was when the upgrade's checkpoint stopped there is copied (every prior
+ * write had completed), the upgrade finishes, and the copy is put back as
+ * the power cut would have left it. Before the superblock: version 1 with
+ * its bytes; after: version 2 with its bytes, and a journal that works.
+ */
+TEST_F_TIMEOUT(persist, upgrade_crash_points, 300)
+{
+	static const char *const points[] = { "ckpt-area", "ckpt-super" };
+	const size_t len = 16 * MiB;
+	unsigned char *img;
+	char dev[32], want[64];
+	unsigned int i;
+	pid_t pid;
+	int lfd, st;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	img = malloc(len);
+	ASSERT_NE(NULL, img);
+	for (i = 0; i < ARRAY_SIZE(points); i++) {
+		TH_LOG("cut at %s", points[i]);
+		lfd = kvt_loop_attach(UPGRADE_IMG, len, dev, sizeof(dev));
+		ASSERT_GE(lfd, 0);
+		ASSERT_EQ(0, kvt_tier_write(1, "format_version", "1"));
+		ASSERT_EQ(0, kvt_tier_write(1, "format", dev));
+		ASSERT_EQ(0, make_persistent(1, "x:a", MiB, 0600, 100 + i));
+		ASSERT_EQ(0, kvt_write(FREEZE_AT1, points[i]));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(kvt_tier_write(1, "upgrade", "2") ? 1 : 0);
+		snprintf(want, sizeof(want), "frozen %s", points[i]);
+		ASSERT_EQ(0, freeze_wait_at(FREEZE_AT1, want));
+		ASSERT_EQ(0, kvt_dev_read(dev, img, len, 0));
+		ASSERT_EQ(0, kvt_write(FREEZE_AT1, "none"));
+		ASSERT_EQ(pid, waitpid(pid, &st, 0));
+		ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+		EXPECT_TRUE(upgrade_reads(1, "2"));
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+		/* The power went off there. */
+		ASSERT_EQ(0, kvt_dev_write(dev, img, len, 0));
+		ASSERT_EQ(0, kvt_tier_write(1, "format_version", "2"));
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+		EXPECT_TRUE(upgrade_reads(1, i ? "2" : "1"));
+		EXPECT_EQ(i ? 256 : 0, kvt_stat(1, "journal_blocks"));
+		EXPECT_EQ(-1, check_name(1, "x:a", MiB, 100 + i));
+		/* Either way the namespace goes on: a region, a reattach. */
+		ASSERT_EQ(0, make_persistent(1, "x:b", MiB, 0600, 110 + i));
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+		EXPECT_EQ(-1, check_name(1, "x:a", MiB, 100 + i));
+		EXPECT_EQ(-1, check_name(1, "x:b", MiB, 110 + i));
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+		loop_detach(lfd, UPGRADE_IMG);
+	}
+	free(img);
 }
 
 TEST_HARNESS_MAIN

@@ -164,8 +164,8 @@ static enum kvt_format_state super_state(const struct kvtier_disk_super *sb)
 	if (!le32toh(sb->version) ||
 	    le32toh(sb->header_size) != sizeof(*sb) ||
 	    le32toh(sb->crc) != crc32c(~0U, &tmp, sizeof(tmp)) ||
-	    !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL) !=
-	    (le32toh(sb->version) == 1))
+	    (le32toh(sb->version) == 1 ? le64toh(sb->feature_incompat) != 0 :
+	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL)))
 		return KVT_FORMAT_DAMAGED;
 	return KVT_FORMAT_OK;
 }

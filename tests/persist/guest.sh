@@ -393,7 +393,8 @@ scale-1 | scale-2)
 	rc=0
 	for ns in "$ns0" "$ns1"; do
 		echo "# $ns: $(($(blockdev --getsize64 "$ns") >> 40)) TiB" | tee -a "$KVT_CHECKS"
-		t scale-attach "$ns" $SCALE_ATTACH_S $SCALE_ATTACH_MIB || { rc=1; continue; }
+		t scale-attach "$ns" $SCALE_ATTACH_S $SCALE_ATTACH_MIB \
+			"$([[ $step == scale-1 ]] && echo 0 || echo $SCALE_N)" || { rc=1; continue; }
 		if [[ $step == scale-1 ]]; then
 			t scale-write $SCALE_N $SCALE_BIG $SEED_SCALE || rc=1
 		else

@@ -23,9 +23,12 @@
  *                                  and be counted in checksum_errors
  *   crash DIR BOOT SEED [--final | --freeze POINT]
  *                                  crash-consistency boot (see below)
- *   scale-attach DEV MAX_S MAX_MIB attach DEV; it must take at most MAX_S
+ *   scale-attach DEV MAX_S MAX_MIB [REGIONS]
+ *                                  attach DEV; it must take at most MAX_S
  *                                  seconds and MAX_MIB of kernel memory
- *                                  (/proc/meminfo before and after)
+ *                                  (/proc/meminfo before and after), and
+ *                                  its checkpoint buffer 1 MiB and the
+ *                                  records of REGIONS (0) regions
  *   scale-write N BIG SEED         create and fill (pwrite, no fsync) N
  *                                  persistent regions scale-0000...: the
  *                                  first BIG bytes, the others 4 KiB to
@@ -1806,8 +1809,8 @@ static int meminfo_read(struct meminfo *m)
 }
 
 /*
- * scale-attach DEV MAX_S MAX_MIB: attach DEV, timing it and measuring the
- * kernel memory it took (MemAvailable, Slab and VmallocUsed before and
+ * scale-attach DEV MAX_S MAX_MIB [REGIONS]: attach DEV, timing it and
+ * measuring the kernel memory it took (MemAvailable, Slab and VmallocUsed before and
  * after, the page cache dropped first so reclaimable memory does not move
  * MemAvailable); the attach must take at most MAX_S seconds and MAX_MIB
  * of memory.
@@ -1818,8 +1821,10 @@ static int meminfo_read(struct meminfo *m)
  * 1.5 when the attach loaded enough (4 MiB) for the kernel's figures to
  * say something.
  */
-static void scale_meta_check(long long kib)
+static void scale_meta_check(long long kib, unsigned long long regions)
 {
+	/* 1 MiB of page records, the header and region records whole. */
+	unsigned long long head = (64 + 128 * regions + 4095) / 4096 * 4096;
 	unsigned long long m[6];
 	char txt[256];
 	int n = kvt_tier_read(0, "metadata", txt, sizeof(txt)) ? 0 :
@@ -1832,13 +1837,13 @@ static void scale_meta_check(long long kib)
 	diag("sysfs metadata %llu KiB: regions %llu, page maps %llu, CRCs %llu, allocator %llu, buffer %llu KiB",
 	     m[0] >> 10, m[1] >> 10, m[2] >> 10, m[3] >> 10, m[4] >> 10, m[5] >> 10);
 	/*
-	 * The attach read the checkpoint through the buffer, a MiB at a
-	 * time, whatever its size; the journal it replayed is empty after
-	 * a clean detach.
+	 * The attach read the checkpoint's page records through the buffer,
+	 * a MiB at a time, whatever their number; the journal it replayed is
+	 * empty after a clean detach.
 	 */
-	check(m[5] <= 1 << 20,
-	      "the checkpoint buffer (%llu KiB) is at most the 1 MiB a checkpoint is read through",
-	      m[5] >> 10);
+	check(m[5] <= (1 << 20) + head,
+	      "the checkpoint buffer (%llu KiB) is at most 1 MiB and the records of %llu regions (%llu KiB)",
+	      m[5] >> 10, regions, head >> 10);
 	if (kib < 4096)
 		return;
 	check((m[0] >> 10) * 3 >= (unsigned long long)kib * 2 &&
@@ -1854,7 +1859,7 @@ static int cmd_scale_attach(int argc, char **argv)
 	long long took;
 	int ret;
 
-	if (argc != 3)
+	if (argc != 3 && argc != 4)
 		return 2;
 	sync();
 	write_file("/proc/sys/vm/drop_caches", "3\n", 2);
@@ -1870,7 +1875,8 @@ static int cmd_scale_attach(int argc, char **argv)
 	diag("attach took %.2f s; MemAvailable %+lld KiB, Slab %+lld KiB, VmallocUsed %+lld KiB",
 	     t, -took, b.slab - a.slab, b.vmalloc - a.vmalloc);
 	check(t <= (double)num(argv[1]), "attach within %s s (%.2f s)", argv[1], t);
-	scale_meta_check(b.slab - a.slab + b.vmalloc - a.vmalloc);
+	scale_meta_check(b.slab - a.slab + b.vmalloc - a.vmalloc,
+			 argc == 4 ? num(argv[3]) : 0);
 	check(took <= (long long)num(argv[2]) * 1024 &&
 	      b.slab - a.slab + b.vmalloc - a.vmalloc <= (long long)num(argv[2]) * 1024,
 	      "attach took at most %s MiB of memory (%lld KiB available less, slab and vmalloc %+lld KiB)",

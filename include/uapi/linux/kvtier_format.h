@@ -77,9 +77,18 @@
  * checkpoint, so it must not attach at all.
  */
 #define KVTIER_FEATURE_INCOMPAT_JOURNAL	(1ULL << 0)
+/*
+ * INCOMPAT_JOURNAL_RUN: the journal is a run of data slots that is not
+ * the last ones (an upgrade from version 1 put it where it found room).
+ * Only with INCOMPAT_JOURNAL. A module that knows only the journal at the
+ * end would take the namespace for damaged, or fall back to an older
+ * version-1 superblock copy and write over the upgrade: it must refuse.
+ */
+#define KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN	(1ULL << 1)
 
 /* Refuse attach if unknown. */
-#define KVTIER_FEATURE_INCOMPAT_SUPP	KVTIER_FEATURE_INCOMPAT_JOURNAL
+#define KVTIER_FEATURE_INCOMPAT_SUPP	(KVTIER_FEATURE_INCOMPAT_JOURNAL | \
+					 KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN)
 
 /**
  * struct kvtier_disk_super - one superblock copy (block 0 or 1)
@@ -113,7 +122,8 @@
  *                 data slots that no page record names, within @nr_slots.
  *                 A format puts it last (@journal_start + @journal_blocks
  *                 == @nr_slots); an upgrade from version 1 where it found
- *                 a free run. Else 0
+ *                 a free run, with INCOMPAT_JOURNAL_RUN unless that is the
+ *                 last slots. Else 0
  * @journal_blocks: blocks in the journal, 1 to KVTIER_JOURNAL_MAX_BLOCKS
  *                  (a module formats clamp(@nr_slots / 256, 256, 65536));
  *                  else 0
