@@ -346,8 +346,9 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
  * but whose page counts are known only at the end, are in @head with the
  * first page records (those that share the records' last block), written
  * last. Both are the checkpoint buffer: @chunk its first KVT_CKPT_CHUNK
- * bytes, @head the rest. @crc_rest is the CRC of the bytes [@head_end, @chunk_base) written
- * so far, and kvtier_crc32c_cat() puts the head in front of it.
+ * bytes, @head the rest. @crc_rest is the CRC of the bytes [@head_end,
+ * @chunk_base) written so far, and kvtier_crc32c_cat() puts the head in
+ * front of it.
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
@@ -583,8 +584,11 @@ static void kvtier_store_release(struct kvtier_tier *tier)
 static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 {
 	struct kvtier_store *st = &tier->store;
-	/* Those the crash points (freeze_at) stop: the tests cut them. */
-	bool compacts = st->journal_pos != st->journal_head || st->upgrading;
+	/*
+	 * Those the crash points (freeze_at) stop, for the tests to cut: a
+	 * checkpoint that compacts the journal, and the upgrade's.
+	 */
+	bool stops = st->journal_pos != st->journal_head || st->upgrading;
 	int copy = !st->ckpt_copy;
 	struct kvtier_disk_super *sb;
 	u64 bytes;
@@ -598,14 +602,14 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 				    &bytes, &crc);
 	if (ret)
 		goto out;
-	if (compacts)
+	if (stops)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_AREA);
 	kvtier_sb_fill(st, sb, gen, bytes, crc);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
 			     copy, sb, 1, 0);
 	if (ret)
 		goto out;
-	if (compacts)
+	if (stops)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_SUPER);
 	st->ckpt_copy = copy;
 	st->journal_head = st->journal_pos;
@@ -681,24 +685,22 @@ int kvtier_store_commit(struct kvtier_tier *tier)
 }
 
 /*
- * Zero the @nr data slots from @slot through the checkpoint buffer, so
- * that no block of a journal placed there reads as a transaction. Caller
- * holds store.lock, in a memalloc_noio scope.
+ * Write zeros to the @nr blocks from @block through the checkpoint buffer
+ * (what it held is lost). Caller holds store.lock or the store is not yet
+ * visible; a memalloc_noio scope where a commit could be waited for.
  */
-static int kvtier_slots_zero(struct kvtier_tier *tier, unsigned long slot,
-			     unsigned long nr)
+static int kvtier_store_zero(struct kvtier_tier *tier, u64 block, u64 nr)
 {
-	struct kvtier_store *st = &tier->store;
-	void *zero = kvtier_ckpt_buf(st, KVT_CKPT_CHUNK);
-	unsigned long n;
+	void *zero = kvtier_ckpt_buf(&tier->store, KVT_CKPT_CHUNK);
+	u64 n;
 	int ret = 0;
 
 	if (!zero)
 		return -ENOMEM;
 	memset(zero, 0, KVT_CKPT_CHUNK);
-	for (; nr && !ret; slot += n, nr -= n) {
-		n = min_t(unsigned long, nr, KVT_CKPT_CHUNK / KVTIER_BLOCK_SIZE);
-		ret = kvtier_io_meta(tier, REQ_OP_WRITE, st->data_start + slot, zero, n, 0);
+	for (; nr && !ret; block += n, nr -= n) {
+		n = min_t(u64, nr, KVT_CKPT_CHUNK / KVTIER_BLOCK_SIZE);
+		ret = kvtier_io_meta(tier, REQ_OP_WRITE, block, zero, n, 0);
 	}
 	return ret;
 }
@@ -758,7 +760,8 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 		kvtier_slots_free(&tier->slots, start, got);
 		goto nospc;
 	}
-	ret = kvtier_slots_zero(tier, start, jb);
+	/* No block of the run may read as a transaction. */
+	ret = kvtier_store_zero(tier, st->data_start + start, jb);
 	if (ret) {
 		kvtier_slots_free(&tier->slots, start, jb);
 		goto restore;
@@ -1003,7 +1006,6 @@ int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
 static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 {
 	struct kvtier_store *st = &tier->store;
-	void *zero;
 	int ret;
 
 	st->version = READ_ONCE(tier->knobs.format_version);
@@ -1030,13 +1032,7 @@ static int kvtier_store_format(struct kvtier_tier *tier, u64 nr_blocks)
 	st->committed_changes = atomic64_read(&st->changes) - 1;
 
 	/* Blocks 0..16: both superblocks and any old signature (btrfs: 16). */
-	zero = vzalloc(17 * KVTIER_BLOCK_SIZE);
-	ret = -ENOMEM;
-	if (!zero)
-		goto err;
-	ret = kvtier_io_meta(tier, REQ_OP_WRITE, 0, zero,
-			     min_t(u64, 17, st->data_start), 0);
-	vfree(zero);
+	ret = kvtier_store_zero(tier, 0, min_t(u64, 17, st->data_start));
 	if (ret)
 		goto err;
 	/* Whatever was in the lease block is not a record of this uuid. */
