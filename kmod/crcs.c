@@ -86,7 +86,7 @@ unsigned long kvtier_crcs_bytes(struct kvtier_region *region)
 		KVT_CRCS_PER_CHUNK * sizeof(u32);
 }
 
-/* The region is being destroyed: free every chunk. */
+/* The region is being destroyed, or its map unloaded: free every chunk. */
 void kvtier_crcs_destroy(struct kvtier_region *region)
 {
 	unsigned long index;
@@ -97,7 +97,7 @@ void kvtier_crcs_destroy(struct kvtier_region *region)
 		cond_resched();
 	}
 	xa_destroy(&region->crcs);
-	atomic_long_sub(atomic_long_read(&region->nr_crc_chunks),
+	atomic_long_sub(atomic_long_xchg(&region->nr_crc_chunks, 0),
 			&region->tier->crc_chunks);
 }
 

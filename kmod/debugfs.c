@@ -43,6 +43,8 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_COMMIT] = "commits",
 	[KVT_STAT_JOURNAL_COMMIT] = "journal_commits",
 	[KVT_STAT_REGION_RECLAIM] = "regions_reclaimed",
+	[KVT_STAT_MAP_LOAD] = "page_map_loads",
+	[KVT_STAT_MAP_UNLOAD] = "page_map_unloads",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

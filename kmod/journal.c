@@ -324,6 +324,7 @@ static int kvtier_replay_delete(struct kvtier_tier *tier,
 	char name[KVTIER_NAME_MAX];
 	struct kvtier_region *r;
 	bool was;
+	int ret;
 
 	memcpy(name, rec->name, sizeof(name));
 	if (kvtier_name_valid(name) || rec->size || rec->nr_pages ||
@@ -332,6 +333,12 @@ static int kvtier_replay_delete(struct kvtier_tier *tier,
 	r = kvtier_name_get(tier, name);
 	if (!r)
 		return 0;
+	/* Its slots are named by its records: read them to free them. */
+	ret = kvtier_pagemap_load_locked(r);
+	if (ret) {
+		kvtier_region_put_user(r);
+		return ret;
+	}
 	spin_lock(&tier->regions_lock);
 	was = r->linked;
 	r->linked = false;
@@ -402,6 +409,10 @@ static int kvtier_replay_set(struct kvtier_tier *tier,
 		if (le64_to_cpu(rec->size) != (u64)r->nr_pages << PAGE_SHIFT)
 			goto out;
 		kvtier_record_attrs(r, rec);
+		/* Its records in the checkpoint are what the pages change. */
+		ret = nr ? kvtier_pagemap_load_locked(r) : 0;
+		if (ret)
+			goto out;
 	} else {
 		r = kvtier_region_from_record(tier, rec);
 		if (IS_ERR(r))
@@ -416,6 +427,7 @@ static int kvtier_replay_set(struct kvtier_tier *tier,
 		ret = kvtier_replay_page(tier, r, &pages[i]);
 		if (ret)
 			goto out;
+		atomic_inc(&r->map.changes);
 		if (i % 4096 == 4095)
 			cond_resched();
 	}

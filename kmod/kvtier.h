@@ -13,6 +13,8 @@
  *   region.c   a region's life: made, published, destroyed
  *   pin.c      KVTIER_IOC_PIN/UNPIN: pins per binding, their bounds
  *   crcs.c     a region's page CRCs, stored sparsely
+ *   pagemap.c  a closed persistent region's page map left on the
+ *              namespace: loaded on open, dropped on close
  *   crc.c      computing a CRC32C: the fastest implementation the kernel
  *              has, chosen at load (the crc32c= parameter)
  *   users.c    what each uid holds in a tier; the per-user bounds
@@ -76,6 +78,7 @@
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
 #include <linux/refcount.h>
+#include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/wait.h>
@@ -146,6 +149,14 @@ struct kvtier_backing {
  *        time, its header and region records are whole after that; a
  *        journal transaction is built in it whole; it grows to the
  *        largest of those and is kept while attached (store.c)
+ * @map_buf: KVT_CKPT_CHUNK bytes through which a closed region's page
+ *           records are read back (pagemap.c), allocated on first use and
+ *           kept while attached; under @lock
+ * @unload_work: drops the page maps of closed regions, unlinks regions
+ *               whose records are damaged (pagemap.c)
+ * @ckpt_attempt: checkpoints begun since attach (under @lock)
+ * @lost_slots: slots of destroyed regions whose records were damaged:
+ *              taken until the detach forgets them
  * @releasing: slots the next successful commit frees
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
@@ -210,6 +221,10 @@ struct kvtier_store {
 	struct list_head dels;
 	void *ckpt;
 	size_t ckpt_size;
+	void *map_buf;
+	struct work_struct unload_work;
+	u64 ckpt_attempt;
+	atomic_long_t lost_slots;
 	struct kvtier_extents releasing;
 	atomic64_t changes;
 	s64 committed_changes;
@@ -280,6 +295,8 @@ enum kvtier_stat {
 	KVT_STAT_COMMIT,
 	KVT_STAT_JOURNAL_COMMIT,
 	KVT_STAT_REGION_RECLAIM,
+	KVT_STAT_MAP_LOAD,
+	KVT_STAT_MAP_UNLOAD,
 	KVT_STAT_NR,
 };
 
@@ -496,6 +513,45 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
 	atomic64_add(n, &tier->stats[s]);
 }
 
+/*
+ * A checkpoint's page records are written and read through this much of
+ * a buffer, not whole: 65,536 a piece (store.c, pagemap.c).
+ */
+#define KVT_CKPT_CHUNK		SZ_1M
+
+/*
+ * A persistent region's page records in the checkpoint area the newest
+ * superblock names (pagemap.c).
+ * @off: byte offset of the first in the area; @count: how many; @crc:
+ *       CRC32C of their @count * 16 bytes
+ * @valid: they are the region's page map as of @seq: written by the last
+ *         checkpoint (or read at attach) with no page changed since
+ * @seq: @changes when the records were taken
+ * @changes: pages given a new slot since attach (write-back completion,
+ *           journal replay)
+ * @unloaded: @pages and @crcs are empty: the records are the map
+ * @lost: the records are damaged (their CRC failed): the region cannot be
+ *        read and is unlinked (pagemap.c); its slots stay taken in memory
+ *        until the next attach (store.lost_slots)
+ * @next_*: what checkpoint attempt @next_ckpt (store.ckpt_attempt) wrote,
+ *          taken as the map once its superblock is on the media
+ */
+struct kvtier_region_map {
+	u64 off;
+	u64 count;
+	u32 crc;
+	bool valid;
+	bool unloaded;
+	bool lost;
+	int seq;
+	atomic_t changes;
+	u64 next_ckpt;
+	u64 next_off;
+	u64 next_count;
+	u32 next_crc;
+	int next_seq;
+};
+
 /**
  * struct kvtier_region - a mapped KV region of a tier
  * @tier: the tier whose pool and namespace hold the pages
@@ -565,6 +621,11 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  *              the commit that records it (journal.c)
  * @jr_pages: entries of @pages that carry KVT_XA_CHANGED, changed with the
  *            mark under @pages' xa_lock: what bounds a transaction's size
+ * @map: where a persistent region's page records are in the checkpoint on
+ *       the media, so that a closed one need not keep @pages and @crcs
+ *       (pagemap.c). Under store.lock, except @map.unloaded (also set
+ *       under regions_lock; read locklessly with acquire, pagemap.c) and
+ *       @map.changes (atomic)
  */
 struct kvtier_region {
 	struct kvtier_tier *tier;
@@ -606,6 +667,7 @@ struct kvtier_region {
 	struct work_struct pf_work;
 	atomic_t jr_changed;
 	atomic_long_t jr_pages;
+	struct kvtier_region_map map;
 };
 
 /*
@@ -805,6 +867,22 @@ int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);
 void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc);
 bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc);
 unsigned long kvtier_crcs_bytes(struct kvtier_region *region);
+
+/* pagemap.c */
+struct kvtier_disk_page;
+int kvtier_pagemap_walk(struct kvtier_region *r,
+			int (*fn)(struct kvtier_region *r, void *arg,
+				  const struct kvtier_disk_page *p, size_t n),
+			void *arg);
+int kvtier_pagemap_load_locked(struct kvtier_region *r);
+int kvtier_pagemap_load(struct kvtier_region *r);
+int kvtier_pagemap_load_to_unlink(struct kvtier_region *r);
+void kvtier_pagemap_damaged(struct kvtier_region *r);
+void kvtier_pagemap_unload_closed(struct kvtier_tier *tier);
+void kvtier_pagemap_kick(struct kvtier_tier *tier);
+void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt);
+int kvtier_pagemap_load_all(struct kvtier_tier *tier);
+void kvtier_pagemap_init(struct kvtier_store *st);
 void kvtier_crcs_destroy(struct kvtier_region *region);
 u64 kvtier_crcs_chunk_bytes(void);
 
@@ -833,6 +911,7 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 void kvtier_names_drop_all(struct kvtier_tier *tier);
 int kvtier_name_valid(const char *name);
 u64 kvtier_nr_persistent(struct kvtier_tier *tier);
+int kvtier_name_unlink(struct kvtier_region *region);
 bool kvtier_name_relink(struct kvtier_region *region);
 struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 				      const char *name);

@@ -136,16 +136,27 @@ u64 kvtier_nr_persistent(struct kvtier_tier *tier)
 /*
  * Unlink a region the caller holds a user reference of, if it is still
  * linked; drops the name's reference. A persistent region's name is gone
- * from the namespace once this returns 0.
+ * from the namespace once this returns 0. Errors: those of reading its
+ * page map back (-EIO, -ENOMEM: nothing is done) and of the commit.
  */
-static int kvtier_name_unlink(struct kvtier_region *region)
+int kvtier_name_unlink(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_journal_del *del = NULL;
 	bool was;
+	int ret;
 
-	if (region->persistent)
+	if (region->persistent) {
 		del = kvtier_journal_del_new();
+		/* Before the commit that unlinks it moves the records. */
+		mutex_lock(&tier->store.lock);
+		ret = kvtier_pagemap_load_to_unlink(region);
+		if (ret) {
+			mutex_unlock(&tier->store.lock);
+			kfree(del);
+			return ret;
+		}
+	}
 	spin_lock(&tier->regions_lock);
 	was = region->linked;
 	region->linked = false;
@@ -154,6 +165,8 @@ static int kvtier_name_unlink(struct kvtier_region *region)
 		del = NULL;
 	}
 	spin_unlock(&tier->regions_lock);
+	if (region->persistent)
+		mutex_unlock(&tier->store.lock);
 	kfree(del);
 	if (!was)
 		return 0;
@@ -239,7 +252,9 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
  * or no room for another persistent region, or the tier has max_regions),
  * EDQUOT (the creator's regions would exceed user_quota_mb or
  * user_max_regions), EIO (the commit of a new
- * persistent region failed), EFAULT, ENOMEM. Nothing changes on error.
+ * persistent region failed, or its page map could not be read back),
+ * EUCLEAN (its page records are damaged: pagemap.c unlinks it), EFAULT,
+ * ENOMEM. Nothing changes on error.
  */
 long kvtier_ioctl_region_open(struct file *file,
 			      struct kvtier_region_open __user *uarg)
@@ -323,6 +338,10 @@ long kvtier_ioctl_region_open(struct file *file,
 		ret = -EPERM;
 		if (READ_ONCE(region->sealed) && !(arg.flags & KVTIER_OPEN_RDONLY))
 			goto out_put;
+		/* A closed persistent region's pages are on the namespace only. */
+		ret = kvtier_pagemap_load(region);
+		if (ret)
+			goto out_put;
 	}
 	if (region->inode != kf->inode) {
 		/*
@@ -362,7 +381,8 @@ static bool kvtier_region_owner(struct kvtier_region *region)
 /*
  * KVTIER_IOC_REGION_UNLINK: the name goes now, the bytes when the last file
  * and mapping go. Errors: EINVAL, ENOENT, EPERM (not the owner), EIO (the
- * commit of a persistent region's unlink failed), EFAULT.
+ * commit of a persistent region's unlink failed, or its page map could not
+ * be read back: then nothing changes), ENOMEM, EFAULT.
  */
 long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 				struct kvtier_region_name __user *uarg)

@@ -182,7 +182,9 @@ void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp)
 	WARN_ON_ONCE(!pool->nr_pages);
 	pool->nr_pages--;
 	spin_unlock(&pool->lock);
-	atomic_long_dec(&kp->region->nr_resident);
+	if (!atomic_long_dec_return(&kp->region->nr_resident) &&
+	    kp->region->persistent)
+		kvtier_pagemap_kick(tier);
 	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 		atomic_long_dec(&pool->nr_dirty);
 		atomic_long_dec(&kp->region->nr_dirty);

@@ -132,6 +132,14 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 	spin_unlock(&tier->regions_lock);
 	kvtier_region_put(region);
 	wait_var_event(&region->ref, !refcount_read(&region->ref));
+	/* Unlinking loads the map first: only a detach forgets one. */
+	if (region->map.unloaded) {
+		if (READ_ONCE(tier->store.dropping))
+			kvtier_slots_forget(&tier->slots, atomic_long_read(&region->nr_slots));
+		else if (!WARN_ON_ONCE(!region->map.lost))
+			atomic_long_add(atomic_long_read(&region->nr_slots),
+					&tier->store.lost_slots);
+	}
 
 	xa_for_each(&region->pages, index, entry) {
 		if (xa_is_value(entry)) {
@@ -176,6 +184,12 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 /* A file closed, or the name was unlinked. */
 void kvtier_region_put_user(struct kvtier_region *region)
 {
+	/* Read first: after the decrement another put may free it. */
+	struct kvtier_tier *tier = region->tier;
+	bool persistent = region->persistent;
+
 	if (refcount_dec_and_test(&region->users))
 		kvtier_region_destroy(region);
+	else if (persistent)
+		kvtier_pagemap_kick(tier);
 }

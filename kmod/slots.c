@@ -447,6 +447,20 @@ void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 	mutex_unlock(&slots->lock);
 }
 
+/*
+ * Forget @nr used slots that no region in memory names any more: those of
+ * a region whose page map was still on the namespace when it went (a
+ * detach, or records that could not be read: pagemap.c). They stay out of
+ * the free extents; the next attach finds them named, or free.
+ */
+void kvtier_slots_forget(struct kvtier_slots *slots, unsigned long nr)
+{
+	mutex_lock(&slots->lock);
+	if (!WARN_ON_ONCE(nr > slots->used))
+		slots->used -= nr;
+	mutex_unlock(&slots->lock);
+}
+
 /* Free @nr slots from @slot after the next commit (see the top). */
 void kvtier_slots_defer(struct kvtier_slots *slots, unsigned long slot,
 			unsigned long nr)

@@ -74,6 +74,7 @@ int kvtier_slots_init(struct kvtier_slots *slots, unsigned long nr);
 void kvtier_slots_exit(struct kvtier_slots *slots);
 unsigned long kvtier_slots_alloc(struct kvtier_slots *slots,
 				 unsigned long want, unsigned long *got);
+void kvtier_slots_forget(struct kvtier_slots *slots, unsigned long nr);
 void kvtier_slots_free(struct kvtier_slots *slots, unsigned long slot,
 		       unsigned long nr);
 int kvtier_slots_claim(struct kvtier_slots *slots, unsigned long slot,

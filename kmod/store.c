@@ -44,12 +44,6 @@
 /* The smallest namespace worth formatting: 1 MiB of data slots. */
 #define KVTIER_MIN_SLOTS	256
 
-/*
- * A checkpoint's page records are written and read through this much of
- * the checkpoint buffer, not whole: 65,536 a piece.
- */
-#define KVT_CKPT_CHUNK		SZ_1M
-
 static u32 kvtier_sb_crc(const struct kvtier_disk_super *sb)
 {
 	struct kvtier_disk_super tmp = *sb;
@@ -271,6 +265,7 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 	 */
 	kvtier_slots_freeze(&tier->slots, &st->releasing);
 	kvtier_slots_release(&tier->slots, &st->releasing);
+	kvtier_slots_forget(&tier->slots, atomic_long_xchg(&st->lost_slots, 0));
 	/* A journal inside the allocator's range (an upgrade put it there). */
 	if (st->journal_blocks && tier->slots.nr > st->journal_start)
 		kvtier_slots_free(&tier->slots, st->journal_start, st->journal_blocks);
@@ -278,6 +273,8 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 	kvfree(st->ckpt);
 	st->ckpt = NULL;
 	st->ckpt_size = 0;
+	kvfree(st->map_buf);
+	st->map_buf = NULL;
 	spin_lock(&tier->regions_lock);
 	kvtier_journal_dels_free(&st->dels);
 	spin_unlock(&tier->regions_lock);
@@ -348,7 +345,9 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
  * last. Both are the checkpoint buffer: @chunk its first KVT_CKPT_CHUNK
  * bytes, @head the rest. @crc_rest is the CRC of the bytes [@head_end,
  * @chunk_base) written so far, and kvtier_crc32c_cat() puts the head in
- * front of it.
+ * front of it. @map_crc is the CRC of the region's records being
+ * written, up to @map_pos (pagemap.c keeps it, to check them when it
+ * reads them back).
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
@@ -360,7 +359,24 @@ struct kvt_ckpt_out {
 	u64 chunk_base;		/* a block boundary at or past @head_end */
 	u64 pos;		/* bytes of the checkpoint so far */
 	u32 crc_rest;
+	u64 map_pos;
+	u32 map_crc;
 };
+
+/* Add the records from @map_pos to @pos to @map_crc, before the chunk moves on. */
+static void kvt_ckpt_map_crc(struct kvt_ckpt_out *o)
+{
+	while (o->map_pos < o->pos) {
+		u64 end = o->map_pos < o->head_end ? min(o->pos, o->head_end) : o->pos;
+		const u8 *p = o->map_pos < o->head_end ? o->head + o->map_pos :
+			      o->chunk + (o->map_pos - o->chunk_base);
+
+		o->map_crc = kvtier_crc32c_cat(o->map_crc,
+					       kvtier_crc32c(p, end - o->map_pos),
+					       end - o->map_pos);
+		o->map_pos = end;
+	}
+}
 
 /* Where the next page record goes: NULL if the chunk must be written first. */
 static void *kvt_ckpt_next(struct kvt_ckpt_out *o)
@@ -381,6 +397,7 @@ static int kvt_ckpt_flush(struct kvt_ckpt_out *o)
 	size_t n;
 	int ret;
 
+	kvt_ckpt_map_crc(o);
 	if (o->pos <= o->chunk_base)
 		return 0;
 	n = o->pos - o->chunk_base;
@@ -412,6 +429,8 @@ static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *
 	int ret;
 
 	xas_lock(&xas);
+	/* Changes from here on are not all in this checkpoint. */
+	r->map.next_seq = atomic_read(&r->map.changes);
 	xas_for_each(&xas, entry, r->nr_pages - 1) {
 		struct kvtier_disk_page *rec;
 		unsigned long slot;
@@ -460,6 +479,62 @@ static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *
 	return n;
 }
 
+/* kvtier_pagemap_walk() for a checkpoint: @arg is the checkpoint's out. */
+static int kvtier_snapshot_copy(struct kvtier_region *r, void *arg,
+				const struct kvtier_disk_page *p, size_t n)
+{
+	struct kvt_ckpt_out *o = arg;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		if (o->pos + sizeof(*p) > o->limit)
+			return -EOVERFLOW;
+		memcpy(kvt_ckpt_next(o), &p[i], sizeof(*p));
+		o->pos += sizeof(*p);
+		/* Full: written before the next record (as snapshot_pages). */
+		if (!kvt_ckpt_next(o)) {
+			ret = kvt_ckpt_flush(o);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Record @r's page records in @o from memory, or as the checkpoint on the
+ * media has them if its map is unloaded; how many, or -errno. Its map's
+ * next place is noted, taken once the checkpoint is (pagemap.c).
+ */
+static long kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
+				u64 attempt)
+{
+	u64 start = o->pos;
+	long n;
+
+	o->map_pos = o->pos;
+	o->map_crc = ~0U;	/* the CRC of nothing */
+	if (r->map.unloaded) {
+		r->map.next_seq = r->map.seq;
+		n = kvtier_pagemap_walk(r, kvtier_snapshot_copy, o);
+		if (n == -EUCLEAN)
+			kvtier_pagemap_damaged(r);
+		if (!n)
+			n = r->map.count;
+	} else {
+		n = kvtier_snapshot_pages(r, o);
+	}
+	if (n < 0)
+		return n;
+	kvt_ckpt_map_crc(o);
+	r->map.next_ckpt = attempt;
+	r->map.next_off = start;
+	r->map.next_count = n;
+	r->map.next_crc = o->map_crc;
+	return n;
+}
+
 /* @r's record, with nr_pages zero. */
 void kvtier_region_record(struct kvtier_region *r, struct kvtier_disk_region *rec)
 {
@@ -498,6 +573,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 	struct kvtier_disk_ckpt *hdr;
 	struct kvtier_disk_region *rec;
 	struct kvtier_region **v;
+	u64 attempt = ++st->ckpt_attempt;
 	unsigned int i, n;
 	LIST_HEAD(dels);
 	u64 nr_pages = 0, used;
@@ -531,7 +607,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 
 		kvtier_region_record(v[i], &rec[i]);
 		st->has_sealed |= READ_ONCE(v[i]->sealed);
-		got = kvtier_snapshot_pages(v[i], &o);
+		got = kvtier_snapshot_map(v[i], &o, attempt);
 		ret = got;
 		if (got < 0)
 			goto out;
@@ -613,6 +689,8 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_SUPER);
 	st->ckpt_copy = copy;
 	st->journal_head = st->journal_pos;
+	kvtier_pagemap_checkpointed(tier, st->ckpt_attempt);
+	kvtier_pagemap_unload_closed(tier);
 	if (READ_ONCE(st->bad_copy) == copy)
 		WRITE_ONCE(st->bad_copy, -1);
 out:
@@ -882,6 +960,8 @@ static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner,
 	struct kvtier_slots *slots = &tier->slots;
 	unsigned long used = READ_ONCE(slots->used);
 	struct kvtier_region *victim;
+	bool orphan = false;
+	unsigned int noio;
 	int ret;
 
 	if (used < asked_used)
@@ -892,7 +972,30 @@ static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner,
 	if (ret)
 		return ret;
 
+	/*
+	 * The victim's records move with the next checkpoint: read them now.
+	 * No reclaim under store.lock (a commit's rule).
+	 */
+	mutex_lock(&tier->store.lock);
+	noio = memalloc_noio_save();
 	victim = kvtier_capacity_victim(tier, owner);
+	ret = victim ? kvtier_pagemap_load_locked(victim) : 0;
+	if (ret) {
+		/*
+		 * Named again before any commit can leave it out; the next
+		 * commit is a checkpoint, which drops its deletion record.
+		 */
+		WRITE_ONCE(tier->store.need_full, true);
+		orphan = !kvtier_name_relink(victim);
+		if (orphan)
+			victim->map.lost = true;	/* its name is another's */
+	}
+	memalloc_noio_restore(noio);
+	mutex_unlock(&tier->store.lock);
+	if (orphan)
+		kvtier_region_put_user(victim);	/* destroys it, outside the lock */
+	if (ret)
+		return ret;
 	if (!victim)
 		return -ENOSPC;
 	atomic64_inc(&tier->store.changes);
@@ -1181,17 +1284,24 @@ struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
 #define KVT_CLAIM_RUN	4096
 
 /*
- * Claim the slots of @nr page records of @r and store them as shadow
- * entries with their CRCs; *@prev is the index of the region's last page
- * stored so far (-1 before its first): indexes must increase. Errors:
- * -EUCLEAN (a record contradicts the region or another), -ENOMEM.
+ * Claim the slots of @nr page records of @r, which leaves them on the
+ * namespace (its map unloaded, pagemap.c); *@prev is the index of the
+ * region's last page so far (-1 before its first): indexes must increase.
+ * Errors: -EUCLEAN (a record contradicts the region or another), -ENOMEM.
  */
-static int kvtier_load_pages(struct kvtier_tier *tier, struct kvtier_region *r,
-			     const struct kvtier_disk_page *pages, u64 nr, s64 *prev)
+static int kvtier_claim_pages(struct kvtier_tier *tier, struct kvtier_region *r,
+			      const struct kvtier_disk_page *pages, u64 nr, s64 *prev)
 {
 	u64 i, j, k;
 	int ret;
 
+	for (k = 0; k < nr; k++) {
+		u32 index = le32_to_cpu(pages[k].index);
+
+		if ((s64)index <= *prev || index >= r->nr_pages)
+			return -EUCLEAN;
+		*prev = index;
+	}
 	for (i = 0; i < nr; i = j) {
 		u64 slot = le64_to_cpu(pages[i].slot);
 
@@ -1202,25 +1312,8 @@ static int kvtier_load_pages(struct kvtier_tier *tier, struct kvtier_region *r,
 		ret = kvtier_slots_claim(&tier->slots, slot, j - i);
 		if (ret)
 			return ret;
-		for (k = i; k < j; k++) {
-			u32 index = le32_to_cpu(pages[k].index);
-
-			ret = -EUCLEAN;
-			if ((s64)index > *prev && index < r->nr_pages)
-				ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
-			if (!ret)
-				ret = xa_err(xa_store(&r->pages, index,
-						      kvt_mk_shadow(slot + k - i, 0),
-						      GFP_KERNEL));
-			if (ret) {
-				/* Those the region names go with it. */
-				kvtier_slots_free(&tier->slots, slot + k - i, j - k);
-				return ret;
-			}
-			kvtier_crcs_set(r, index, le32_to_cpu(pages[k].crc));
-			atomic_long_inc(&r->nr_slots);
-			*prev = index;
-		}
+		/* Those the region names go with it (pagemap.c loads them). */
+		atomic_long_add(j - i, &r->nr_slots);
 		cond_resched();
 	}
 	return 0;
@@ -1323,6 +1416,15 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 		r = kvtier_region_from_record(tier, &recs[*i]);
 		if (IS_ERR(r))
 			return PTR_ERR(r);
+		/*
+		 * Left where they are until the region is used (pagemap.c);
+		 * unloaded from the first claim, so that a failure part-way
+		 * forgets what it claimed (kvtier_region_destroy()).
+		 */
+		r->map.off = off;
+		r->map.count = n;
+		r->map.crc = ~0U;	/* the CRC of nothing */
+		r->map.unloaded = true;
 		for (end = off + n * psz; off < end; off += got) {
 			if (off < in->head_end) {
 				p = in->head + off;
@@ -1332,10 +1434,12 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 				if (IS_ERR(p))
 					return PTR_ERR(p);
 			}
-			ret = kvtier_load_pages(tier, r, p, got / psz, &prev);
+			r->map.crc = kvtier_crc32c_cat(r->map.crc, kvtier_crc32c(p, got), got);
+			ret = kvtier_claim_pages(tier, r, p, got / psz, &prev);
 			if (ret)
 				return ret;
 		}
+		r->map.valid = true;
 	}
 	return nr_pages ? -EUCLEAN : 0;
 }
@@ -1423,6 +1527,12 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		 tier->backing.path, st->generation, nr_regions, nr_pages);
 	st->ckpt_copy = copy;
 	ret = kvtier_journal_replay(tier);
+	/*
+	 * A read-only attach shares the namespace with a writer, whose
+	 * checkpoints overwrite the area: read every map now, as it is.
+	 */
+	if (!ret && tier->backing.read_only)
+		ret = kvtier_pagemap_load_all(tier);
 	if (ret)
 		goto err_drop;
 	st->committed_changes = atomic64_read(&st->changes);
@@ -1675,6 +1785,7 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 	}
 	cancel_work_sync(&tier->store.commit_work);
 	cancel_work_sync(&tier->store.room_work);
+	cancel_work_sync(&tier->store.unload_work);
 	/*
 	 * Only these were forgotten. A fallback attach to the other
 	 * superblock copy goes on with this store: from now on a destroyed
@@ -1745,7 +1856,8 @@ void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 	m->allocator = (u64)(kvtier_slots_extents(&tier->slots) +
 			     READ_ONCE(st->releasing.nr)) *
 		       sizeof(struct kvtier_extent);
-	m->buffer = READ_ONCE(st->ckpt_size);
+	m->buffer = READ_ONCE(st->ckpt_size) +
+		    (READ_ONCE(st->map_buf) ? KVT_CKPT_CHUNK : 0);
 }
 
 void kvtier_store_init(struct kvtier_store *st)
@@ -1755,6 +1867,7 @@ void kvtier_store_init(struct kvtier_store *st)
 	INIT_LIST_HEAD(&st->dels);
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
 	INIT_WORK(&st->room_work, kvtier_room_work);
+	kvtier_pagemap_init(st);
 	atomic_set(&st->room_asked, 0);
 	init_waitqueue_head(&st->freeze_wait);
 	kvtier_lease_init(st);

@@ -352,6 +352,8 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 	kp->slot = kp->wb_slot;
 	kvtier_crcs_set(region, kp->index, kp->crc);
 	kvtier_journal_page_changed(region, kp->index);
+	/* Under the xa_lock: a checkpoint's snapshot orders against it. */
+	atomic_inc(&region->map.changes);
 	xa_unlock(&region->pages);
 	if (old == KVTIER_NO_SLOT)
 		atomic_long_inc(&region->nr_slots);

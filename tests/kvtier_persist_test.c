@@ -1616,6 +1616,231 @@ TEST_F_TIMEOUT(persist, corrupt_block_after_reload, 300)
 	free(chunk);
 }
 
+/* Column @col of tier @id's sysfs metadata (3: the CRCs' bytes), or -1. */
+static long long meta_col(int id, int col)
+{
+	long long v[6];
+	char buf[256];
+
+	if (kvt_tier_read(id, "metadata", buf, sizeof(buf)) ||
+	    sscanf(buf, "%lld %lld %lld %lld %lld %lld",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	return v[col];
+}
+
+/* Wait up to 5 s for tier @id's CRCs in memory to be @want bytes. */
+static long long wait_crcs(int id, long long want)
+{
+	long long got = -1;
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		got = meta_col(id, 3);
+		if (got == want)
+			break;
+		usleep(100000);
+	}
+	return got;
+}
+
+/*
+ * Open @name, check it is pattern @seed, drop its pages from the pool and
+ * close it: -1 or as check_fd.
+ */
+static long long check_and_drop(const char *name, size_t len,
+				unsigned long long seed)
+{
+	int fd = open_name(0, name, 0, 0, 0);
+	long long bad;
+
+	if (fd < 0)
+		return fd;
+	bad = check_fd(fd, 0, len, seed);
+	if (posix_fadvise(fd, 0, len, POSIX_FADV_DONTNEED))
+		bad = -4;
+	close(fd);
+	return bad;
+}
+
+/*
+ * Byte offset on NS0 of the page records of @name in the checkpoint the
+ * newest superblock names (the journal is empty after an attach), and
+ * their count; 0 or -errno.
+ */
+static int records_at(const char *name, unsigned long long *off,
+		      unsigned long long *n)
+{
+	const char *ns0 = kvt_ns("KVTIER_NS0");
+	struct kvtier_disk_super sb;
+	const struct kvtier_disk_region *rec;
+	const struct kvtier_disk_ckpt *hdr;
+	unsigned long long area, i, first = 0;
+	unsigned char *buf;
+	int copy, ret;
+
+	ret = kvt_super_read(ns0, &sb, &copy);
+	if (ret)
+		return ret;
+	area = (le64toh(sb.meta_start) + copy * le64toh(sb.meta_blocks)) * PAGE;
+	buf = malloc(MiB);
+	if (!buf)
+		return -ENOMEM;
+	ret = kvt_dev_read(ns0, buf, MiB, area);
+	hdr = (const void *)buf;
+	rec = (const void *)(hdr + 1);
+	for (i = 0; !ret && i < le64toh(hdr->nr_regions); i++) {
+		if (!strncmp(rec[i].name, name, sizeof(rec[i].name))) {
+			*off = area + sizeof(*hdr) + le64toh(hdr->nr_regions) * sizeof(*rec) +
+			       first * sizeof(struct kvtier_disk_page);
+			*n = le64toh(rec[i].nr_pages);
+			free(buf);
+			return 0;
+		}
+		first += le64toh(rec[i].nr_pages);
+	}
+	free(buf);
+	return ret ? ret : -ENOENT;
+}
+
+/*
+ * Flip a bit of the first page record of @name (@len bytes) on NS0, in
+ * the checkpoint the attached tier loaded: 0 or -errno.
+ */
+static int damage_records(const char *name, size_t len)
+{
+	unsigned long long off, n;
+	unsigned char blk[PAGE];
+	int ret = records_at(name, &off, &n);
+
+	if (!ret && n != len / PAGE)
+		ret = -EUCLEAN;
+	if (!ret)
+		ret = kvt_dev_read(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
+	if (ret)
+		return ret;
+	blk[off % PAGE + 12] ^= 0x01;	/* its crc */
+	return kvt_dev_write(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
+}
+
+/* Wait up to 5 s for @name to be unlinked: 0 or the open's result. */
+static int wait_gone(const char *name)
+{
+	int i, fd = 0;
+
+	for (i = 0; i < 50; i++) {
+		fd = open_name(0, name, 0, 0, 0);
+		if (fd == -ENOENT)
+			return 0;
+		if (fd >= 0)
+			close(fd);
+		usleep(100000);
+	}
+	return fd;
+}
+
+/*
+ * A closed persistent region's page map (its slots and CRCs) stays on the
+ * namespace: none is in memory after an attach; opening a region reads
+ * its map back from the checkpoint and every byte verifies; once closed
+ * and out of the pool it is dropped again. A region written since the
+ * checkpoint keeps its map until the next checkpoint takes it. Damaged
+ * records fail the open with EUCLEAN (never zeros for the pages they
+ * name) and the region, which can never be read again, is unlinked; the
+ * others are whole, and checkpoints go on.
+ */
+TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
+{
+	const size_t len = 4 * MiB;
+	const long long crcs = len / PAGE * 4;	/* bytes of a region's CRCs */
+	long long ckpts0;
+	char name[32];
+	int i, fd, ret, pinned = 0;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "map:%d", i);
+		ASSERT_EQ(0, make_persistent(0, name, len, 0600, 70 + i));
+	}
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, meta_col(0, 3));
+	ASSERT_EQ(0, kvt_stat(0, "page_map_loads"));
+
+	/* Opened: read back; closed and dropped from the pool: gone again. */
+	fd = open_name(0, "map:1", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(1, kvt_stat(0, "page_map_loads"));
+	ASSERT_EQ(crcs, meta_col(0, 3));
+	close(fd);
+	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
+	ASSERT_EQ(0, wait_crcs(0, 0));
+	ASSERT_GE(kvt_stat(0, "page_map_unloads"), 1);
+	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
+	ASSERT_EQ(0, wait_crcs(0, 0));
+
+	/* Written since the checkpoint: its map stays until the next one. */
+	fd = open_name(0, "map:2", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_fd(fd, 8 * PAGE, 4 * PAGE, 80));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, posix_fadvise(fd, 0, len, POSIX_FADV_DONTNEED));
+	close(fd);
+	sleep(1);
+	ASSERT_EQ(crcs, meta_col(0, 3));
+	/* Flag changes are one-block transactions: until one is a checkpoint. */
+	ckpts0 = kvt_stat(0, "commits") - kvt_stat(0, "journal_commits");
+	for (i = 0; i < 70000; i++) {
+		if (kvt_stat(0, "commits") - kvt_stat(0, "journal_commits") > ckpts0)
+			break;
+		pinned = !pinned;
+		ASSERT_EQ(0, set_flags(self->fd, "map:0", pinned ? KVTIER_REGION_PINNED : 0,
+				       pinned ? 0 : KVTIER_REGION_PINNED, 0));
+	}
+	TH_LOG("a checkpoint after %d transactions", i);
+	ASSERT_EQ(0, wait_crcs(0, 0));
+	fd = open_name(0, "map:2", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_fd(fd, 0, 8 * PAGE, 72));
+	ASSERT_EQ(-1, check_fd(fd, 8 * PAGE, 4 * PAGE, 80));
+	ASSERT_EQ(-1, check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72));
+	close(fd);
+
+	/*
+	 * Damage map:0's records on the media under the attached tier: the
+	 * checkpoint that would copy them fails, map:0 is unlinked, and the
+	 * next checkpoint goes on without it.
+	 */
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, damage_records("map:0", len));
+	ret = 0;
+	for (i = 0; i < 70000 && !ret; i++) {
+		pinned = !pinned;
+		ret = set_flags(self->fd, "map:2", pinned ? KVTIER_REGION_PINNED : 0,
+				pinned ? 0 : KVTIER_REGION_PINNED, 0);
+	}
+	TH_LOG("the commit after %d transactions: %d", i, ret);
+	ASSERT_EQ(-EUCLEAN, ret);
+	ASSERT_EQ(0, wait_gone("map:0"));
+	ASSERT_EQ(1, kvt_kmsg_count("page records of region 'map:0' in the checkpoint are damaged"));
+	ASSERT_EQ(0, set_flags(self->fd, "map:2", 0, KVTIER_REGION_PINNED, 0));
+	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
+
+	/* Damaged records of map:1: its open fails, and it goes. */
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-ENOENT, open_name(0, "map:0", 0, 0, 0));
+	ASSERT_EQ(0, damage_records("map:1", len));
+	ASSERT_EQ(-EUCLEAN, open_name(0, "map:1", 0, 0, 0));
+	ASSERT_EQ(0, wait_gone("map:1"));
+	ASSERT_EQ(1, kvt_kmsg_count("page records of region 'map:1' in the checkpoint are damaged"));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(-ENOENT, open_name(0, "map:1", 0, 0, 0));
+	fd = open_name(0, "map:2", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_fd(fd, 0, 8 * PAGE, 72));
+	ASSERT_EQ(-1, check_fd(fd, 8 * PAGE, 4 * PAGE, 80));
+	ASSERT_EQ(-1, check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72));
+	close(fd);
+}
+
 /* 256 MiB through a 256 MiB pool (the default budget), fsync, reload: every byte. */
 TEST_F_TIMEOUT(persist, reload_256mib, 600)
 {

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A closed persistent region's page map, left on the namespace.
+ *
+ * Every persistent page costs memory while its region's map is loaded: an
+ * xarray entry for its slot and a CRC (about 16 bytes). A region nobody
+ * has open needs neither, as long as the checkpoint on the media holds
+ * exactly its page records: then @pages and @crcs are emptied ("unloaded")
+ * and only the place of the records is kept (struct kvtier_region_map),
+ * and the map is read back from there when the region is next opened,
+ * unlinked, or changed by the journal's replay. So the kernel memory of a
+ * tier follows the regions in use, not what the namespace stores.
+ *
+ * Attach leaves every region of the checkpoint unloaded (store.c claims
+ * their slots as it streams the records). A region is unloaded again
+ * when its last file closes, or its last page leaves the pool after that,
+ * if no page got a new slot since the checkpoint took its records; a
+ * region changed since is unloaded by the checkpoint after (the journal's
+ * transactions only hold what changed, so its map is whole in memory
+ * only until then). A checkpoint copies an unloaded region's records
+ * from the area the newest superblock names into the one it writes
+ * (store.c), checking their CRC.
+ *
+ * Locking: @map's fields are under store.lock, which also keeps the
+ * checkpoint area they point into from being rewritten. Unloading sets
+ * @map.unloaded in a regions_lock section that finds the name the only
+ * user; an opener takes its user reference under regions_lock, then reads
+ * @map.unloaded (acquire) and, if it is set, loads under store.lock. So a
+ * region is never unloaded under a file, and a file never sees a region
+ * that is not loaded. Loading publishes @map.unloaded = false with release
+ * after the entries are in.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include <linux/kvtier_format.h>
+
+#include "kvtier.h"
+
+/*
+ * Pass @r's page records, as the checkpoint on the media has them, to
+ * @fn a window at a time; then check their CRC. Caller holds store.lock
+ * (or the store is not yet visible). Errors: what @fn returns, -EIO,
+ * -ENOMEM, -EUCLEAN (the records are not what the checkpoint wrote; @fn
+ * saw them already: it must undo).
+ */
+int kvtier_pagemap_walk(struct kvtier_region *r,
+			int (*fn)(struct kvtier_region *r, void *arg,
+				  const struct kvtier_disk_page *p, size_t n),
+			void *arg)
+{
+	struct kvtier_store *st = &r->tier->store;
+	u64 area = st->meta_start + (u64)st->ckpt_copy * st->meta_blocks;
+	u64 off = r->map.off;
+	u64 end = off + r->map.count * sizeof(struct kvtier_disk_page);
+	u32 crc = ~0U;	/* the CRC of nothing */
+	int ret;
+
+	if (!st->map_buf) {
+		st->map_buf = kvmalloc(KVT_CKPT_CHUNK, GFP_NOIO | __GFP_NOWARN);
+		if (!st->map_buf)
+			return -ENOMEM;
+	}
+	while (off < end) {
+		u64 block = off / KVTIER_BLOCK_SIZE;
+		u64 skip = off % KVTIER_BLOCK_SIZE;
+		u64 nb = min_t(u64, KVT_CKPT_CHUNK / KVTIER_BLOCK_SIZE,
+			       DIV_ROUND_UP(end, KVTIER_BLOCK_SIZE) - block);
+		/* Records are 16 bytes from a 16-byte boundary: none is cut. */
+		size_t n = min(end, (block + nb) * KVTIER_BLOCK_SIZE) - off;
+
+		ret = kvtier_io_meta(r->tier, REQ_OP_READ, area + block,
+				     st->map_buf, nb, 0);
+		if (ret)
+			return ret;
+		crc = kvtier_crc32c_cat(crc, kvtier_crc32c(st->map_buf + skip, n), n);
+		ret = fn(r, arg, st->map_buf + skip, n / sizeof(struct kvtier_disk_page));
+		if (ret)
+			return ret;
+		off += n;
+		cond_resched();
+	}
+	return crc == r->map.crc ? 0 : -EUCLEAN;
+}
+
+/* Empty @r's page map and CRCs: the records on the media hold them. */
+static void kvtier_pagemap_drop(struct kvtier_region *r)
+{
+	xa_destroy(&r->pages);
+	kvtier_crcs_destroy(r);
+}
+
+/* kvtier_pagemap_walk() for a load: *@arg is the index before @p's. */
+static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
+			       const struct kvtier_disk_page *p, size_t n)
+{
+	s64 *prev = arg;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		u64 slot = le64_to_cpu(p[i].slot);
+		u32 index = le32_to_cpu(p[i].index);
+
+		if ((s64)index <= *prev || index >= r->nr_pages ||
+		    slot >= r->tier->slots.nr)
+			return -EUCLEAN;
+		ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
+		if (!ret)
+			ret = xa_err(xa_store(&r->pages, index, kvt_mk_shadow(slot, 0),
+					      GFP_KERNEL | __GFP_NOWARN));
+		if (ret)
+			return ret;
+		kvtier_crcs_set(r, index, le32_to_cpu(p[i].crc));
+		*prev = index;
+	}
+	return 0;
+}
+
+/*
+ * Read @r's page map back if it is unloaded. Caller holds store.lock (or
+ * the store is not yet visible). Errors: -EIO, -ENOMEM, -EUCLEAN (the
+ * records are damaged); the region stays unloaded then.
+ */
+int kvtier_pagemap_load_locked(struct kvtier_region *r)
+{
+	unsigned int noio;
+	s64 prev = -1;
+	int ret;
+
+	if (!r->map.unloaded)
+		return 0;
+	/* Its slots are claimed: no allocation here may wait for them. */
+	noio = memalloc_noio_save();
+	ret = kvtier_pagemap_walk(r, kvtier_pagemap_fill, &prev);
+	memalloc_noio_restore(noio);
+	if (ret) {
+		kvtier_pagemap_drop(r);
+		if (ret == -EUCLEAN)
+			kvtier_pagemap_damaged(r);
+		return ret;
+	}
+	kvtier_count(r->tier, KVT_STAT_MAP_LOAD, 1);
+	/* Pairs with kvtier_pagemap_load()'s acquire: the entries first. */
+	smp_store_release(&r->map.unloaded, false);
+	return 0;
+}
+
+/*
+ * Make sure the page map of @r, which the caller holds a user reference
+ * of, is in memory before a file uses the region. See the top of the file
+ * for why the lockless check is enough.
+ */
+int kvtier_pagemap_load(struct kvtier_region *r)
+{
+	struct kvtier_store *st = &r->tier->store;
+	int ret;
+
+	/* Pairs with the release in _locked(): loaded means entries seen. */
+	if (!smp_load_acquire(&r->map.unloaded))
+		return 0;
+	mutex_lock(&st->lock);
+	ret = kvtier_pagemap_load_locked(r);
+	mutex_unlock(&st->lock);
+	return ret;
+}
+
+/*
+ * @r's page records failed their CRC (reading them back for an open, an
+ * unlink or a checkpoint): its pages can never be found again. It is
+ * unlinked by the unload work, as capacity reclaim would, so that the
+ * next checkpoint, which could not copy its records, goes on without it;
+ * its slots stay taken until the next attach, which finds them named by
+ * no region. Caller holds store.lock.
+ */
+void kvtier_pagemap_damaged(struct kvtier_region *r)
+{
+	if (r->map.lost)
+		return;
+	r->map.lost = true;
+	dev_err(&r->tier->dev, "page records of region '%s' in the checkpoint are damaged: its %lu pages on the namespace are lost; unlinking it\n",
+		r->name, atomic_long_read(&r->nr_slots));
+	kvtier_pagemap_kick(r->tier);
+}
+
+/*
+ * @r is about to be unlinked (by a user, or the replay of a deletion):
+ * load its map while the records are where @map says, so that its slots
+ * can be freed when it goes. Damaged records do not stop the unlink (see
+ * kvtier_pagemap_damaged()). Caller holds store.lock (or the store is not
+ * yet visible). Errors: -EIO, -ENOMEM: the unlink must not go on.
+ */
+int kvtier_pagemap_load_to_unlink(struct kvtier_region *r)
+{
+	int ret = kvtier_pagemap_load_locked(r);
+
+	return ret == -EUCLEAN ? 0 : ret;
+}
+
+/*
+ * Unload @r, which the caller holds one reference of, if the checkpoint
+ * on the media holds its map and nothing uses it. Caller holds store.lock.
+ */
+static bool kvtier_pagemap_unload(struct kvtier_region *r)
+{
+	struct kvtier_tier *tier = r->tier;
+	unsigned long index = 0;
+	void *entry;
+	bool ok;
+
+	if (!r->persistent || r->map.unloaded || !r->map.valid || r->map.lost ||
+	    tier->backing.read_only ||
+	    atomic_read(&r->map.changes) != r->map.seq ||
+	    atomic_long_read(&r->nr_resident))
+		return false;
+	/* Only slots (shadow entries) left: resident pages stay mapped. */
+	xa_for_each(&r->pages, index, entry) {
+		if (!xa_is_value(entry))
+			return false;
+		if (index % 4096 == 0)
+			cond_resched();
+	}
+	spin_lock(&tier->regions_lock);
+	ok = r->linked && refcount_read(&r->users) == 1 &&
+	     refcount_read(&r->ref) == 2 && !atomic_long_read(&r->nr_resident);
+	if (ok)
+		WRITE_ONCE(r->map.unloaded, true);
+	spin_unlock(&tier->regions_lock);
+	if (!ok)
+		return false;
+	kvtier_pagemap_drop(r);
+	kvtier_count(tier, KVT_STAT_MAP_UNLOAD, 1);
+	return true;
+}
+
+/*
+ * Unload every closed region whose map the checkpoint on the media holds.
+ * Caller holds store.lock.
+ */
+void kvtier_pagemap_unload_closed(struct kvtier_tier *tier)
+{
+	struct kvtier_region **v;
+	unsigned int i, n;
+
+	lockdep_assert_held(&tier->store.lock);
+	if (kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL))
+		return;		/* no memory: the next close tries again */
+	for (i = 0; i < n; i++) {
+		kvtier_pagemap_unload(v[i]);
+		kvtier_region_put(v[i]);
+		cond_resched();
+	}
+	kfree(v);
+}
+
+/* Unlink the regions whose records were found damaged. */
+static void kvtier_pagemap_unlink_lost(struct kvtier_tier *tier)
+{
+	struct kvtier_region **v;
+	unsigned int i, n;
+	int ret;
+
+	if (kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL))
+		return;
+	for (i = 0; i < n; i++) {
+		struct kvtier_region *r = v[i];
+
+		/* map.lost is only ever set: a stale false waits a kick. */
+		if (!READ_ONCE(r->map.lost) || !refcount_inc_not_zero(&r->users)) {
+			kvtier_region_put(r);
+			continue;
+		}
+		/* The user reference keeps it; destroying it waits for refs. */
+		kvtier_region_put(r);
+		ret = kvtier_name_unlink(r);
+		if (ret)
+			dev_err(&tier->dev, "region '%s' with damaged page records: unlink failed (%d)\n",
+				r->name, ret);
+		kvtier_region_put_user(r);
+	}
+	kfree(v);
+}
+
+static void kvtier_pagemap_work(struct work_struct *work)
+{
+	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+						store.unload_work);
+	struct kvtier_store *st = &tier->store;
+
+	if (READ_ONCE(st->closing) || READ_ONCE(st->dropping))
+		return;
+	mutex_lock(&st->lock);
+	kvtier_pagemap_unload_closed(tier);
+	mutex_unlock(&st->lock);
+	if (!tier->backing.read_only && !kvtier_fenced(tier))
+		kvtier_pagemap_unlink_lost(tier);
+}
+
+/*
+ * A persistent region of @tier may have become closed: look for maps to
+ * unload soon. Any context; the region need not be held.
+ */
+void kvtier_pagemap_kick(struct kvtier_tier *tier)
+{
+	queue_work(kvtier_wq, &tier->store.unload_work);
+}
+
+/*
+ * Checkpoint attempt @attempt is on the media and the newest superblock
+ * names it: what it wrote of each region is now where the records are.
+ * Caller holds store.lock.
+ */
+void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
+{
+	struct kvtier_region *r;
+
+	lockdep_assert_held(&tier->store.lock);
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		struct kvtier_region_map *m = &r->map;
+
+		if (!r->persistent)
+			continue;
+		if (m->next_ckpt != attempt) {
+			/* Its records were in the other area: gone. */
+			WARN_ON_ONCE(m->unloaded && r->linked);
+			m->valid = false;
+			continue;
+		}
+		m->off = m->next_off;
+		m->count = m->next_count;
+		m->crc = m->next_crc;
+		m->seq = m->next_seq;
+		m->valid = true;
+	}
+	spin_unlock(&tier->regions_lock);
+}
+
+/*
+ * Load every region's map (a read-only attach, before the store is
+ * visible). Errors: as kvtier_pagemap_load_locked().
+ */
+int kvtier_pagemap_load_all(struct kvtier_tier *tier)
+{
+	struct kvtier_region **v;
+	unsigned int i, n;
+	int ret;
+
+	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL);
+	for (i = 0; i < n; i++) {
+		if (!ret)
+			ret = kvtier_pagemap_load_locked(v[i]);
+		kvtier_region_put(v[i]);
+	}
+	kfree(v);
+	return ret;
+}
+
+void kvtier_pagemap_init(struct kvtier_store *st)
+{
+	INIT_WORK(&st->unload_work, kvtier_pagemap_work);
+}
