@@ -414,7 +414,7 @@ static int kvtier_replay_set(struct kvtier_tier *tier,
 		if (ret)
 			goto out;
 	} else {
-		r = kvtier_region_from_record(tier, rec);
+		r = kvtier_region_from_record(tier, false, rec);
 		if (IS_ERR(r))
 			return PTR_ERR(r);
 		refcount_inc(&r->users);	/* as kvtier_name_get() */

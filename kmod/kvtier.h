@@ -157,6 +157,7 @@ struct kvtier_backing {
  * @ckpt_attempt: checkpoints begun since attach (under @lock)
  * @lost_slots: slots of destroyed regions whose records were damaged:
  *              taken until the detach forgets them
+ * @nr_unloaded: regions whose map is unloaded (pagemap.c; a gauge)
  * @releasing: slots the next successful commit frees
  * @changes: bumped by every change a commit must record (atomic)
  * @committed_changes: @changes as of the last commit's snapshot
@@ -225,6 +226,7 @@ struct kvtier_store {
 	struct work_struct unload_work;
 	u64 ckpt_attempt;
 	atomic_long_t lost_slots;
+	atomic_long_t nr_unloaded;
 	struct kvtier_extents releasing;
 	atomic64_t changes;
 	s64 committed_changes;
@@ -529,7 +531,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @seq: @changes when the records were taken
  * @changes: pages given a new slot since attach (write-back completion,
  *           journal replay)
- * @unloaded: @pages and @crcs are empty: the records are the map
+ * @unloaded: @pages and @crcs are empty, and there is no inode: the
+ *            records are the map
  * @lost: the records are damaged (their CRC failed): the region cannot be
  *        read and is unlinked (pagemap.c); its slots stay taken in memory
  *        until the next attach (store.lost_slots)
@@ -1002,7 +1005,7 @@ int kvtier_record_check(struct kvtier_tier *tier,
 			const struct kvtier_disk_region *rec);
 void kvtier_record_attrs(struct kvtier_region *r,
 			 const struct kvtier_disk_region *rec);
-struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
+struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier, bool unloaded,
 						const struct kvtier_disk_region *rec);
 void *kvtier_ckpt_buf(struct kvtier_store *st, size_t size);
 

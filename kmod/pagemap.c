@@ -5,8 +5,9 @@
  * Every persistent page costs memory while its region's map is loaded: an
  * xarray entry for its slot and a CRC (about 16 bytes). A region nobody
  * has open needs neither, as long as the checkpoint on the media holds
- * exactly its page records: then @pages and @crcs are emptied ("unloaded")
- * and only the place of the records is kept (struct kvtier_region_map),
+ * exactly its page records: then @pages and @crcs are emptied ("unloaded"),
+ * its inode (the address_space of its mappings) is let go too, and only
+ * the place of the records is kept (struct kvtier_region_map),
  * and the map is read back from there when the region is next opened,
  * unlinked, or changed by the journal's replay. So the kernel memory of a
  * tier follows the regions in use, not what the namespace stores.
@@ -32,6 +33,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/fs.h>
+#include <linux/mount.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
@@ -85,11 +88,17 @@ int kvtier_pagemap_walk(struct kvtier_region *r,
 	return crc == r->map.crc ? 0 : -EUCLEAN;
 }
 
-/* Empty @r's page map and CRCs: the records on the media hold them. */
+/*
+ * Empty @r's page map and CRCs, and let its inode go (no file or mapping
+ * uses it): the records on the media hold the map.
+ */
 static void kvtier_pagemap_drop(struct kvtier_region *r)
 {
 	xa_destroy(&r->pages);
 	kvtier_crcs_destroy(r);
+	if (r->inode)
+		iput(r->inode);
+	r->inode = NULL;
 }
 
 /* kvtier_pagemap_walk() for a load: *@arg is the index before @p's. */
@@ -134,7 +143,13 @@ int kvtier_pagemap_load_locked(struct kvtier_region *r)
 		return 0;
 	/* Its slots are claimed: no allocation here may wait for them. */
 	noio = memalloc_noio_save();
-	ret = kvtier_pagemap_walk(r, kvtier_pagemap_fill, &prev);
+	r->inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+	if (IS_ERR(r->inode)) {
+		ret = PTR_ERR(r->inode);
+		r->inode = NULL;
+	} else {
+		ret = kvtier_pagemap_walk(r, kvtier_pagemap_fill, &prev);
+	}
 	memalloc_noio_restore(noio);
 	if (ret) {
 		kvtier_pagemap_drop(r);
@@ -143,6 +158,7 @@ int kvtier_pagemap_load_locked(struct kvtier_region *r)
 		return ret;
 	}
 	kvtier_count(r->tier, KVT_STAT_MAP_LOAD, 1);
+	atomic_long_dec(&r->tier->store.nr_unloaded);
 	/* Pairs with kvtier_pagemap_load()'s acquire: the entries first. */
 	smp_store_release(&r->map.unloaded, false);
 	return 0;
@@ -206,20 +222,21 @@ int kvtier_pagemap_load_to_unlink(struct kvtier_region *r)
 static bool kvtier_pagemap_unload(struct kvtier_region *r)
 {
 	struct kvtier_tier *tier = r->tier;
-	unsigned long index = 0;
+	unsigned long index = 0, seen = 0;
 	void *entry;
 	bool ok;
 
+	/* Cheap checks first: the scan below is as long as the region. */
 	if (!r->persistent || r->map.unloaded || !r->map.valid || r->map.lost ||
 	    tier->backing.read_only ||
 	    atomic_read(&r->map.changes) != r->map.seq ||
-	    atomic_long_read(&r->nr_resident))
+	    atomic_long_read(&r->nr_resident) || refcount_read(&r->users) != 1)
 		return false;
 	/* Only slots (shadow entries) left: resident pages stay mapped. */
 	xa_for_each(&r->pages, index, entry) {
 		if (!xa_is_value(entry))
 			return false;
-		if (index % 4096 == 0)
+		if (++seen % 4096 == 0)
 			cond_resched();
 	}
 	spin_lock(&tier->regions_lock);
@@ -230,6 +247,7 @@ static bool kvtier_pagemap_unload(struct kvtier_region *r)
 	spin_unlock(&tier->regions_lock);
 	if (!ok)
 		return false;
+	atomic_long_inc(&tier->store.nr_unloaded);
 	kvtier_pagemap_drop(r);
 	kvtier_count(tier, KVT_STAT_MAP_UNLOAD, 1);
 	return true;

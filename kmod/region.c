@@ -47,7 +47,8 @@ struct kvtier_region *kvtier_region_new(struct kvtier_tier *tier,
 	xa_init(&region->crcs);
 	region->tier = tier;
 	region->inode = inode;
-	ihold(inode);
+	if (inode)	/* none for a region whose map is unloaded */
+		ihold(inode);
 	region->nr_pages = size >> PAGE_SHIFT;
 	xa_init(&region->pages);
 	INIT_WORK(&region->ra_work, kvtier_ra_work);
@@ -134,6 +135,7 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 	wait_var_event(&region->ref, !refcount_read(&region->ref));
 	/* Unlinking loads the map first: only a detach forgets one. */
 	if (region->map.unloaded) {
+		atomic_long_dec(&tier->store.nr_unloaded);
 		if (READ_ONCE(tier->store.dropping))
 			kvtier_slots_forget(&tier->slots, atomic_long_read(&region->nr_slots));
 		else if (!WARN_ON_ONCE(!region->map.lost))
@@ -176,7 +178,8 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 	if (region->persistent && !READ_ONCE(tier->store.dropping))
 		kvtier_store_kick(tier);
 	xa_destroy(&region->pages);
-	iput(region->inode);
+	if (region->inode)
+		iput(region->inode);
 	kvtier_crcs_destroy(region);
 	kfree(region);
 }

@@ -1243,14 +1243,15 @@ void kvtier_record_attrs(struct kvtier_region *r,
 
 /*
  * A persistent region from @rec (checked), with no pages, published and
- * linked; its only user is the name. Errors: -EUCLEAN (the name is
- * taken), -ENOMEM.
+ * linked; its only user is the name. @unloaded: its map stays in the
+ * checkpoint (the caller says where), and it has no inode until it is
+ * loaded (pagemap.c). Errors: -EUCLEAN (the name is taken), -ENOMEM.
  */
-struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
+struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier, bool unloaded,
 						const struct kvtier_disk_region *rec)
 {
 	struct kvtier_region *r;
-	struct inode *inode;
+	struct inode *inode = NULL;
 	char name[KVTIER_NAME_MAX];
 	int ret;
 
@@ -1260,11 +1261,14 @@ struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
 		kvtier_region_put_user(r);
 		return ERR_PTR(-EUCLEAN);
 	}
-	inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
-	if (IS_ERR(inode))
-		return ERR_CAST(inode);
+	if (!unloaded) {
+		inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+		if (IS_ERR(inode))
+			return ERR_CAST(inode);
+	}
 	r = kvtier_region_new(tier, inode, le64_to_cpu(rec->size));
-	iput(inode);
+	if (inode)
+		iput(inode);
 	if (IS_ERR(r))
 		return r;
 	strscpy(r->name, name, sizeof(r->name));
@@ -1275,6 +1279,10 @@ struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier,
 	if (ret) {
 		kvtier_region_put_user(r);	/* never visible */
 		return ERR_PTR(ret);
+	}
+	if (unloaded) {
+		r->map.unloaded = true;
+		atomic_long_inc(&tier->store.nr_unloaded);
 	}
 	r->linked = true;
 	return r;
@@ -1413,18 +1421,17 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 		ret = kvtier_record_check(tier, &recs[*i]);
 		if (ret)
 			return ret;
-		r = kvtier_region_from_record(tier, &recs[*i]);
-		if (IS_ERR(r))
-			return PTR_ERR(r);
 		/*
 		 * Left where they are until the region is used (pagemap.c);
 		 * unloaded from the first claim, so that a failure part-way
 		 * forgets what it claimed (kvtier_region_destroy()).
 		 */
+		r = kvtier_region_from_record(tier, true, &recs[*i]);
+		if (IS_ERR(r))
+			return PTR_ERR(r);
 		r->map.off = off;
 		r->map.count = n;
 		r->map.crc = ~0U;	/* the CRC of nothing */
-		r->map.unloaded = true;
 		for (end = off + n * psz; off < end; off += got) {
 			if (off < in->head_end) {
 				p = in->head + off;
@@ -1848,9 +1855,12 @@ void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 {
 	u64 chunks = max(atomic_long_read(&tier->crc_chunks), 0L);
 	struct kvtier_store *st = &tier->store;
+	unsigned long nr = READ_ONCE(tier->nr_regions);
+	unsigned long unloaded = max(atomic_long_read(&st->nr_unloaded), 0L);
 
-	m->regions = (u64)READ_ONCE(tier->nr_regions) *
-		     (sizeof(struct kvtier_region) + sizeof(struct inode));
+	/* A region whose map is unloaded has no inode. */
+	m->regions = (u64)nr * sizeof(struct kvtier_region) +
+		     (u64)(nr > unloaded ? nr - unloaded : 0) * sizeof(struct inode);
 	m->page_maps = (chunks + DIV_ROUND_UP(chunks, 63)) * sizeof(struct xa_node);
 	m->crcs = chunks * kvtier_crcs_chunk_bytes();
 	m->allocator = (u64)(kvtier_slots_extents(&tier->slots) +
