@@ -1753,7 +1753,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 {
 	const size_t len = 4 * MiB;
 	const long long crcs = len / PAGE * 4;	/* bytes of a region's CRCs */
-	long long ckpts0;
+	long long ckpts0, closed;
 	char name[32];
 	int i, fd, ret, pinned = 0;
 
@@ -1764,15 +1764,18 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(0, meta_col(0, 3));
 	ASSERT_EQ(0, kvt_stat(0, "page_map_loads"));
+	closed = meta_col(0, 1);	/* the regions, without inodes */
 
 	/* Opened: read back; closed and dropped from the pool: gone again. */
 	fd = open_name(0, "map:1", 0, 0, 0);
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(1, kvt_stat(0, "page_map_loads"));
 	ASSERT_EQ(crcs, meta_col(0, 3));
+	ASSERT_GT(meta_col(0, 1), closed);	/* and its inode */
 	close(fd);
 	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
 	ASSERT_EQ(0, wait_crcs(0, 0));
+	ASSERT_EQ(closed, meta_col(0, 1));
 	ASSERT_GE(kvt_stat(0, "page_map_unloads"), 1);
 	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
 	ASSERT_EQ(0, wait_crcs(0, 0));
@@ -1839,6 +1842,85 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(-1, check_fd(fd, 8 * PAGE, 4 * PAGE, 80));
 	ASSERT_EQ(-1, check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72));
 	close(fd);
+}
+
+/*
+ * Readers open a closed region, read a page, drop its pages and close it,
+ * over and over, while the unload work and checkpoints (flag changes fill
+ * the journal) drop and copy the maps under them: every page read is the
+ * region's own (a file that saw an unloaded map would read zeros), and
+ * maps were loaded and dropped many times, checkpoints among them.
+ */
+TEST_F_TIMEOUT(persist, page_maps_race_open_and_unload, 300)
+{
+	enum { NREG = 8, NPROC = 3, RUN_MS = 8000 };
+	const size_t len = MiB;
+	long long loads0, unloads0, ckpts0, deadline;
+	int i, status, pinned = 0, bad = 0, flags_failed = 0;
+	pid_t pids[NPROC];
+	char name[32];
+
+	for (i = 0; i < NREG; i++) {
+		snprintf(name, sizeof(name), "race:%d", i);
+		ASSERT_EQ(0, make_persistent(0, name, len, 0600, 90 + i));
+	}
+	ASSERT_EQ(0, reload(&self->fd));
+	loads0 = kvt_stat(0, "page_map_loads");
+	unloads0 = kvt_stat(0, "page_map_unloads");
+	ckpts0 = kvt_stat(0, "commits") - kvt_stat(0, "journal_commits");
+	for (i = 0; i < NPROC; i++) {
+		pids[i] = fork();
+		ASSERT_GE(pids[i], 0);
+		if (!pids[i]) {
+			unsigned int seed = i + 1;
+			int errs = 0, fd, k;
+			unsigned long long pg;
+
+			deadline = kvt_now_ms() + RUN_MS;
+			while (kvt_now_ms() < deadline && errs < 5) {
+				k = rand_r(&seed) % NREG;
+				pg = rand_r(&seed) % (len / PAGE);
+				snprintf(name, sizeof(name), "race:%d", k);
+				fd = open_name(0, name, 0, 0, 0);
+				if (fd < 0) {
+					fprintf(stderr, "# open %s: %d\n", name, fd);
+					errs++;
+					continue;
+				}
+				if (check_fd(fd, pg * PAGE, PAGE, 90 + k) != -1) {
+					fprintf(stderr, "# %s page %llu is wrong\n", name, pg);
+					errs++;
+				}
+				posix_fadvise(fd, 0, len, POSIX_FADV_DONTNEED);
+				close(fd);
+			}
+			_exit(errs ? 1 : 0);
+		}
+	}
+	deadline = kvt_now_ms() + RUN_MS;
+	while (kvt_now_ms() < deadline) {
+		pinned = !pinned;
+		flags_failed += !!set_flags(self->fd, "race:0",
+					    pinned ? KVTIER_REGION_PINNED : 0,
+					    pinned ? 0 : KVTIER_REGION_PINNED, 0);
+	}
+	for (i = 0; i < NPROC; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		bad += !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	TH_LOG("page maps loaded %lld and dropped %lld times, %lld checkpoints",
+	       kvt_stat(0, "page_map_loads") - loads0,
+	       kvt_stat(0, "page_map_unloads") - unloads0,
+	       kvt_stat(0, "commits") - kvt_stat(0, "journal_commits") - ckpts0);
+	ASSERT_EQ(0, bad);
+	ASSERT_EQ(0, flags_failed);
+	ASSERT_GT(kvt_stat(0, "page_map_loads") - loads0, 100);
+	ASSERT_GT(kvt_stat(0, "page_map_unloads") - unloads0, 100);
+	ASSERT_GT(kvt_stat(0, "commits") - kvt_stat(0, "journal_commits") - ckpts0, 0);
+	for (i = 0; i < NREG; i++) {
+		snprintf(name, sizeof(name), "race:%d", i);
+		ASSERT_EQ(-1, check_name(0, name, len, 90 + i));
+	}
 }
 
 /* 256 MiB through a 256 MiB pool (the default budget), fsync, reload: every byte. */
