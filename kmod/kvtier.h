@@ -153,7 +153,8 @@ struct kvtier_backing {
  *           records are read back (pagemap.c), allocated on first use and
  *           kept while attached; under @lock
  * @unload_work: drops the page maps of closed regions, unlinks regions
- *               whose records are damaged (pagemap.c)
+ *               whose records are damaged (pagemap.c); delayed, so that
+ *               the kicks of many closes make one pass
  * @ckpt_attempt: checkpoints begun since attach (under @lock)
  * @lost_slots: slots of destroyed regions whose records were damaged:
  *              taken until the detach forgets them
@@ -223,7 +224,7 @@ struct kvtier_store {
 	void *ckpt;
 	size_t ckpt_size;
 	void *map_buf;
-	struct work_struct unload_work;
+	struct delayed_work unload_work;
 	u64 ckpt_attempt;
 	atomic_long_t lost_slots;
 	atomic_long_t nr_unloaded;

@@ -42,6 +42,9 @@
 
 #include "kvtier.h"
 
+/* How long kicks gather before the unload work runs: 100 ms. */
+#define KVT_UNLOAD_DELAY	(HZ / 10)
+
 /*
  * Pass @r's page records, as the checkpoint on the media has them, to
  * @fn a window at a time; then check their CRC. Caller holds store.lock
@@ -210,67 +213,78 @@ void kvtier_pagemap_damaged(struct kvtier_region *r)
  */
 int kvtier_pagemap_load_to_unlink(struct kvtier_region *r)
 {
-	int ret = kvtier_pagemap_load_locked(r);
+	int ret;
 
+	if (r->map.lost)	/* read once, damaged: nothing to free */
+		return 0;
+	ret = kvtier_pagemap_load_locked(r);
 	return ret == -EUCLEAN ? 0 : ret;
 }
 
 /*
  * Unload @r, which the caller holds one reference of, if the checkpoint
- * on the media holds its map and nothing uses it. Caller holds store.lock.
+ * on the media holds its map and nothing uses it. Returns 1 if it did,
+ * -EBUSY if only a short holder (an evictor, a prefetch) stopped it: try
+ * again soon; 0 if it stays. Caller holds store.lock.
  */
-static bool kvtier_pagemap_unload(struct kvtier_region *r)
+static int kvtier_pagemap_unload(struct kvtier_region *r)
 {
 	struct kvtier_tier *tier = r->tier;
 	unsigned long index = 0, seen = 0;
 	void *entry;
-	bool ok;
+	bool ok, busy;
 
 	/* Cheap checks first: the scan below is as long as the region. */
 	if (!r->persistent || r->map.unloaded || !r->map.valid || r->map.lost ||
 	    tier->backing.read_only ||
 	    atomic_read(&r->map.changes) != r->map.seq ||
 	    atomic_long_read(&r->nr_resident) || refcount_read(&r->users) != 1)
-		return false;
+		return 0;
 	/* Only slots (shadow entries) left: resident pages stay mapped. */
 	xa_for_each(&r->pages, index, entry) {
 		if (!xa_is_value(entry))
-			return false;
+			return 0;
 		if (++seen % 4096 == 0)
 			cond_resched();
 	}
 	spin_lock(&tier->regions_lock);
 	ok = r->linked && refcount_read(&r->users) == 1 &&
-	     refcount_read(&r->ref) == 2 && !atomic_long_read(&r->nr_resident);
+	     !atomic_long_read(&r->nr_resident);
+	busy = ok && refcount_read(&r->ref) != 2;
+	ok = ok && !busy;
 	if (ok)
 		WRITE_ONCE(r->map.unloaded, true);
 	spin_unlock(&tier->regions_lock);
 	if (!ok)
-		return false;
+		return busy ? -EBUSY : 0;
 	atomic_long_inc(&tier->store.nr_unloaded);
 	kvtier_pagemap_drop(r);
 	kvtier_count(tier, KVT_STAT_MAP_UNLOAD, 1);
-	return true;
+	return 1;
 }
 
 /*
- * Unload every closed region whose map the checkpoint on the media holds.
+ * Unload every closed region whose map the checkpoint on the media holds;
+ * those a short holder kept are tried again after KVT_UNLOAD_DELAY.
  * Caller holds store.lock.
  */
 void kvtier_pagemap_unload_closed(struct kvtier_tier *tier)
 {
 	struct kvtier_region **v;
 	unsigned int i, n;
+	bool again = false;
 
 	lockdep_assert_held(&tier->store.lock);
 	if (kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL))
 		return;		/* no memory: the next close tries again */
 	for (i = 0; i < n; i++) {
-		kvtier_pagemap_unload(v[i]);
+		again |= kvtier_pagemap_unload(v[i]) == -EBUSY;
 		kvtier_region_put(v[i]);
 		cond_resched();
 	}
 	kfree(v);
+	if (again)
+		kvtier_pagemap_kick(tier);
 }
 
 /* Unlink the regions whose records were found damaged. */
@@ -294,8 +308,8 @@ static void kvtier_pagemap_unlink_lost(struct kvtier_tier *tier)
 		kvtier_region_put(r);
 		ret = kvtier_name_unlink(r);
 		if (ret)
-			dev_err(&tier->dev, "region '%s' with damaged page records: unlink failed (%d)\n",
-				r->name, ret);
+			dev_err_ratelimited(&tier->dev, "region '%s' with damaged page records: unlink failed (%d)\n",
+					    r->name, ret);
 		kvtier_region_put_user(r);
 	}
 	kfree(v);
@@ -303,26 +317,31 @@ static void kvtier_pagemap_unlink_lost(struct kvtier_tier *tier)
 
 static void kvtier_pagemap_work(struct work_struct *work)
 {
-	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+	struct kvtier_tier *tier = container_of(to_delayed_work(work),
+						struct kvtier_tier,
 						store.unload_work);
 	struct kvtier_store *st = &tier->store;
 
+	/* Detach cancels this work after setting closing: no commit after. */
 	if (READ_ONCE(st->closing) || READ_ONCE(st->dropping))
 		return;
 	mutex_lock(&st->lock);
 	kvtier_pagemap_unload_closed(tier);
 	mutex_unlock(&st->lock);
-	if (!tier->backing.read_only && !kvtier_fenced(tier))
+	if (!tier->backing.read_only && !kvtier_fenced(tier) &&
+	    !READ_ONCE(st->closing))
 		kvtier_pagemap_unlink_lost(tier);
 }
 
 /*
  * A persistent region of @tier may have become closed: look for maps to
- * unload soon. Any context; the region need not be held.
+ * unload after KVT_UNLOAD_DELAY, which gathers the kicks of many closes
+ * into one pass and lets the short holders of a region (the evictor that
+ * kicked) let go first. Any context; the region need not be held.
  */
 void kvtier_pagemap_kick(struct kvtier_tier *tier)
 {
-	queue_work(kvtier_wq, &tier->store.unload_work);
+	queue_delayed_work(kvtier_wq, &tier->store.unload_work, KVT_UNLOAD_DELAY);
 }
 
 /*
@@ -378,5 +397,5 @@ int kvtier_pagemap_load_all(struct kvtier_tier *tier)
 
 void kvtier_pagemap_init(struct kvtier_store *st)
 {
-	INIT_WORK(&st->unload_work, kvtier_pagemap_work);
+	INIT_DELAYED_WORK(&st->unload_work, kvtier_pagemap_work);
 }

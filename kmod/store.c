@@ -1792,7 +1792,7 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 	}
 	cancel_work_sync(&tier->store.commit_work);
 	cancel_work_sync(&tier->store.room_work);
-	cancel_work_sync(&tier->store.unload_work);
+	cancel_delayed_work_sync(&tier->store.unload_work);
 	/*
 	 * Only these were forgotten. A fallback attach to the other
 	 * superblock copy goes on with this store: from now on a destroyed
@@ -1821,11 +1821,12 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	}
 	kfree(v);
 	/*
-	 * No room work from here on: a run behind the final commit would
-	 * commit again, after the lease is given back.
+	 * No room or unload work from here on: a run behind the final
+	 * commit would commit again, after the lease is given back.
 	 */
 	WRITE_ONCE(tier->store.closing, true);
 	cancel_work_sync(&tier->store.room_work);
+	cancel_delayed_work_sync(&tier->store.unload_work);
 	/* Left with an empty journal: the next attach replays nothing. */
 	if (tier->store.journal_blocks &&
 	    tier->store.journal_pos != tier->store.journal_head) {
