@@ -54,7 +54,8 @@
  *     kvtier_tier.lock (attach/detach, open/release, region creation, a
  *       knob write's cross-checks; never on the I/O path)
  *     kvtier_file.pin_lock (a file's pins)
- *     kvtier_store.lock (commits). Never taken under a page lock, and no
+ *     kvtier_store.lock (commits; loading and unloading the page maps
+ *       of closed regions, pagemap.c). Never taken under a page lock, and no
  *       page lock is taken under it: a write-back that finds the namespace
  *       full queues the store's room work (kvtier_store_need_room()). A
  *       budget stall waits for that work (flush_work) under the locks
