@@ -875,6 +875,21 @@ unsigned long kvtier_crcs_bytes(struct kvtier_region *region);
 
 /* pagemap.c */
 struct kvtier_disk_page;
+
+/*
+ * Whether a page record of index @index may follow the one of index *@prev
+ * (-1 before the first) in @r: indexes increase and stay inside the
+ * region. Sets *@prev to @index if so.
+ */
+static inline bool kvtier_record_index_next(struct kvtier_region *r, u32 index,
+					    s64 *prev)
+{
+	if ((s64)index <= *prev || index >= r->nr_pages)
+		return false;
+	*prev = index;
+	return true;
+}
+
 int kvtier_pagemap_walk(struct kvtier_region *r,
 			int (*fn)(struct kvtier_region *r, void *arg,
 				  const struct kvtier_disk_page *p, size_t n),

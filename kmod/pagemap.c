@@ -116,7 +116,7 @@ static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
 		u64 slot = le64_to_cpu(p[i].slot);
 		u32 index = le32_to_cpu(p[i].index);
 
-		if ((s64)index <= *prev || index >= r->nr_pages ||
+		if (!kvtier_record_index_next(r, index, prev) ||
 		    slot >= r->tier->slots.nr)
 			return -EUCLEAN;
 		ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
@@ -126,7 +126,6 @@ static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
 		if (ret)
 			return ret;
 		kvtier_crcs_set(r, index, le32_to_cpu(p[i].crc));
-		*prev = index;
 	}
 	return 0;
 }

@@ -1304,11 +1304,8 @@ static int kvtier_claim_pages(struct kvtier_tier *tier, struct kvtier_region *r,
 	int ret;
 
 	for (k = 0; k < nr; k++) {
-		u32 index = le32_to_cpu(pages[k].index);
-
-		if ((s64)index <= *prev || index >= r->nr_pages)
+		if (!kvtier_record_index_next(r, le32_to_cpu(pages[k].index), prev))
 			return -EUCLEAN;
-		*prev = index;
 	}
 	for (i = 0; i < nr; i = j) {
 		u64 slot = le64_to_cpu(pages[i].slot);
