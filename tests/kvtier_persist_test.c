@@ -1740,6 +1740,33 @@ static int wait_gone(const char *name)
 }
 
 /*
+ * map:2 of closed_regions_leave_maps_on_namespace (@len bytes): pattern
+ * 72 with pages 8 to 11 rewritten as pattern 80. 0, or -1 if a byte is
+ * wrong or cannot be read.
+ */
+static int check_map2(size_t len)
+{
+	int fd = open_name(0, "map:2", 0, 0, 0);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = check_fd(fd, 0, 8 * PAGE, 72) == -1 &&
+	     check_fd(fd, 8 * PAGE, 4 * PAGE, 80) == -1 &&
+	     check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72) == -1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Flip @name's PINNED flag (*@pinned says how it is): one commit. */
+static int toggle_pinned(int fd, const char *name, int *pinned)
+{
+	*pinned = !*pinned;
+	return set_flags(fd, name, *pinned ? KVTIER_REGION_PINNED : 0,
+			 *pinned ? 0 : KVTIER_REGION_PINNED, 0);
+}
+
+/*
  * A closed persistent region's page map (its slots and CRCs) stays on the
  * namespace: none is in memory after an attach; opening a region reads
  * its map back from the checkpoint and every byte verifies; once closed
@@ -1794,18 +1821,11 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	for (i = 0; i < 70000; i++) {
 		if (kvt_stat(0, "commits") - kvt_stat(0, "journal_commits") > ckpts0)
 			break;
-		pinned = !pinned;
-		ASSERT_EQ(0, set_flags(self->fd, "map:0", pinned ? KVTIER_REGION_PINNED : 0,
-				       pinned ? 0 : KVTIER_REGION_PINNED, 0));
+		ASSERT_EQ(0, toggle_pinned(self->fd, "map:0", &pinned));
 	}
 	TH_LOG("a checkpoint after %d transactions", i);
 	ASSERT_EQ(0, wait_crcs(0, 0));
-	fd = open_name(0, "map:2", 0, 0, 0);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(-1, check_fd(fd, 0, 8 * PAGE, 72));
-	ASSERT_EQ(-1, check_fd(fd, 8 * PAGE, 4 * PAGE, 80));
-	ASSERT_EQ(-1, check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72));
-	close(fd);
+	ASSERT_EQ(0, check_map2(len));
 
 	/*
 	 * Damage map:0's records on the media under the attached tier: the
@@ -1815,11 +1835,8 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(0, damage_records("map:0", len));
 	ret = 0;
-	for (i = 0; i < 70000 && !ret; i++) {
-		pinned = !pinned;
-		ret = set_flags(self->fd, "map:2", pinned ? KVTIER_REGION_PINNED : 0,
-				pinned ? 0 : KVTIER_REGION_PINNED, 0);
-	}
+	for (i = 0; i < 70000 && !ret; i++)
+		ret = toggle_pinned(self->fd, "map:2", &pinned);
 	TH_LOG("the commit after %d transactions: %d", i, ret);
 	ASSERT_EQ(-EUCLEAN, ret);
 	ASSERT_EQ(0, wait_gone("map:0"));
@@ -1836,12 +1853,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(1, kvt_kmsg_count("page records of region 'map:1' in the checkpoint are damaged"));
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(-ENOENT, open_name(0, "map:1", 0, 0, 0));
-	fd = open_name(0, "map:2", 0, 0, 0);
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(-1, check_fd(fd, 0, 8 * PAGE, 72));
-	ASSERT_EQ(-1, check_fd(fd, 8 * PAGE, 4 * PAGE, 80));
-	ASSERT_EQ(-1, check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72));
-	close(fd);
+	ASSERT_EQ(0, check_map2(len));
 }
 
 /*
@@ -1898,12 +1910,8 @@ TEST_F_TIMEOUT(persist, page_maps_race_open_and_unload, 300)
 		}
 	}
 	deadline = kvt_now_ms() + RUN_MS;
-	while (kvt_now_ms() < deadline) {
-		pinned = !pinned;
-		flags_failed += !!set_flags(self->fd, "race:0",
-					    pinned ? KVTIER_REGION_PINNED : 0,
-					    pinned ? 0 : KVTIER_REGION_PINNED, 0);
-	}
+	while (kvt_now_ms() < deadline)
+		flags_failed += !!toggle_pinned(self->fd, "race:0", &pinned);
 	for (i = 0; i < NPROC; i++) {
 		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
 		bad += !WIFEXITED(status) || WEXITSTATUS(status);
@@ -2690,9 +2698,7 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 	for (i = 0; i < 3 * jb; i++) {
 		if (i >= jb && kvt_stat(1, "journal_pos") % jb == jb - 4)
 			break;
-		pinned = !pinned;
-		ASSERT_EQ(0, set_flags(fd, "w:a", pinned ? KVTIER_REGION_PINNED : 0,
-				       pinned ? 0 : KVTIER_REGION_PINNED, 0));
+		ASSERT_EQ(0, toggle_pinned(fd, "w:a", &pinned));
 	}
 	close(fd);
 	ASSERT_LT(i, 3 * jb);
@@ -2710,11 +2716,8 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 	EXPECT_EQ(pinned, is_pinned(1, "w:a"));
 	fd = tier_open(1);
 	ASSERT_GE(fd, 0);
-	for (i = 0; i < 3; i++) {
-		pinned = !pinned;
-		ASSERT_EQ(0, set_flags(fd, "w:a", pinned ? KVTIER_REGION_PINNED : 0,
-				       pinned ? 0 : KVTIER_REGION_PINNED, 0));
-	}
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, toggle_pinned(fd, "w:a", &pinned));
 	close(fd);
 	pos = kvt_stat(1, "journal_pos");
 	ASSERT_EQ(jb - 1, pos % jb);
