@@ -44,7 +44,9 @@ restore_mb=${KVTIER_AB_RESTORE_MB:-32}
 params_a=${KVTIER_AB_PARAMS_A:-}
 params_b=${KVTIER_AB_PARAMS_B:-}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-py=/usr/bin/python3
+top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/bench/fio-raw.sh
+. "$top/tests/bench/fio-raw.sh"
 sys=/sys/class/kvtier/kvtier0
 dbg=/sys/kernel/debug/kvtier/kvtier0
 fail=0
@@ -68,33 +70,16 @@ log "ab: namespace $ns; budget $budget MiB; rounds $rounds; $workloads"
 # TCG the instruction is the slower one (tools/bench/crcspeed.c).
 "$build/bench/crcspeed" 64 | sed 's/^/crcspeed guest: /' >&2
 
-# Raw ceiling first (writes before reads: sparse blocks read for free).
-jobs=()
-for rw in write read; do
-	for qd in 1 32; do
-		jobs+=(--name="fio-$rw-1M-qd$qd" --rw=$rw --bs=1M --iodepth=$qd
-			--stonewall)
-	done
+# Raw ceiling first (writes before reads: sparse blocks read for free),
+# libaio and io_uring: 1 MiB at iodepth 1 and 32, and each kvtier row's
+# own shape: restore touches 64 KiB at a time, pread and pwrite (with its
+# fsync) move 4 MiB per call.
+shapes=()
+for eng in libaio io_uring; do
+	shapes+=("write:1M:1:$eng" "write:1M:32:$eng" "write:4M:1:$eng:fsync"
+		"read:1M:1:$eng" "read:1M:32:$eng" "read:4M:1:$eng" "read:64k:1:$eng")
 done
-if fio --filename="$ns" --direct=1 --ioengine=libaio --size=512M \
-	--runtime=2 --time_based --output-format=json "${jobs[@]}" \
-	>"$out/fio.json" 2>"$out/fio.err"; then
-	$py - "$out/fio.json" >>"$csv" <<'EOF'
-import json, sys
-for job in json.load(open(sys.argv[1]))["jobs"]:
-    name = job["jobname"]
-    j = job["write" if "write" in name else "read"]
-    secs = j["runtime"] / 1000
-    print(",".join(["raw", name, "", "", "1", "", "%.1f" % (j["io_bytes"] / 2**20),
-          "%.3f" % secs, "%.4f" % (j["io_bytes"] / secs / 1e9 if secs else 0), "",
-          str(j["total_ios"]), "", "", "", "%.2f" % (j["clat_ns"]["mean"] / 1000)]
-          + [""] * 11 + ["fio --direct=1 libaio"]))
-EOF
-	grep '^raw,' "$csv" | cut -d, -f2,9 | sed 's/^/  /' >&2
-else
-	log "FAILED: fio"
-	fail=1
-fi
+fio_raw "$ns" "$out" "$csv" "${shapes[@]}" || fail=1
 
 # run LABEL ROUND KO: one module's workloads.
 run() {
@@ -122,7 +107,7 @@ run() {
 		esac
 		echo 0 >$dbg/latency 2>/dev/null
 		rows=$("$kvb" --target kvtier:/dev/kvtier0 --system "kvtier-$label" \
-			--budget-mb $budget "$@")
+			--budget-mb $budget --dev "$ns" "$@")
 		if [[ -z $rows ]]; then
 			log "FAILED: kvbench $label $*"
 			fail=1

@@ -29,7 +29,8 @@ budget=64
 slack=8
 [[ $mode == tiny ]] && budget=8
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-py=/usr/bin/python3
+# shellcheck source=tests/bench/fio-raw.sh
+. "$top/tests/bench/fio-raw.sh"
 
 log() { echo "bench: $*" >&2; }
 fail=0
@@ -64,7 +65,7 @@ bench() {
 	shift 2
 	rows=$(bash -c 'echo $$ >'"$cg"'/kvbench/cgroup.procs && exec "$@"' _ \
 		"$kvb" --target "$target" --system "$sys" --budget-mb "$budget" \
-		--cdf "$out/cdf.txt" "$@")
+		--dev "$ns" --cdf "$out/cdf.txt" "$@")
 	st=$?
 	if [[ -n $rows ]]; then
 		printf '%s\n' "$rows" >>"$csv"
@@ -114,41 +115,20 @@ memavail() {
 if [[ $mode == full ]]; then
 	t0=$(secs)
 	log "raw: fio on $ns"
-	# One fio process, 16 jobs one after another (stonewall): under TCG,
-	# starting fio costs more than a job's runtime.
-	jobs=()
 	# Writes first: reads of never-written (sparse) blocks would cost
-	# the emulated device nothing.
+	# the emulated device nothing. The 16 libaio shapes, then io_uring
+	# at 1 MiB, and the restore row's own shape (64 KiB, one at a time).
+	shapes=()
 	for rw in write randwrite read randread; do
 		for bs in 4k 1M; do
 			for qd in 1 32; do
-				jobs+=(--name="fio-$rw-$bs-qd$qd" --rw=$rw --bs=$bs
-					--iodepth=$qd --stonewall)
+				shapes+=("$rw:$bs:$qd")
 			done
 		done
 	done
-	if fio --filename="$ns" --direct=1 --ioengine=libaio --size=512M \
-		--runtime=2 --time_based --output-format=json "${jobs[@]}" \
-		>"$out/fio.json" 2>"$out/fio.err"; then
-		$py - "$out/fio.json" >>"$csv" <<'EOF'
-import json, sys
-for job in json.load(open(sys.argv[1]))["jobs"]:
-    name = job["jobname"]
-    j = job["write" if "write" in name else "read"]
-    p = j["clat_ns"].get("percentile", {})
-    def pc(k):
-        return "%.1f" % (p[k] / 1000) if k in p else ""
-    secs = j["runtime"] / 1000
-    print(",".join(["raw", name, "", "", "1", "", "%.1f" % (j["io_bytes"] / 2**20),
-          "%.3f" % secs, "%.4f" % (j["io_bytes"] / secs / 1e9 if secs else 0), "",
-          str(j["total_ios"]), pc("50.000000"), pc("99.000000"), pc("99.900000"),
-          "%.2f" % (j["clat_ns"]["mean"] / 1000)] + [""] * 11 + ["fio --direct=1 libaio"]))
-EOF
-		grep '^raw,' "$csv" | cut -d, -f2,9,12-13 | sed 's/^/  /'
-	else
-		log "FAILED: fio"
-		fail=1
-	fi
+	shapes+=(write:1M:1:io_uring write:1M:32:io_uring read:1M:1:io_uring
+		read:1M:32:io_uring read:64k:1 read:64k:1:io_uring)
+	fio_raw "$ns" "$out" "$csv" "${shapes[@]}" || fail=1
 	log "raw: $(($(secs) - t0)) s"
 fi
 

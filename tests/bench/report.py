@@ -25,15 +25,115 @@ import subprocess
 import sys
 
 
+# --- what a row cost the machine, and whether it measured a cold read --------
+#
+# kvbench and tests/bench/fio2csv.py both record, over the timed interval,
+# the guest's CPU seconds on every CPU (cpu_s: kworkers and interrupts
+# included) and the namespace's own counters (dev_*: MiB and requests each
+# way, after merging; dev_queue_s: request time summed over requests). A
+# row that reads a region back cold must have read at least the region
+# from the device: one that read less found part of it in memory and is
+# rejected (shown, never compared).
+COLD = ("restore", "pread", "restore-mmap", "restore-pread", "restore-fault")
+
+# Each kvtier workload's raw-namespace shape in the same boot: restore
+# touches 64 KiB at a time in order; pread and pwrite (with its fsync)
+# move 4 MiB per call; write-back is judged against the best sequential
+# write at depth.
+SHAPE = {
+    "restore": "fio-read-64k-qd1",
+    "pread": "fio-read-4M-qd1",
+    "pwrite": "fio-write-4M-qd1",
+    "writeback": "fio-write-1M-qd32",
+}
+
+
+def num(r, k):
+    try:
+        return float(r[k])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def warm(r):
+    """Why a cold-read row is rejected, or None."""
+    if r.get("workload") not in COLD or r.get("system") == "raw":
+        return None
+    got, size = num(r, "dev_read_mib"), num(r, "mib")
+    if got is None or size is None:
+        return None
+    if got < size:
+        return "read %.1f of its %.1f MiB from the device" % (got, size)
+    return None
+
+
+def cost(r):
+    """CPU s per GB moved, mean read/write KiB per request, mean in flight."""
+    gb = (num(r, "gbps") or 0) * (num(r, "seconds") or 0)
+    cpu = num(r, "cpu_s")
+    out = {"cpu_gb": cpu / gb if cpu is not None and gb else None}
+    for d in ("read", "write"):
+        mib, ios = num(r, "dev_%s_mib" % d), num(r, "dev_%s_ios" % d)
+        out[d] = mib * 1024 / ios if mib is not None and ios else None
+    q, secs = num(r, "dev_queue_s"), num(r, "seconds")
+    out["qd"] = q / secs if q is not None and secs else None
+    return out
+
+
+def cost_lines(rows):
+    """The cost table: one line per row that has the columns."""
+    def f1(v, spec="%.3g"):
+        return "-" if v is None else spec % v
+    lines = ["", "what each row cost the guest (CPU s per GB moved, every CPU;"
+             " the namespace's requests: mean KiB each way, mean in flight):",
+             "  %-12s %-24s %8s %8s %9s %8s %9s %8s %6s  %s" % (
+                 "system", "workload", "GB/s", "CPU s/GB", "read MiB",
+                 "KiB/req", "write MiB", "KiB/req", "depth", "cold")]
+    for r in rows:
+        if not r.get("cpu_s") and not r.get("dev_read_mib"):
+            continue
+        c = cost(r)
+        w = warm(r)
+        cold = "-" if r["workload"] not in COLD or r["system"] == "raw" else \
+            ("REJECTED: " + w if w else "yes")
+        lines.append("  %-12s %-24s %8s %8s %9s %8s %9s %8s %6s  %s" % (
+            r["system"][:12], r["workload"][:24], r["gbps"], f1(c["cpu_gb"]),
+            r["dev_read_mib"] or "-", f1(c["read"], "%.0f"),
+            r["dev_write_mib"] or "-", f1(c["write"], "%.0f"),
+            f1(c["qd"], "%.1f"), cold))
+    return lines
+
+
+def shape_lines(rows, systems):
+    """Each kvtier row against fio of its own shape, libaio and io_uring."""
+    fio = {r["workload"]: r for r in rows if r["system"] == "raw"}
+    lines = ["", "against fio of the same shape in this boot (GB/s ratio; CPU s"
+             " per GB, kvtier's over fio's libaio):",
+             "  %-12s %-14s %-14s %9s %9s %9s" % (
+                 "system", "workload", "fio job", "vs libaio", "vs uring",
+                 "CPU/GB")]
+    for r in rows:
+        base = SHAPE.get(r["workload"])
+        if not base or not any(r["system"].startswith(s) for s in systems):
+            continue
+        g = num(r, "gbps")
+        ratios = []
+        for name in (base, base + "-uring"):
+            b = num(fio.get(name, {}), "gbps")
+            ratios.append("%.3fx" % (g / b) if g and b else "-")
+        if warm(r):
+            ratios = ["rejected", "rejected"]
+        ca, cb = cost(r)["cpu_gb"], cost(fio.get(base, {}))["cpu_gb"]
+        lines.append("  %-12s %-14s %-14s %9s %9s %9s" % (
+            r["system"][:12], r["workload"], base[4:], ratios[0], ratios[1],
+            "%.2fx" % (ca / cb) if ca and cb else "-"))
+    return lines
+
+
 
 def reuse_table(rows):
     """The reuse run: every row, then per restore method the mean of its
     rounds and its ratio to fio iodepth 16 (the median of fio's runs)."""
-    def num(r, k):
-        try:
-            return float(r[k])
-        except (KeyError, TypeError, ValueError):
-            return None
     fios = [r for r in rows if r["system"] == "raw"]
     q16 = sorted(num(r, "gbps") for r in fios
                  if r["workload"].endswith("-qd16") and num(r, "gbps"))
@@ -80,11 +180,6 @@ def reuse_table(rows):
 
 def ab_table(rows):
     """Module A against module B in one boot, each against fio."""
-    def num(r, k):
-        try:
-            return float(r[k])
-        except (KeyError, TypeError, ValueError):
-            return None
     fio = {r["workload"]: num(r, "gbps") for r in rows if r["system"] == "raw"}
     for name, g in sorted(fio.items()):
         print("%-22s %9.4g GB/s" % (name, g))
@@ -102,11 +197,13 @@ def ab_table(rows):
         if not r["system"].startswith("kvtier-"):
             continue
         m, w, g = r["system"][7:], r["workload"], num(r, "gbps")
-        mean.setdefault((m, w), []).append(g)
         ref = best.get(w)
-        print("%-10s %-10s %9.4g %8.3fx %9s %9s %9s %9s" % (
+        print("%-10s %-10s %9.4g %8.3fx %9s %9s %9s %9s%s" % (
             m, w, g, g / ref if ref else 0, r["p50_us"], r["p99_us"],
-            r["majflt"], r["mod_read_mib"]))
+            r["majflt"], r["mod_read_mib"],
+            "  REJECTED: " + warm(r) if warm(r) else ""))
+        if not warm(r):
+            mean.setdefault((m, w), []).append(g)
     for w in ("restore", "writeback", "pwrite", "pread"):
         a, b = mean.get(("A", w)), mean.get(("B", w))
         if a and b:
@@ -115,6 +212,7 @@ def ab_table(rows):
             print("%-10s mean A %.4g GB/s (%.3fx fio), B %.4g GB/s (%.3fx fio): B/A %.2fx" % (
                 w, ma, ma / ref if ref else 0, mb, mb / ref if ref else 0,
                 mb / ma if ma else 0))
+    print("\n".join(shape_lines(rows, ("kvtier-",)) + cost_lines(rows)))
 
 
 if sys.argv[1] == "--ab":
@@ -130,11 +228,7 @@ rows = list(csv.DictReader(open(res)))
 SYSTEMS = ["kvtier", "swap", "pagecache"]
 
 
-def f(r, k):
-    try:
-        return float(r[k])
-    except (KeyError, TypeError, ValueError):
-        return None
+f = num
 
 
 def key(r):
@@ -164,7 +258,10 @@ def label(k):
 
 
 def metric(r):
-    """(value, unit) of the headline throughput of a row."""
+    """(value, unit) of the headline throughput of a row; None for a
+    rejected (warm) one."""
+    if warm(r):
+        return None, "GB/s"
     if r["workload"] in ("decode", "churn"):
         return f(r, "tokens_s"), "tok/s"
     if r["workload"].startswith("hot-"):
@@ -216,6 +313,8 @@ for name in sorted(fio):
     r = fio[name]
     lines.append("  %-22s %8s GB/s  p50 %8s  p99 %8s" % (
         name[4:], fmt(f(r, "gbps")), fmt(f(r, "p50_us")), fmt(f(r, "p99_us"))))
+
+lines += shape_lines(rows, ("kvtier",)) + cost_lines(rows)
 
 # Issue 7's targets, measured.
 lines.append("")

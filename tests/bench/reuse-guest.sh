@@ -39,6 +39,7 @@ set -uo pipefail
 build=${1:?usage: reuse-guest.sh BUILD OUT KO}
 out=${2:?}
 ko=${3:?}
+top=$(cd "$(dirname "$0")/../.." && pwd)
 kvb=$build/bench/kvbench
 csv=$out/bench.csv
 # Sizes: the region is half the budget, as 1 GiB of KV (8192 tokens of
@@ -79,11 +80,11 @@ kvbench() {
 	local rows st
 	rows=$("$kvb" --target kvtier:/dev/kvtier0 --system kvtier-reuse \
 		--budget-mb "$budget" --restore-mb "$region" --name $name \
-		--seed "$seed" --cdf "$out/cdf.txt" "$@")
+		--seed "$seed" --dev "$ns" --cdf "$out/cdf.txt" "$@")
 	st=$?
 	if [[ -n $rows ]]; then
 		printf '%s\n' "$rows" >>"$csv"
-		printf '%s\n' "$rows" | cut -d, -f2,8,9,12-13,25-27 | sed 's/^/  /'
+		printf '%s\n' "$rows" | cut -d, -f2,8,9,12-13,25-26,28,33 | sed 's/^/  /'
 	fi
 	if ((st != 0)) || [[ -z $rows && $1 != drop && $1 != unlink ]]; then
 		log "FAILED: kvbench $* (status $st)"
@@ -142,22 +143,11 @@ fio_rows() {
 # all: under TCG it takes seconds).
 fio_csv() {
 	((${#fio_json[@]})) || return 0
-	$py - "$fio_off" "${fio_json[@]}" >>"$csv" <<'EOF'
-import json, sys
-off, args = sys.argv[1], sys.argv[2:]
-for fn, tag in zip(args[0::2], args[1::2]):
-    for job in json.load(open(fn))["jobs"]:
-        j = job["read"]
-        p = j["clat_ns"].get("percentile", {})
-        def pc(k):
-            return "%.1f" % (p[k] / 1000) if k in p else ""
-        secs = j["runtime"] / 1000
-        print(",".join(["raw", job["jobname"], "", "", "1", "", "%.1f" % (j["io_bytes"] / 2**20),
-              "%.3f" % secs, "%.4f" % (j["io_bytes"] / secs / 1e9 if secs else 0), "",
-              str(j["total_ios"]), pc("50.000000"), pc("99.000000"), pc("99.900000"),
-              "%.2f" % (j["clat_ns"]["mean"] / 1000)] + [""] * 11 +
-              ["fio --direct=1 libaio; %s; raw namespace from byte %s" % (tag, off)]))
-EOF
+	local i args=()
+	for ((i = 0; i < ${#fio_json[@]}; i += 2)); do
+		args+=("${fio_json[i]}" "${fio_json[i + 1]}; raw namespace from byte $fio_off")
+	done
+	$py "$top/tests/bench/fio2csv.py" "$csv" "${args[@]}" 2>/dev/null
 }
 
 # fio_where: sets fio_off, the byte offset of the region's first data slot,

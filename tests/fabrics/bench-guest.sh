@@ -91,19 +91,8 @@ fio_rows() {
 		fail=1
 		return 1
 	fi
-	python3 - "$system" "$js" >>"$csv" <<'EOF'
-import json, sys
-system, fn = sys.argv[1], sys.argv[2]
-for job in json.load(open(fn))["jobs"]:
-    j = job["read"]
-    p = j["clat_ns"].get("percentile", {})
-    pc = lambda k: "%.1f" % (p[k] / 1000) if k in p else ""
-    secs = j["runtime"] / 1000
-    print(",".join([system, job["jobname"], "", "", "1", "", "%.1f" % (j["io_bytes"] / 2**20),
-          "%.3f" % secs, "%.4f" % (j["io_bytes"] / secs / 1e9 if secs else 0), "",
-          str(j["total_ios"]), pc("50.000000"), pc("99.000000"), pc("99.900000"),
-          "%.2f" % (j["clat_ns"]["mean"] / 1000)] + [""] * 11 + ["fio --direct=1 libaio"]))
-EOF
+	python3 "$here/../bench/fio2csv.py" --system "$system" "$csv" "$js" "" \
+		2>/dev/null
 	grep "^$system," "$csv" | cut -d, -f1,2,9,12,13 | sed 's/^/  /' >&2
 }
 

@@ -50,7 +50,8 @@ static const char header[] =
 	"system,workload,model,ratio,nseq,ctx_tokens,mib,seconds,gbps,tokens_s,"
 	"units,p50_us,p99_us,p999_us,mean_us,minflt,majflt,us_per_fault,"
 	"mod_major,mod_major_p50_us,mod_major_p99_us,mod_minor,mod_minor_p50_us,"
-	"mod_minor_p99_us,mod_read_mib,mod_write_mib,note";
+	"mod_minor_p99_us,mod_read_mib,mod_write_mib,cpu_s,dev_read_mib,"
+	"dev_read_ios,dev_write_mib,dev_write_ios,dev_queue_s,note";
 
 /* --- model shape ----------------------------------------------------------- */
 
@@ -88,6 +89,7 @@ static size_t unit_bytes(void)
 static struct {
 	char target[256];
 	char system[64];
+	char dev[64];		/* the namespace's name in /sys/block */
 	size_t budget;		/* bytes */
 	double ratio;
 	unsigned int nseq;
@@ -422,6 +424,80 @@ static double hist_pct(const uint64_t *h, double p, uint64_t *total)
 	return (double)(1UL << (HBUCKETS - 1));
 }
 
+/* --- the whole guest: CPU time and the device's own counters --------------- */
+
+/*
+ * What a run cost the machine, not only this process: CPU time of every
+ * CPU (kworkers, interrupts and the block layer included) from /proc/stat,
+ * and what the namespace itself saw from /sys/block/<dev>/stat: sectors
+ * and requests (after merging) each way, and the time requests spent in
+ * flight summed over requests (time_in_queue), whose delta over the
+ * elapsed time is the mean number in flight. The same counters are read
+ * around fio's jobs (tests/bench/snap.sh), so every row is measured alike.
+ */
+struct sysstat {
+	int cpu_ok, dev_ok;
+	uint64_t cpu_ticks;	/* non-idle, USER_HZ, all CPUs */
+	uint64_t rd_ios, rd_sectors, wr_ios, wr_sectors, queue_ms;
+};
+
+static void sys_read(struct sysstat *s)
+{
+	unsigned long long v[10] = { 0 }, d[11];
+	char path[128];
+	FILE *f;
+
+	memset(s, 0, sizeof(*s));
+	f = fopen("/proc/stat", "r");
+	if (f) {
+		/* user nice system idle iowait irq softirq steal guest guest_nice */
+		if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+			   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+			   &v[7]) == 8) {
+			s->cpu_ticks = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+			s->cpu_ok = 1;
+		}
+		fclose(f);
+	}
+	if (!opt.dev[0])
+		return;
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", opt.dev);
+	f = fopen(path, "r");
+	if (!f)
+		die("open %s: %s", path, strerror(errno));
+	/* reads merges sectors ticks, writes ..., in_flight io_ticks queue */
+	if (fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu",
+		   &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &d[6], &d[7],
+		   &d[8], &d[9], &d[10]) != 11)
+		die("%s: unexpected contents", path);
+	fclose(f);
+	s->rd_ios = d[0];
+	s->rd_sectors = d[2];
+	s->wr_ios = d[4];
+	s->wr_sectors = d[6];
+	s->queue_ms = d[10];
+	s->dev_ok = 1;
+}
+
+/* The columns cpu_s .. dev_queue_s of the run between @a and @b. */
+static void sys_print(const struct sysstat *a, const struct sysstat *b)
+{
+	if (a->cpu_ok && b->cpu_ok)
+		printf("%.2f,", (double)(b->cpu_ticks - a->cpu_ticks) /
+		       (double)sysconf(_SC_CLK_TCK));
+	else
+		printf(",");
+	if (a->dev_ok && b->dev_ok)
+		printf("%.1f,%llu,%.1f,%llu,%.3f,",
+		       (double)(b->rd_sectors - a->rd_sectors) * 512 / MIB,
+		       (unsigned long long)(b->rd_ios - a->rd_ios),
+		       (double)(b->wr_sectors - a->wr_sectors) * 512 / MIB,
+		       (unsigned long long)(b->wr_ios - a->wr_ios),
+		       (double)(b->queue_ms - a->queue_ms) / 1000);
+	else
+		printf(",,,,,");
+}
+
 /* --- one measured run -------------------------------------------------------- */
 
 struct run {
@@ -431,6 +507,7 @@ struct run {
 	size_t region;
 	struct lat lat;
 	struct modstat m0;
+	struct sysstat s0;
 	struct rusage r0;
 	uint64_t t0;
 	uint64_t bytes, tokens;
@@ -448,6 +525,7 @@ static void run_begin(struct run *r, const char *workload)
 static void run_start(struct run *r)
 {
 	mod_read(&r->m0);
+	sys_read(&r->s0);
 	getrusage(RUSAGE_SELF, &r->r0);
 	r->t0 = now_ns();
 }
@@ -479,10 +557,12 @@ static void run_end(struct run *r)
 	uint64_t t1 = now_ns();
 	struct rusage r1;
 	struct modstat m1;
+	struct sysstat s1;
 	double secs = (double)(t1 - r->t0) / 1e9;
 	long minf, majf;
 
 	getrusage(RUSAGE_SELF, &r1);
+	sys_read(&s1);
 	mod_read(&m1);
 	minf = r1.ru_minflt - r->r0.ru_minflt;
 	majf = r1.ru_majflt - r->r0.ru_majflt;
@@ -526,6 +606,7 @@ static void run_end(struct run *r)
 	} else {
 		printf(",,,,,,,,");
 	}
+	sys_print(&r->s0, &s1);
 	printf("%s\n", r->note);
 	fflush(stdout);
 	free(r->lat.v);
@@ -1327,7 +1408,9 @@ static void usage(void)
 "  --seed N            also the reuse pattern's seed\n"
 "  --name NAME         reuse: the persistent region's name (kvbench-reuse)\n"
 "  --chunk-kb N        reuse, pwrite, pread: chunk of each call (1024)\n"
-"  --note TEXT         reuse: appended to the note column\n");
+"  --note TEXT         reuse: appended to the note column\n"
+"  --dev NAME          the namespace in /sys/block (nvme0n1): its reads,\n"
+"                      writes and queue time go to the dev_* columns\n");
 	exit(2);
 }
 
@@ -1346,6 +1429,7 @@ int main(int argc, char **argv)
 		{ "seed", 1, 0, 'e' }, { "header", 0, 0, 'h' },
 		{ "cdf", 1, 0, 'c' }, { "name", 1, 0, 'N' },
 		{ "chunk-kb", 1, 0, 'C' }, { "note", 1, 0, 'o' },
+		{ "dev", 1, 0, 'd' },
 		{ "help", 0, 0, '?' }, { 0, 0, 0, 0 }
 	};
 	int c, i, all = 0;
@@ -1383,6 +1467,11 @@ int main(int argc, char **argv)
 		case 'N': snprintf(opt.name, sizeof(opt.name), "%s", optarg); break;
 		case 'C': opt.chunk = (size_t)atol(optarg) << 10; break;
 		case 'o': opt.note = optarg; break;
+		case 'd':
+			/* A name, or a path whose last part is the name. */
+			snprintf(opt.dev, sizeof(opt.dev), "%s",
+				 strrchr(optarg, '/') ? strrchr(optarg, '/') + 1 : optarg);
+			break;
 		case 'h': puts(header); return 0;
 		default: usage();
 		}
@@ -1399,6 +1488,11 @@ int main(int argc, char **argv)
 		opt.tokens = 16;
 	}
 	rng_state ^= (uint64_t)opt.seed * 0x9e3779b97f4a7c15ULL;
+	if (opt.dev[0]) {
+		struct sysstat s;
+
+		sys_read(&s);	/* a wrong --dev ends here, before any work */
+	}
 
 	if (!strncmp(opt.target, "kvtier:", 7)) {
 		const char *b;
@@ -1406,7 +1500,7 @@ int main(int argc, char **argv)
 		kind = T_KVTIER;
 		tpath = opt.target + 7;
 		b = strrchr(tpath, '/');
-		snprintf(dbgdir, sizeof(dbgdir), "/sys/kernel/debug/kvtier/%s",
+		snprintf(dbgdir, sizeof(dbgdir), "/sys/kernel/debug/kvtier/%.64s",
 			 b ? b + 1 : tpath);
 	} else if (!strcmp(opt.target, "anon")) {
 		kind = T_ANON;
