@@ -5,8 +5,10 @@
 # the same NVMe namespace (serial kvt0), one after another, in one boot:
 #
 #   raw     fio --direct=1 on the namespace: read/write/randread/randwrite,
-#           4 KiB and 1 MiB, iodepth 1 and 32 (the ceiling)
-#   kvtier  kvtier.ko, the namespace attached, host_budget_mb = B
+#           4 KiB and 1 MiB, iodepth 1 and 32 (the ceiling); io_uring at
+#           1 MiB; and each kvtier row's own shape (tests/bench/fio-raw.sh)
+#   kvtier  kvtier.ko, the namespace attached, host_budget_mb = B; then
+#           restore, pread, pwrite and writeback with checksum 1 and 0
 #   swap    mkswap + swapon on the namespace, kvbench --target anon
 #   pagecache  mkfs.ext4 + mount, kvbench --target file:<mnt>/kv.bin
 #
@@ -127,7 +129,9 @@ if [[ $mode == full ]]; then
 		done
 	done
 	shapes+=(write:1M:1:io_uring write:1M:32:io_uring read:1M:1:io_uring
-		read:1M:32:io_uring read:64k:1 read:64k:1:io_uring)
+		read:1M:32:io_uring read:64k:1 read:64k:1:io_uring
+		write:4M:1:libaio:fsync write:4M:1:io_uring:fsync read:4M:1
+		read:4M:1:io_uring)
 	fio_raw "$ns" "$out" "$csv" "${shapes[@]}" || fail=1
 	log "raw: $(($(secs) - t0)) s"
 fi
@@ -177,6 +181,16 @@ if insmod "$ko" num_tiers=1; then
 	log "kvtier: before: $(memavail)"
 	workloads kvtier kvtier:/dev/kvtier0
 	log "kvtier: after the workloads: $(memavail)"
+	# The explicit path, and every moving row with the CRC on (the
+	# default) and off: kvtier-crc1 and kvtier-crc0.
+	[[ $mode == full ]] && for c in 1 0; do
+		echo $c >$sys/checksum || fail=1
+		for w in restore pread pwrite; do
+			bench kvtier-crc$c kvtier:/dev/kvtier0 --chunk-kb 4096 $w
+		done
+		bench kvtier-crc$c kvtier:/dev/kvtier0 --ratio 4 writeback
+	done
+	echo 1 >$sys/checksum || fail=1
 	[[ $mode == full ]] && scaling kvtier:/dev/kvtier0
 	log "kvtier: after scaling: $(memavail)"
 	cat /sys/kernel/debug/kvtier/kvtier0/stats >"$out/kvtier-stats.txt" 2>/dev/null
