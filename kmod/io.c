@@ -16,7 +16,13 @@
 #include "kvtier.h"
 #include "kvtier_trace.h"
 
-/* One bio's worth of pages, at consecutive slots from @slot. */
+/*
+ * One bio's worth of pages, at consecutive slots from @slot. A read's
+ * pages are all of one region; with checksum on, @work checks their CRCs
+ * after the completion (kvtier_verify_ahead()), holding @region, a
+ * reference to each of @pages and their @index (after @kps, in the same
+ * allocation).
+ */
 struct kvtier_io {
 	struct kvtier_tier *tier;
 	unsigned long slot;
@@ -27,6 +33,10 @@ struct kvtier_io {
 	struct completion *done;
 	int *errs;			/* writes: per-page status, from index */
 	unsigned int first;
+	struct work_struct work;	/* reads: verify ahead */
+	struct kvtier_region *region;
+	struct page **pages;
+	pgoff_t *index;
 	struct kvtier_page *kps[];
 };
 
@@ -106,19 +116,25 @@ void kvtier_io_drain(struct kvtier_tier *tier)
 	spin_unlock_irq(&tier->inflight_wait.lock);
 }
 
+/* @read: with room for the verify-ahead arrays after @kps. */
 static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
-					 unsigned int nr)
+					 unsigned int nr, bool read)
 {
 	struct kvtier_io *io;
+	size_t size = struct_size(io, kps, nr);
 
 	if (kvtier_should_fail(KVT_FAIL_IO_ALLOC))
 		return NULL;
-	io = kmalloc(struct_size(io, kps, nr), GFP_NOIO);
+	if (read)
+		size += nr * (sizeof(*io->pages) + sizeof(*io->index));
+	io = kmalloc(size, GFP_NOIO);
 	if (!io)
 		return NULL;
 	io->tier = tier;
 	io->nr = nr;
 	io->bytes = (long)nr << PAGE_SHIFT;
+	io->pages = read ? (struct page **)&io->kps[nr] : NULL;
+	io->index = read ? (pgoff_t *)&io->pages[nr] : NULL;
 	return io;
 }
 
@@ -156,9 +172,10 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
  * never handed out. The read completion only marks the page KVT_PG_VERIFY;
  * its first user checks it here, with the page lock held, before anything
  * maps or copies it (page.c, kvtier_page_ready()). So the CRC is
- * computed in process context by the task that needs the page, in
- * parallel with the reads still in flight, not in the completion of a
- * whole bio.
+ * computed in process context, in parallel with the reads still in
+ * flight, not in the completion of a whole bio: by the task that needs
+ * the page, or by the verify-ahead work of its bio (below), whichever
+ * takes the page lock first.
  */
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
 {
@@ -180,9 +197,52 @@ bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
 }
 
 /*
+ * Verify ahead: the CRCs of a read bio's pages, checked on another CPU
+ * while the task that waited for the bio consumes it. The task reads
+ * forwards from the page it asked for, so this goes backwards from the
+ * last page and the two meet in the middle; a bio no task waits for yet
+ * (readahead, a pread's request ahead of its copy, prefetch) is checked
+ * whole before anyone needs it. It only takes pages nobody holds
+ * (trylock) that are still KVT_PG_VERIFY: a page locked by its user is
+ * checked by that user, so each CRC is computed once, and what a page
+ * becomes (up to date, or failed on a mismatch) is what its first user
+ * would have made it.
+ */
+static void kvtier_verify_ahead(struct work_struct *work)
+{
+	struct kvtier_io *io = container_of(work, struct kvtier_io, work);
+	struct kvtier_region *region = io->region;
+	unsigned int i = io->nr, done = 0;
+
+	while (i--) {
+		struct kvtier_page *kp = io->kps[i];
+		struct page *page = io->pages[i];
+
+		if (trylock_page(page)) {
+			/* kp may be freed once unlocked: compare before using it. */
+			if (xa_load(&region->pages, io->index[i]) == kp &&
+			    kp->page == page && kvt_pg_test(kp, KVT_PG_VERIFY)) {
+				kvtier_page_ready(kp);
+				done++;
+			}
+			unlock_page(page);
+		}
+		put_page(page);
+	}
+	if (done)
+		kvtier_count(io->tier, KVT_STAT_VERIFY_AHEAD, done);
+	kvtier_region_put(region);
+	kfree(io);
+}
+
+/*
  * Read completion: mark each page up to date (or, with checksum on, to be
  * verified by its first user) or failed, and unlock it; the faulting task
- * waits on its own page's lock, not on the whole bio.
+ * waits on its own page's lock, not on the whole bio. With checksum on, a
+ * bio of more than one page hands its pages to the verify-ahead work: the
+ * locked pages keep their region alive until here, so a region reference
+ * can be taken unless the region is already being destroyed (then no
+ * work: its pages are about to go).
  */
 static void kvtier_read_end_io(struct bio *bio)
 {
@@ -194,9 +254,13 @@ static void kvtier_read_end_io(struct bio *bio)
 	bool ok = !err;
 	enum kvtier_page_flag in = READ_ONCE(tier->knobs.checksum) ?
 		KVT_PG_VERIFY : KVT_PG_UPTODATE;
+	struct kvtier_region *region = io->kps[0]->region;
+	bool ahead;
 	unsigned int i;
 	long bytes;
 
+	ahead = ok && in == KVT_PG_VERIFY && io->nr > 1 &&
+		refcount_inc_not_zero(&region->ref);
 	kvtier_hist_add(&tier->lat[KVT_HIST_READ], ns);
 	trace_kvtier_read_done(tier->id, sector, io->bytes, ns, err);
 	if (ok) {
@@ -211,16 +275,29 @@ static void kvtier_read_end_io(struct bio *bio)
 	for (i = 0; i < io->nr; i++) {
 		struct kvtier_page *kp = io->kps[i];
 
+		if (ahead) {
+			io->pages[i] = kp->page;
+			io->index[i] = kp->index;
+			get_page(kp->page);
+		}
 		kvt_pg_set(kp, ok ? in : KVT_PG_ERROR);
 		unlock_page(kp->page);
 	}
 	/*
 	 * The last page unlocked, its region may be destroyed and the tier
-	 * detached: only the in-flight count, which detach drains, is left.
+	 * detached: only the in-flight count, which detach drains, is left
+	 * (and the region reference of the verify-ahead work, which the
+	 * region's destruction waits for).
 	 */
 	bytes = io->bytes;
 	bio_put(bio);
-	kfree(io);
+	if (ahead) {
+		io->region = region;
+		INIT_WORK(&io->work, kvtier_verify_ahead);
+		queue_work(kvtier_wq, &io->work);
+	} else {
+		kfree(io);
+	}
 	kvtier_inflight_put(tier, bytes);
 }
 
@@ -233,7 +310,7 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 {
 	struct kvtier_io *io;
 
-	io = kvtier_io_alloc(tier, nr);
+	io = kvtier_io_alloc(tier, nr, true);
 	if (!io)
 		return -ENOMEM;
 	memcpy(io->kps, kps, nr * sizeof(*kps));
@@ -307,7 +384,7 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		for (j = i + 1; j < nr && j - i < BIO_MAX_VECS &&
 		     kps[j]->wb_slot == kps[j - 1]->wb_slot + 1; j++)
 			;
-		io = kvtier_io_alloc(tier, j - i);
+		io = kvtier_io_alloc(tier, j - i, false);
 		if (!io) {
 			for (k = i; k < nr; k++)
 				errs[k] = -ENOMEM;

@@ -359,6 +359,55 @@ TEST_F_TIMEOUT(wr, dropped_writes_caught_by_checksum, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 }
 
+/*
+ * The same stale pages found by the verify-ahead work: WILLNEED reads
+ * them back with no reader waiting, the work checks every page of each
+ * bio and marks the stale ones failed (checksum_errors grows before
+ * anything is read); then every read of those is EIO, never the old bytes.
+ */
+TEST_F_TIMEOUT(wr, dropped_writes_caught_ahead, 300)
+{
+	size_t len = 1 * MiB, off;
+	long long csum0, v0, ahead = 0;
+	unsigned char *a;
+	int fa, r, i, eio = 0;
+
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	a = kvt_map_filled(&fa, len, 22);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	kvt_fill(a, len, 0, 23);
+	ASSERT_EQ(0, flakey("1 drop_writes"));
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, linear());
+	csum0 = kvt_stat(0, "checksum_errors");
+	v0 = kvt_stat(0, "read_verified_ahead");
+	ASSERT_EQ(0, posix_fadvise(fa, 0, len, POSIX_FADV_WILLNEED));
+	for (i = 0; i < 500; i++) {
+		ahead = kvt_stat(0, "read_verified_ahead") - v0;
+		if (ahead >= (long long)(len / PAGE) / 2)
+			break;
+		usleep(10000);
+	}
+	TH_LOG("%lld pages verified ahead, checksum_errors +%lld before any read",
+	       ahead, kvt_stat(0, "checksum_errors") - csum0);
+	ASSERT_GE(ahead, (long long)(len / PAGE) / 2);
+	ASSERT_GE(kvt_stat(0, "checksum_errors") - csum0, ahead);
+	for (off = 0; off < len; off += PAGE) {
+		r = kvt_pread_page(fa, off, 23);
+		ASSERT_NE(1, r);	/* never seed 22's (or zero) bytes */
+		ASSERT_NE(2, r);
+		eio += r == -EIO;
+	}
+	ASSERT_GE(eio, ahead);
+	ASSERT_EQ(1, kvt_touch_or_sigbus(a + 7 * PAGE));
+	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
+	munmap(a, len);
+	close(fa);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
 /* Reads corrupted on the way (byte 1 of each bio): CRC32C, never wrong bytes. */
 TEST_F_TIMEOUT(wr, corrupted_reads_caught_by_checksum, 300)
 {

@@ -479,6 +479,81 @@ TEST_F_TIMEOUT(tier, pread_reads_its_request_ahead, 300)
 }
 
 /*
+ * Bring [0, @len) of @fd back by WILLNEED alone (no reader), and wait
+ * until the prefetch read it and, with @crc_on, until the verify-ahead
+ * work checked every page of its multi-page bios. Returns the pages it
+ * verified ahead.
+ */
+static long long prefetch_and_settle(struct __test_metadata *_metadata,
+				     int fd, size_t len, int crc_on)
+{
+	long long v0 = kvt_stat(0, "read_verified_ahead");
+	long long p0 = kvt_stat(0, "read_pages");
+	long long b0 = kvt_stat(0, "read_bios");
+	long long want = (long long)(len / PAGE), v = 0;
+	int i;
+
+	ASSERT_EQ(0, posix_fadvise(fd, 0, len, POSIX_FADV_WILLNEED));
+	for (i = 0; i < 500 && kvt_stat(0, "read_pages") - p0 < want; i++)
+		usleep(10000);
+	ASSERT_GE(kvt_stat(0, "read_pages") - p0, want);
+	/* Every page of a bio of two or more is checked ahead. */
+	want = (kvt_stat(0, "read_pages") - p0) - (kvt_stat(0, "read_bios") - b0);
+	for (i = 0; i < 500; i++) {
+		v = kvt_stat(0, "read_verified_ahead") - v0;
+		if (!crc_on || v >= want)
+			break;
+		usleep(10000);
+	}
+	TH_LOG("checksum %d: %lld pages read in %lld bios, %lld verified ahead",
+	       crc_on, kvt_stat(0, "read_pages") - p0,
+	       kvt_stat(0, "read_bios") - b0, v);
+	if (crc_on)
+		ASSERT_GE(v, want);
+	return v;
+}
+
+/*
+ * With checksum on, a read bio's CRCs are checked by a work on another
+ * CPU as soon as it completes, before any reader asks (the pages of a
+ * WILLNEED prefetch, which nobody waits for, are all checked there);
+ * bytes are right after, and nothing is checked twice or counted as a
+ * mismatch. With checksum off nothing is checked.
+ */
+TEST_F_TIMEOUT(tier, read_crcs_verified_ahead, 300)
+{
+	size_t len = 2 * MiB;
+	struct kvtier_region_create rc = { .size = len };
+	long long csum0 = kvt_stat(0, "checksum_errors");
+	unsigned char *buf;
+
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	kvt_fill(buf, len, 0, 67);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_GT(prefetch_and_settle(_metadata, self->fd, len, 1), 0);
+	memset(buf, 0, len);
+	ASSERT_EQ((ssize_t)len, pread(self->fd, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 67));
+	ASSERT_EQ(csum0, kvt_stat(0, "checksum_errors"));
+
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, prefetch_and_settle(_metadata, self->fd, len, 0));
+	memset(buf, 0, len);
+	ASSERT_EQ((ssize_t)len, pread(self->fd, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 67));
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	free(buf);
+}
+
+/*
  * pwrite from a mapping of the same region: of other pages, of the very
  * page written, resident or evicted (the copy faults the source in while
  * the destination is being written; nothing deadlocks or mixes).
