@@ -371,6 +371,99 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 }
 
 /*
+ * The CRCs of a write-back batch, spread over CPUs. Under the checksum the
+ * CRC is most of what write-back costs the CPU, and fsync or reclaim would
+ * otherwise compute a whole batch's on one CPU before the first bio goes
+ * out. The batch is cut into up to KVT_CRC_PARTS parts of at least
+ * KVT_CRC_PART_MIN pages, one per online CPU; parts after the first are
+ * queued on kvtier_wq, and the caller computes the first, then each part
+ * no helper has started (a part is claimed once, by whoever exchanges
+ * @claimed first). The caller only ever waits for a helper that is
+ * already running, so a workqueue without free workers (memory pressure,
+ * when write-back matters most) costs parallelism, never progress. The
+ * pages are locked by the caller throughout: stable, and theirs to set.
+ */
+#define KVT_CRC_PARTS		4
+#define KVT_CRC_PART_MIN	64
+
+struct kvtier_crc_part {
+	struct work_struct work;
+	struct kvtier_page **kps;
+	const int *errs;		/* a page with an error gets no CRC */
+	unsigned int nr;
+	atomic_t claimed;
+};
+
+static void kvtier_crc_part_run(struct kvtier_crc_part *part)
+{
+	unsigned int i;
+
+	for (i = 0; i < part->nr; i++) {
+		struct kvtier_page *kp = part->kps[i];
+		void *data;
+
+		if (part->errs[i])
+			continue;
+		/*
+		 * Stable under the page lock, unless DMA into a GUP
+		 * reference changes it: then it stays dirty.
+		 */
+		if (kvtier_page_gup_held(kp))
+			kvt_pg_set(kp, KVT_PG_GUP);
+		data = kmap_local_page(kp->page);
+		kp->crc = kvtier_crc32c(data, PAGE_SIZE);
+		kunmap_local(data);
+	}
+}
+
+static void kvtier_crc_part_work(struct work_struct *work)
+{
+	struct kvtier_crc_part *part = container_of(work, struct kvtier_crc_part,
+						    work);
+
+	if (!atomic_xchg(&part->claimed, 1)) {
+		kvtier_crc_part_run(part);
+		kvtier_count(part->kps[0]->region->tier, KVT_STAT_WB_CRC_HELPED,
+			     part->nr);
+	}
+}
+
+static void kvtier_writeback_crcs(struct kvtier_page **kps, const int *errs,
+				  unsigned int nr)
+{
+	struct kvtier_crc_part parts[KVT_CRC_PARTS];
+	unsigned int np, i, at = 0;
+
+	np = clamp_t(unsigned int, nr / KVT_CRC_PART_MIN, 1,
+		     min_t(unsigned int, num_online_cpus(), KVT_CRC_PARTS));
+	for (i = 0; i < np; i++) {
+		unsigned int n = nr / np + (i < nr % np);
+
+		parts[i].kps = kps + at;
+		parts[i].errs = errs + at;
+		parts[i].nr = n;
+		atomic_set(&parts[i].claimed, 0);
+		at += n;
+		if (i) {
+			INIT_WORK_ONSTACK(&parts[i].work, kvtier_crc_part_work);
+			queue_work(kvtier_wq, &parts[i].work);
+		}
+	}
+	/* Ours, then from the last part back (helpers start at the front). */
+	atomic_set(&parts[0].claimed, 1);
+	kvtier_crc_part_run(&parts[0]);
+	for (i = np - 1; i > 0; i--) {
+		if (!atomic_xchg(&parts[i].claimed, 1))
+			kvtier_crc_part_run(&parts[i]);
+	}
+	/* Unqueue what did not start; wait for what runs. */
+	for (i = 1; i < np; i++) {
+		cancel_work_sync(&parts[i].work);
+		destroy_work_on_stack(&parts[i].work);
+	}
+}
+
+/*
  * Write back a batch of dirty pages. The caller holds each page's lock (so
  * no write can change them while in flight: stable pages); their mappings
  * are write-protected here by unmapping, so a later write faults into
@@ -415,22 +508,12 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 	err = kvtier_assign_slots(tier, kps, nr, errs);
 	if (err)
 		ret = err;
+	kvtier_writeback_crcs(kps, errs, nr);
 	for (i = 0; i < nr; i++) {
-		if (!errs[i]) {
-			void *data = kmap_local_page(kps[i]->page);
-
-			/*
-			 * Stable under the page lock, unless DMA into a GUP
-			 * reference changes it: then it stays dirty.
-			 */
-			if (kvtier_page_gup_held(kps[i]))
-				kvt_pg_set(kps[i], KVT_PG_GUP);
-			kps[i]->crc = kvtier_crc32c(data, PAGE_SIZE);
-			kunmap_local(data);
+		if (!errs[i])
 			wr[n++] = kps[i];
-		} else if (errs[i] != -ENOMEM) {
+		else if (errs[i] != -ENOMEM)
 			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
-		}
 	}
 	if (n) {
 		int wret = kvtier_io_write(tier, wr, n, wr_errs);
