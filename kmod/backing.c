@@ -142,6 +142,7 @@ int kvtier_backing_detach(struct kvtier_tier *tier)
 
 	ret = kvtier_store_close(tier);
 	kvtier_io_drain(tier);
+	kvtier_spare_free(tier, ULONG_MAX);	/* no page comes back in now */
 	kvtier_bdev_close(&b->kb, tier);
 	dev_info(&tier->dev, "detached %s\n", b->path);
 	kfree(b->path);

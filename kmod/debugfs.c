@@ -47,6 +47,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_MAP_UNLOAD] = "page_map_unloads",
 	[KVT_STAT_VERIFY_AHEAD] = "read_verified_ahead",
 	[KVT_STAT_WB_CRC_HELPED] = "writeback_crc_helped",
+	[KVT_STAT_PAGE_REUSED] = "pages_reused",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

@@ -303,6 +303,7 @@ enum kvtier_stat {
 	KVT_STAT_MAP_UNLOAD,
 	KVT_STAT_VERIFY_AHEAD,
 	KVT_STAT_WB_CRC_HELPED,
+	KVT_STAT_PAGE_REUSED,
 	KVT_STAT_NR,
 };
 
@@ -419,6 +420,11 @@ struct kvtier_pool {
 	struct work_struct reclaim_work;
 	unsigned long shrink_to;
 	struct shrinker *shrinker;
+	spinlock_t spare_lock;		/* protects spare, nr_spare */
+	struct list_head spare;		/* evicted pages kept for reuse,
+					 * uncharged, on page->lru (pool.c)
+					 */
+	unsigned long nr_spare;
 };
 
 /**
@@ -702,6 +708,11 @@ enum kvtier_page_flag {
 				 * page under the bio, so it stays dirty
 				 * (writeback.c, under the page lock)
 				 */
+	KVT_PG_ZEROED,		/* new from the page allocator, which zeroed
+				 * it (init_on_alloc): a zero-fill need not
+				 * clear it again; only read by the
+				 * zero-fill right after kvtier_page_new()
+				 */
 };
 
 /**
@@ -952,6 +963,8 @@ int kvtier_evict_page(struct kvtier_page *kp, bool unmapped);
 struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 				    pgoff_t index, bool may_wait);
 void kvtier_page_free(struct kvtier_page *kp);
+void kvtier_page_zero(struct kvtier_page *kp);
+unsigned long kvtier_spare_free(struct kvtier_tier *tier, unsigned long nr);
 
 /* writeback.c: where dirty pages go to the namespace */
 int kvtier_writeback_locked(struct kvtier_tier *tier,

@@ -355,7 +355,7 @@ retry:
 		return kp;
 
 	if (!entry) {
-		clear_highpage(kp->page);
+		kvtier_page_zero(kp);
 		kvt_pg_set(kp, KVT_PG_UPTODATE);
 		ret = kvtier_page_publish(kp, NULL);
 		if (ret == -EAGAIN)

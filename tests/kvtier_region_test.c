@@ -1225,6 +1225,49 @@ TEST_F_TIMEOUT(tier, evicted_pages_are_freed, 300)
 	ASSERT_GT(after, before - 96 * 1024);
 }
 
+/*
+ * Pages eviction frees are kept as spares and reused for the next pages
+ * read in (no second zeroing by the allocator): a pass at 2x the budget
+ * reuses them, every byte reads back right; a fresh region's zero-fill
+ * faults, served from spares that held those bytes, read as zero; the
+ * shrinker and detach give them back (the fixture's teardown checks the
+ * tier holds nothing).
+ */
+TEST_F_TIMEOUT(tier, evicted_pages_are_reused, 300)
+{
+	size_t len = 2 * BUDGET_MB * MiB, zlen = MiB, off;
+	long long r0 = kvt_stat(0, "pages_reused"), r1;
+	unsigned char *p, *z;
+	int zfd, bad = 0;
+
+	p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	kvt_fill(p, len, 0, 77);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 77));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 77));
+	r1 = kvt_stat(0, "pages_reused");
+	TH_LOG("two passes at 2x the budget: %lld pages reused", r1 - r0);
+	ASSERT_GT(r1, r0);
+
+	/* A fresh region in another file: zero-fill from those spares. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	zfd = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(zfd, 0);
+	z = kvt_map_region(zfd, zlen, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, z);
+	r1 = kvt_stat(0, "pages_reused");
+	for (off = 0; off < zlen; off++)
+		bad += z[off] != 0;
+	TH_LOG("zero-fill of %zu pages: %lld from spares, %d bytes not zero",
+	       zlen / PAGE, kvt_stat(0, "pages_reused") - r1, bad);
+	ASSERT_GT(kvt_stat(0, "pages_reused"), r1);
+	ASSERT_EQ(0, bad);
+	munmap(z, zlen);
+	close(zfd);
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 77));
+	munmap(p, len);
+}
+
 TEST_F_TIMEOUT(tier, knob_errors, 300)
 {
 	static const struct { const char *knob, *val; } bad[] = {
