@@ -271,6 +271,7 @@ static int kvtier_stats_show(struct seq_file *m, void *v)
 	/* Gauges: current values, not counts. */
 	seq_printf(m, "resident_pages %lu\n", READ_ONCE(tier->pool.nr_pages));
 	seq_printf(m, "dirty_pages %ld\n", atomic_long_read(&tier->pool.nr_dirty));
+	seq_printf(m, "spare_pages %lu\n", READ_ONCE(tier->pool.nr_spare));
 	seq_printf(m, "budget_pages %lu\n", kvtier_budget_pages(tier));
 	seq_printf(m, "pinned_pages %ld\n", atomic_long_read(&tier->nr_pinned));
 	seq_printf(m, "slots_used %lu\n", READ_ONCE(tier->slots.used));

@@ -425,6 +425,9 @@ struct kvtier_pool {
 					 * uncharged, on page->lru (pool.c)
 					 */
 	unsigned long nr_spare;
+	unsigned long no_spares_until;	/* jiffies; the shrinker's last call
+					 * + 1 s (READ/WRITE_ONCE)
+					 */
 };
 
 /**

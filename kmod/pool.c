@@ -222,11 +222,23 @@ static unsigned long kvtier_spare_max(struct kvtier_tier *tier)
 	return min(kvtier_budget_pages(tier) / 8, KVTIER_SPARE_MAX);
 }
 
-/* Keep @page, whose only reference is the caller's, as a spare or free it. */
+/*
+ * Keep @page, just taken off the pool, as a spare or drop the caller's
+ * reference. Only a page nobody else holds is kept: an LRU scan takes its
+ * reference under pool->lock while the page is on the LRU, so after
+ * kvtier_pool_del() a count of 1 stays 1. Nor while the shrinker asks
+ * for memory (for a second after it last did): spares kept then would be
+ * memory it was told was freed.
+ */
 static void kvtier_spare_put(struct kvtier_tier *tier, struct page *page)
 {
 	struct kvtier_pool *pool = &tier->pool;
 
+	if (page_ref_count(page) != 1 ||
+	    time_before(jiffies, READ_ONCE(pool->no_spares_until))) {
+		put_page(page);
+		return;
+	}
 	spin_lock(&pool->spare_lock);
 	if (pool->nr_spare < kvtier_spare_max(tier)) {
 		list_add(&page->lru, &pool->spare);
@@ -582,6 +594,7 @@ static unsigned long kvtier_shrink_scan(struct shrinker *s,
 	long freed;
 
 	/* Spares first: free pages, any context may have them back. */
+	WRITE_ONCE(tier->pool.no_spares_until, jiffies + HZ);
 	spares = kvtier_spare_free(tier, nr);
 	nr -= spares;
 	if (!nr || !(sc->gfp_mask & __GFP_FS)) {
@@ -621,6 +634,7 @@ int kvtier_pool_init(struct kvtier_tier *tier)
 	pool->shrink_to = ULONG_MAX;
 	spin_lock_init(&pool->spare_lock);
 	INIT_LIST_HEAD(&pool->spare);
+	pool->no_spares_until = jiffies;
 	pool->shrinker = kvtier_shrinker_create(kvtier_shrink_count,
 						kvtier_shrink_scan, tier,
 						dev_name(&tier->dev));

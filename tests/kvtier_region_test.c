@@ -1236,7 +1236,7 @@ TEST_F_TIMEOUT(tier, evicted_pages_are_freed, 300)
 TEST_F_TIMEOUT(tier, evicted_pages_are_reused, 300)
 {
 	size_t len = 2 * BUDGET_MB * MiB, zlen = MiB, off;
-	long long r0 = kvt_stat(0, "pages_reused"), r1;
+	long long r0 = kvt_stat(0, "pages_reused"), r1, t0;
 	unsigned char *p, *z;
 	int zfd, bad = 0;
 
@@ -1265,6 +1265,25 @@ TEST_F_TIMEOUT(tier, evicted_pages_are_reused, 300)
 	munmap(z, zlen);
 	close(zfd);
 	ASSERT_EQ(-1, kvt_check(p, len, 0, 77));
+
+	/*
+	 * The shrinker takes the spares, and for a second after it asked
+	 * none is kept: evictions right after it free their pages.
+	 */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_GT(kvt_stat(0, "spare_pages"), 0);
+	zfd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	ASSERT_GE(zfd, 0);
+	t0 = kvt_now_ms();
+	ASSERT_EQ(1, write(zfd, "2", 1));
+	close(zfd);
+	ASSERT_EQ(0, kvt_stat(0, "spare_pages"));
+	ASSERT_EQ(-1, kvt_check(p, 2 * MiB, 0, 77));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	TH_LOG("after the shrinker: %lld spares, %lld ms later",
+	       kvt_stat(0, "spare_pages"), kvt_now_ms() - t0);
+	if (kvt_now_ms() - t0 < 900)
+		ASSERT_EQ(0, kvt_stat(0, "spare_pages"));
 	munmap(p, len);
 }
 
