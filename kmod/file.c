@@ -139,34 +139,35 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 	return 0;
 }
 
-/* Neighbouring resident pages mapped by one fault (fault-around). */
-#define KVTIER_FAULT_AROUND_PAGES	16
+/*
+ * Neighbouring resident pages mapped by one fault (fault-around): the
+ * aligned window around the fault, walked KVTIER_FAULT_AROUND_BATCH pages
+ * at a time so the arrays stay small on the fault's stack. 64 pages: a
+ * sequential pass over 64 KiB units (one layer's K/V of one block) takes
+ * one fault per 256 KiB, not one per unit.
+ */
+#define KVTIER_FAULT_AROUND_PAGES	64
+#define KVTIER_FAULT_AROUND_BATCH	16
 
 /*
- * Map the already-resident neighbours of a fault read-only, so a
- * sequential pass takes one fault per window, not one per page. Only pages
- * that can be locked without waiting are mapped. One walk of the xarray
- * under one xa_lock finds them (a fresh region's neighbours are absent,
- * and a zero-fill fault then costs one short walk, not one lookup each).
+ * Map the resident, ready pages of [@first, @last] except the faulting
+ * one; returns how many. Only pages that can be locked without waiting
+ * are mapped. One walk of the xarray under one xa_lock finds them (a
+ * fresh region's neighbours are absent, and a zero-fill fault then costs
+ * one short walk, not one lookup each).
  */
-static void kvtier_fault_around(struct vm_fault *vmf,
-				struct kvtier_region *region)
+static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
+					  struct kvtier_region *region,
+					  pgoff_t first, pgoff_t last)
 {
-	struct kvtier_page *kps[KVTIER_FAULT_AROUND_PAGES];
-	struct page *pages[KVTIER_FAULT_AROUND_PAGES];
-	pgoff_t idx[KVTIER_FAULT_AROUND_PAGES];
+	struct kvtier_page *kps[KVTIER_FAULT_AROUND_BATCH];
+	struct page *pages[KVTIER_FAULT_AROUND_BATCH];
+	pgoff_t idx[KVTIER_FAULT_AROUND_BATCH];
 	struct vm_area_struct *vma = vmf->vma;
-	pgoff_t first = round_down(vmf->pgoff, KVTIER_FAULT_AROUND_PAGES);
-	pgoff_t last = first + KVTIER_FAULT_AROUND_PAGES - 1;
 	XA_STATE(xas, &region->pages, first);
 	unsigned int mapped = 0, n = 0, i;
 	void *entry;
 
-	/* Only indexes this VMA maps and the region has. */
-	first = max(first, vma->vm_pgoff);
-	last = min3(last, vma->vm_pgoff + vma_pages(vma) - 1,
-		    region->nr_pages - 1);
-	xas_set(&xas, first);
 	xa_lock(&region->pages);
 	xas_for_each(&xas, entry, last) {
 		if (xa_is_value(entry) || xas.xa_index == vmf->pgoff)
@@ -175,7 +176,8 @@ static void kvtier_fault_around(struct vm_fault *vmf,
 		pages[n] = kps[n]->page;
 		idx[n] = xas.xa_index;
 		get_page(pages[n]);
-		n++;
+		if (++n == KVTIER_FAULT_AROUND_BATCH)
+			break;
 	}
 	xa_unlock(&region->pages);
 
@@ -196,6 +198,26 @@ static void kvtier_fault_around(struct vm_fault *vmf,
 		}
 		put_page(page);
 	}
+	return mapped;
+}
+
+/* Map the already-resident neighbours of a fault read-only. */
+static void kvtier_fault_around(struct vm_fault *vmf,
+				struct kvtier_region *region)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t first = round_down(vmf->pgoff, KVTIER_FAULT_AROUND_PAGES);
+	pgoff_t last = first + KVTIER_FAULT_AROUND_PAGES - 1;
+	unsigned int mapped = 0;
+	pgoff_t at;
+
+	/* Only indexes this VMA maps and the region has. */
+	first = max(first, vma->vm_pgoff);
+	last = min3(last, vma->vm_pgoff + vma_pages(vma) - 1,
+		    region->nr_pages - 1);
+	for (at = first; at <= last; at += KVTIER_FAULT_AROUND_BATCH)
+		mapped += kvtier_map_neighbours(vmf, region, at,
+						min(last, at + KVTIER_FAULT_AROUND_BATCH - 1));
 	if (mapped)
 		kvtier_count(region->tier, KVT_STAT_FAULT_AROUND, mapped);
 }

@@ -925,7 +925,11 @@ TEST_F_TIMEOUT(tier, sequential_pass_batches, 300)
 	TH_LOG("%zu pages: %lld faults, %lld read bios, %lld pages read",
 	       pass / PAGE, faults, bios, pages);
 	ASSERT_GE(pages, (long long)(pass / PAGE));
-	ASSERT_LE(faults * 4, (long long)(pass / PAGE));
+	/*
+	 * Fault-around maps up to 63 neighbours: well over 16 pages per
+	 * fault (the old window), though pages still being read are skipped.
+	 */
+	ASSERT_LE(faults * 20, (long long)(pass / PAGE));
 	ASSERT_LE(bios * 8, pages);
 	ASSERT_GT(kvt_stat(0, "readahead_pages"), 0);
 	ASSERT_GT(kvt_stat(0, "fault_around_pages"), 0);
