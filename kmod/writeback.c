@@ -394,9 +394,10 @@ struct kvtier_crc_part {
 	atomic_t claimed;
 };
 
-static void kvtier_crc_part_run(struct kvtier_crc_part *part)
+/* Returns how many CRCs it computed. */
+static unsigned int kvtier_crc_part_run(struct kvtier_crc_part *part)
 {
-	unsigned int i;
+	unsigned int i, n = 0;
 
 	for (i = 0; i < part->nr; i++) {
 		struct kvtier_page *kp = part->kps[i];
@@ -413,7 +414,9 @@ static void kvtier_crc_part_run(struct kvtier_crc_part *part)
 		data = kmap_local_page(kp->page);
 		kp->crc = kvtier_crc32c(data, PAGE_SIZE);
 		kunmap_local(data);
+		n++;
 	}
+	return n;
 }
 
 static void kvtier_crc_part_work(struct work_struct *work)
@@ -421,11 +424,9 @@ static void kvtier_crc_part_work(struct work_struct *work)
 	struct kvtier_crc_part *part = container_of(work, struct kvtier_crc_part,
 						    work);
 
-	if (!atomic_xchg(&part->claimed, 1)) {
-		kvtier_crc_part_run(part);
+	if (!atomic_xchg(&part->claimed, 1))
 		kvtier_count(part->kps[0]->region->tier, KVT_STAT_WB_CRC_HELPED,
-			     part->nr);
-	}
+			     kvtier_crc_part_run(part));
 }
 
 static void kvtier_writeback_crcs(struct kvtier_page **kps, const int *errs,
