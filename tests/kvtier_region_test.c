@@ -430,6 +430,30 @@ TEST_F_TIMEOUT(tier, pwrite_whole_pages_are_not_read_back, 300)
 }
 
 /*
+ * Create a region of @size bytes on @fd and write it whole by pwrite, in
+ * pieces of @len bytes, with pattern @seed (by offset), then fsync.
+ * Returns the @len-byte buffer it wrote from (the caller frees it).
+ */
+static unsigned char *region_written(struct __test_metadata *_metadata,
+				     int fd, size_t size, size_t len,
+				     unsigned long long seed)
+{
+	struct kvtier_region_create rc = { .size = size };
+	unsigned char *buf;
+	size_t off;
+
+	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_CREATE, &rc));
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	for (off = 0; off < size; off += len) {
+		kvt_fill(buf, len, off, seed);
+		ASSERT_EQ((ssize_t)len, pwrite(fd, buf, len, off));
+	}
+	ASSERT_EQ(0, fsync(fd));
+	return buf;
+}
+
+/*
  * A pread of pages that are only on the namespace reads them ahead of the
  * copy in large bios, as far as the request goes, even with fault
  * readahead off (readahead_kb=0, one page per bio for faults): 512 pages
@@ -438,18 +462,10 @@ TEST_F_TIMEOUT(tier, pwrite_whole_pages_are_not_read_back, 300)
 TEST_F_TIMEOUT(tier, pread_reads_its_request_ahead, 300)
 {
 	size_t len = 2 * MiB;
-	struct kvtier_region_create rc = { .size = 2 * len };
 	long long bios, pages;
-	unsigned char *buf;
+	unsigned char *buf = region_written(_metadata, self->fd, 2 * len,
+					    len, 66);
 
-	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
-	buf = malloc(len);
-	ASSERT_NE(NULL, buf);
-	kvt_fill(buf, len, 0, 66);
-	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
-	kvt_fill(buf, len, len, 66);
-	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, len));
-	ASSERT_EQ(0, fsync(self->fd));
 	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
@@ -523,16 +539,8 @@ static long long prefetch_and_settle(struct __test_metadata *_metadata,
 TEST_F_TIMEOUT(tier, read_crcs_verified_ahead, 300)
 {
 	size_t len = 2 * MiB;
-	struct kvtier_region_create rc = { .size = len };
 	long long csum0 = kvt_stat(0, "checksum_errors");
-	unsigned char *buf;
-
-	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
-	buf = malloc(len);
-	ASSERT_NE(NULL, buf);
-	kvt_fill(buf, len, 0, 67);
-	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
-	ASSERT_EQ(0, fsync(self->fd));
+	unsigned char *buf = region_written(_metadata, self->fd, len, len, 67);
 
 	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
