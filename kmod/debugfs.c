@@ -48,6 +48,9 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_VERIFY_AHEAD] = "read_verified_ahead",
 	[KVT_STAT_WB_CRC_HELPED] = "writeback_crc_helped",
 	[KVT_STAT_PAGE_REUSED] = "pages_reused",
+	[KVT_STAT_DIRECT_READ] = "direct_read_pages",
+	[KVT_STAT_DIRECT_RETRY] = "direct_read_retries",
+	[KVT_STAT_DIRECT_ASYNC] = "direct_read_async",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

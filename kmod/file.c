@@ -63,6 +63,8 @@ static int kvtier_open(struct inode *inode, struct file *file)
 	xa_init(&kf->pins);
 	file->f_mapping = kf->inode->i_mapping;
 	file->private_data = kf;
+	/* read_iter/write_iter honour IOCB_NOWAIT (io_uring's inline try). */
+	file->f_mode |= FMODE_NOWAIT;
 
 	mutex_lock(&tier->lock);
 	tier->nr_open++;
@@ -135,7 +137,8 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 		kvtier_region_put_user(region);	/* never visible */
 		return ret;
 	}
-	kf->region = region;
+	/* Pairs with kvtier_file_region(): the region whole, then seen. */
+	smp_store_release(&kf->region, region);
 	return 0;
 }
 
@@ -379,30 +382,99 @@ struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma)
 	return vma->vm_ops == &kvtier_vm_ops ? vma->vm_private_data : NULL;
 }
 
-/* The region @file is bound to, or NULL. */
+/*
+ * The region @file is bound to, or NULL. Lockless: binding may hold
+ * kf->lock across namespace I/O, and every read and write (io_uring's
+ * inline IOCB_NOWAIT try among them) looks the region up. A call that
+ * races with the binding sees NULL or the region whole, as if it came
+ * just before or just after.
+ */
 struct kvtier_region *kvtier_file_region(struct file *file)
 {
 	struct kvtier_file *kf = file->private_data;
-	struct kvtier_region *region;
 
-	mutex_lock(&kf->lock);
-	region = kf->region;
-	mutex_unlock(&kf->lock);
-	return region;
+	/* Pairs with the binders' smp_store_release(). */
+	return smp_load_acquire(&kf->region);
 }
 
 /*
- * pread: bytes of the region; absent pages read as zero without I/O. The
- * pages of the request that are only on the namespace are read ahead of
- * the copy, as far as the request goes (kvtier_read_request()).
+ * Copy @n bytes at @off of @kp, locked and referenced by the caller (both
+ * are dropped), to @to, keeping the asynchronous readahead going. The
+ * copy runs unlocked: the destination may be this very page. Returns the
+ * bytes copied.
+ */
+static size_t kvtier_copy_out(struct kvtier_region *region,
+			      struct kvtier_page *kp, size_t off, size_t n,
+			      struct iov_iter *to)
+{
+	struct page *page = kp->page;
+	size_t copied;
+
+	kvtier_ra_async(region, kp->index);
+	unlock_page(page);
+	copied = copy_page_to_iter(page, off, n, to);
+	put_page(page);
+	return copied;
+}
+
+/*
+ * pread with IOCB_NOWAIT (io_uring's first, inline try; preadv2 with
+ * RWF_NOWAIT): holes and resident pages whose lock is free are copied;
+ * a page that needs I/O or a lock someone holds ends it with -EAGAIN and
+ * nothing consumed, so io_uring issues it again from its workers, where it
+ * may wait. It never gives a short read a blocking one would not.
+ */
+static ssize_t kvtier_read_nowait(struct kvtier_region *region,
+				  struct kiocb *iocb, struct iov_iter *to,
+				  loff_t size)
+{
+	loff_t pos = iocb->ki_pos;
+	ssize_t done = 0;
+
+	while (iov_iter_count(to) && pos < size) {
+		size_t n = min_t(size_t, PAGE_SIZE - offset_in_page(pos),
+				 iov_iter_count(to));
+		struct kvtier_page *kp;
+		size_t copied;
+
+		n = min_t(loff_t, n, size - pos);
+		kp = kvtier_get_page_nowait(region, pos >> PAGE_SHIFT);
+		if (IS_ERR(kp)) {
+			iov_iter_revert(to, done);
+			return PTR_ERR(kp);
+		}
+		if (!kp)
+			copied = iov_iter_zero(n, to);
+		else
+			copied = kvtier_copy_out(region, kp, offset_in_page(pos), n, to);
+		pos += copied;
+		done += copied;
+		if (copied < n) {
+			if (!done)
+				return -EFAULT;
+			break;
+		}
+	}
+	iocb->ki_pos = pos;
+	return done;
+}
+
+/*
+ * pread: bytes of the region; absent pages read as zero without I/O. A
+ * page-aligned request into page-aligned user memory reads the pages that
+ * are only on the namespace straight into it (direct.c); any other
+ * request has those pages read ahead of its copy, as far as it goes
+ * (kvtier_read_request()). Resident pages are copied from the pool.
  */
 static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
-	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	struct kvtier_region *region;
 	loff_t size, pos = iocb->ki_pos;
-	pgoff_t last, next;
+	pgoff_t last, next, pool_to = 0;
 	ssize_t done = 0;
+	bool direct;
 
+	region = kvtier_file_region(iocb->ki_filp);
 	if (!region)
 		return -ENXIO;
 	WRITE_ONCE(region->last_use, jiffies);
@@ -411,6 +483,15 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		return 0;
 	last = (min_t(loff_t, size, pos + iov_iter_count(to)) - 1) >> PAGE_SHIFT;
 	next = pos >> PAGE_SHIFT;
+	direct = kvtier_direct_ok(pos, to);
+	if (direct && !is_sync_kiocb(iocb) && pos + iov_iter_count(to) <= size) {
+		ssize_t ret = kvtier_direct_read_async(region, iocb, to);
+
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	if (iocb->ki_flags & IOCB_NOWAIT)
+		return kvtier_read_nowait(region, iocb, to, size);
 	while (iov_iter_count(to) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;
 		size_t off = offset_in_page(pos);
@@ -419,8 +500,27 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		enum kvtier_get how;
 		size_t copied;
 
+		if (fatal_signal_pending(current)) {
+			if (!done)
+				done = -EINTR;
+			break;
+		}
+		if (direct && index >= pool_to) {
+			ssize_t got = kvtier_direct_read(region, index, last,
+							 to, &pool_to);
+
+			if (got < 0) {
+				if (!done)
+					done = got;
+				break;
+			}
+			pos += got;
+			done += got;
+			if (got)
+				continue;
+		}
 		n = min_t(loff_t, n, size - pos);
-		if (last > index)
+		if (!direct && last > index)
 			kvtier_read_request(region, index, last, &next);
 		if (!xa_load(&region->pages, index)) {
 			copied = iov_iter_zero(n, to);
@@ -431,11 +531,7 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 					done = PTR_ERR(kp);
 				break;
 			}
-			kvtier_ra_async(region, index);
-			/* Copy unlocked: the destination may be this very page. */
-			unlock_page(kp->page);
-			copied = copy_page_to_iter(kp->page, off, n, to);
-			put_page(kp->page);
+			copied = kvtier_copy_out(region, kp, off, n, to);
 		}
 		pos += copied;
 		done += copied;
@@ -514,6 +610,12 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	size = (loff_t)region->nr_pages << PAGE_SHIFT;
 	if (iov_iter_count(from) && pos >= size)
 		return -EFBIG;
+	/*
+	 * Every write may wait for a page lock, a budget charge or a
+	 * read-back: with IOCB_NOWAIT io_uring issues it from its workers.
+	 */
+	if ((iocb->ki_flags & IOCB_NOWAIT) && iov_iter_count(from))
+		return -EAGAIN;
 	WRITE_ONCE(region->last_use, jiffies);
 	while (iov_iter_count(from) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;

@@ -88,6 +88,27 @@ static void kvtier_inflight_get(struct kvtier_tier *tier, long bytes)
 }
 
 /*
+ * Take @bytes of room under max_inflight_kb if it is there now (or nothing
+ * is in flight), for bios submitted right after with @reserved (IOCB_NOWAIT,
+ * which must not wait for it; nothing that may wait for room itself, such
+ * as a fault, may come in between). Returns whether it was taken; what the
+ * bios do not use goes back with kvtier_inflight_unreserve().
+ */
+bool kvtier_inflight_reserve(struct kvtier_tier *tier, long bytes)
+{
+	long max = (long)READ_ONCE(tier->knobs.max_inflight_kb) << 10;
+	long cur = atomic_long_read(&tier->inflight_bytes);
+
+	do {
+		if (cur && cur + bytes > max)
+			return false;
+	} while (!atomic_long_try_cmpxchg(&tier->inflight_bytes, &cur,
+					  cur + bytes));
+	kvtier_io_started(tier, !cur && !atomic_read(&tier->meta_inflight));
+	return true;
+}
+
+/*
  * A bio's bytes are no longer in flight. The count drops and the waiters
  * wake under the waitqueue's lock, which kvtier_io_drain() takes after it
  * sees zero: once it returns, no completion touches the tier any more.
@@ -101,6 +122,13 @@ static void kvtier_inflight_put(struct kvtier_tier *tier, long bytes)
 	atomic_long_sub(bytes, &tier->inflight_bytes);
 	wake_up_all_locked(&tier->inflight_wait);
 	spin_unlock_irqrestore(&tier->inflight_wait.lock, flags);
+}
+
+/* Give back room kvtier_inflight_reserve() took that no bio used. */
+void kvtier_inflight_unreserve(struct kvtier_tier *tier, long bytes)
+{
+	if (bytes)
+		kvtier_inflight_put(tier, bytes);
 }
 
 /*
@@ -139,6 +167,38 @@ static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
 }
 
 /*
+ * A bio of @nr pages is about to go: wait for room (unless @reserved: its
+ * room is taken already), count its size.
+ */
+static void kvtier_io_account(struct kvtier_tier *tier, bool write,
+			      unsigned int nr, bool reserved)
+{
+	if (!reserved)
+		kvtier_inflight_get(tier, (long)nr << PAGE_SHIFT);
+	kvtier_count(tier, write ? KVT_STAT_WB_BIOS : KVT_STAT_READ_BIOS, 1);
+	atomic64_inc(&tier->io_sizes[write][min_t(unsigned int, ilog2(nr),
+						  KVT_IO_BUCKETS - 1)]);
+	atomic64_add(nr, &tier->io_pages[write]);
+}
+
+/* The read of @bytes at @sector ended with @err: time, trace, count, log. */
+static void kvtier_io_read_ended(struct kvtier_tier *tier, sector_t sector,
+				 long bytes, u64 ns, int err)
+{
+	kvtier_hist_add(&tier->lat[KVT_HIST_READ], ns);
+	trace_kvtier_read_done(tier->id, sector, bytes, ns, err);
+	if (!err) {
+		kvtier_count(tier, KVT_STAT_READ_PAGES, bytes >> PAGE_SHIFT);
+		kvtier_count(tier, KVT_STAT_READ_BYTES, bytes);
+	} else {
+		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		kvtier_set_error(tier, err);
+		pr_err_ratelimited("kvtier%u: read error %d at sector %llu\n",
+				   tier->id, err, (unsigned long long)sector);
+	}
+}
+
+/*
  * Submit one bio for @io: wait for room under max_inflight_kb, account its
  * size, and start its clock.
  */
@@ -157,11 +217,7 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 	for (i = 0; i < io->nr; i++)
 		__bio_add_page(bio, io->kps[i]->page, PAGE_SIZE, 0);
 
-	kvtier_inflight_get(tier, io->bytes);
-	kvtier_count(tier, write ? KVT_STAT_WB_BIOS : KVT_STAT_READ_BIOS, 1);
-	atomic64_inc(&tier->io_sizes[write][min_t(unsigned int, ilog2(io->nr),
-						  KVT_IO_BUCKETS - 1)]);
-	atomic64_add(io->nr, &tier->io_pages[write]);
+	kvtier_io_account(tier, write, io->nr, false);
 	io->start_ns = ktime_get_ns();
 	submit_bio(bio);
 }
@@ -261,17 +317,7 @@ static void kvtier_read_end_io(struct bio *bio)
 
 	ahead = ok && in == KVT_PG_VERIFY && io->nr > 1 &&
 		refcount_inc_not_zero(&region->ref);
-	kvtier_hist_add(&tier->lat[KVT_HIST_READ], ns);
-	trace_kvtier_read_done(tier->id, sector, io->bytes, ns, err);
-	if (ok) {
-		kvtier_count(tier, KVT_STAT_READ_PAGES, io->nr);
-		kvtier_count(tier, KVT_STAT_READ_BYTES, io->bytes);
-	} else {
-		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
-		kvtier_set_error(tier, err);
-		pr_err_ratelimited("kvtier%u: read error %d at sector %llu\n",
-				   tier->id, err, (unsigned long long)sector);
-	}
+	kvtier_io_read_ended(tier, sector, io->bytes, ns, err);
 	for (i = 0; i < io->nr; i++) {
 		struct kvtier_page *kp = io->kps[i];
 
@@ -317,6 +363,89 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 	io->slot = kps[0]->slot;
 	kvtier_io_submit(io, REQ_OP_READ, kvtier_read_end_io);
 	return 0;
+}
+
+static void kvtier_uread_end_io(struct bio *bio)
+{
+	struct kvtier_uread *ur = bio->bi_private;
+	struct kvtier_tier *tier = ur->tier;
+	long bytes = (long)ur->nr << PAGE_SHIFT;
+
+	/* The slots are read: a commit may free them (direct.c). */
+	__srcu_read_unlock(&tier->direct_srcu, ur->srcu_idx);
+	ur->err = blk_status_to_errno(bio->bi_status);
+	kvtier_io_read_ended(tier, slot_to_sector(tier, ur->slot), bytes,
+			     ktime_get_ns() - ur->start_ns, ur->err);
+	kvtier_inflight_put(tier, bytes);
+	if (!ur->err && ur->verify)
+		queue_work(kvtier_wq, &ur->work);
+	/* The last one: @ur->end may free @ur. */
+	if (atomic_dec_and_test(ur->pending))
+		ur->end(ur);
+}
+
+/*
+ * Prepare a direct read (direct.c): a bio for @ur, reading @ur->nr pages
+ * at consecutive slots from @ur->slot straight into the user memory @iter
+ * describes (page-aligned), whose pages it pins (references, on 6.1) as a
+ * block device's O_DIRECT does. Only what could be pinned is read: @ur->nr
+ * becomes that. Pinning may fault, so the caller holds no lock of the
+ * tier. @gfp: GFP_KERNEL for the first bio of a read, GFP_NOWAIT for the
+ * others (a read holds its bios until it is checked: it must not wait for
+ * the bio pool while it does). Returns 0, or -EFAULT when no page could be
+ * pinned or another error of the pinning, -ENOMEM.
+ */
+int kvtier_io_prepare_user(struct kvtier_uread *ur, const struct iov_iter *iter,
+			   gfp_t gfp)
+{
+	struct kvtier_tier *tier = ur->tier;
+	struct iov_iter it = *iter;
+	struct bio *bio;
+	unsigned int bytes;
+	int err;
+
+	iov_iter_truncate(&it, (size_t)ur->nr << PAGE_SHIFT);
+	bio = bio_alloc(tier->backing.kb.bdev, ur->nr, REQ_OP_READ, gfp);
+	if (!bio)
+		return -ENOMEM;
+	bio->bi_iter.bi_sector = slot_to_sector(tier, ur->slot);
+	bio->bi_end_io = kvtier_uread_end_io;
+	bio->bi_private = ur;
+	err = bio_iov_iter_get_pages(bio, &it);
+	/* Whole pages of a page-aligned buffer: never a part of one. */
+	bytes = bio->bi_iter.bi_size;
+	if (!bytes || WARN_ON_ONCE(offset_in_page(bytes))) {
+		kvtier_io_user_done(bio);
+		return err ?: -EFAULT;
+	}
+	ur->bio = bio;
+	ur->nr = bytes >> PAGE_SHIFT;
+	return 0;
+}
+
+/*
+ * Submit a prepared direct read, inside tier->direct_srcu (@ur->srcu_idx);
+ * @reserved: its bytes were taken by kvtier_inflight_reserve().
+ * @ur->pending counts it until its completion, which leaves direct_srcu,
+ * sets @ur->err, queues @ur->work on kvtier_wq when the read succeeded and
+ * @ur->verify is set, and calls @ur->end when the count drops to zero.
+ */
+void kvtier_io_submit_user(struct kvtier_uread *ur, bool reserved)
+{
+	kvtier_io_account(ur->tier, false, ur->nr, reserved);
+	atomic_inc(ur->pending);
+	ur->start_ns = ktime_get_ns();
+	submit_bio(ur->bio);
+}
+
+/*
+ * Unpin a direct read's pages, marked dirty: the device wrote them, or may
+ * have (O_DIRECT does the same).
+ */
+void kvtier_io_user_done(struct bio *bio)
+{
+	bio_release_pages(bio, true);
+	bio_put(bio);
 }
 
 static void kvtier_write_end_io(struct bio *bio)

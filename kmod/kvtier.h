@@ -23,6 +23,8 @@
  *              background worker, the shrinker
  *   writeback.c  where dirty pages go to the namespace: slot assignment,
  *              batches, completion, the range pass (fsync, DONTNEED)
+ *   direct.c   pread of pages only on the namespace straight into the
+ *              caller's memory (direct reads), and its rules
  *   io.c       where bytes hit the namespace: read and write bios, flush,
  *              discard, the in-flight cap
  *   slots.c    namespace space: the slot allocator (free extents), deferred
@@ -81,6 +83,7 @@
 #include <linux/refcount.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
+#include <linux/srcu.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -304,6 +307,9 @@ enum kvtier_stat {
 	KVT_STAT_VERIFY_AHEAD,
 	KVT_STAT_WB_CRC_HELPED,
 	KVT_STAT_PAGE_REUSED,
+	KVT_STAT_DIRECT_READ,
+	KVT_STAT_DIRECT_RETRY,
+	KVT_STAT_DIRECT_ASYNC,
 	KVT_STAT_NR,
 };
 
@@ -424,7 +430,7 @@ struct kvtier_pool {
 	struct list_head spare;		/* evicted pages kept for reuse,
 					 * uncharged, on page->lru (pool.c)
 					 */
-	unsigned long nr_spare;
+	unsigned long nr_spare;		/* under spare_lock; a gauge without */
 	unsigned long no_spares_until;	/* jiffies; the shrinker's last call
 					 * + 1 s (READ/WRITE_ONCE)
 					 */
@@ -447,6 +453,9 @@ struct kvtier_pool {
  * @store: the on-namespace store; valid while attached
  * @inflight_bytes: tier I/O submitted and not completed
  * @inflight_wait: submitters waiting under max_inflight_kb
+ * @direct_srcu: readers are direct reads between checking their slots and
+ *               their bios' completion; a commit waits for them before
+ *               it frees (and discards) slots (direct.c)
  * @meta_inflight: metadata and lease I/O submitted and not completed
  * @nr_prefetch: regions' WILLNEED prefetches queued or running, at most
  *               KVTIER_PREFETCH_MAX (page.c)
@@ -485,6 +494,7 @@ struct kvtier_tier {
 	struct kvtier_store store;
 	atomic_long_t inflight_bytes;
 	wait_queue_head_t inflight_wait;
+	struct srcu_struct direct_srcu;
 	atomic_t meta_inflight;
 	atomic_t nr_prefetch;
 	unsigned long io_progress;
@@ -805,13 +815,16 @@ extern struct vfsmount *kvtier_mnt;
 extern struct kmem_cache *kvtier_page_cache;
 extern struct workqueue_struct *kvtier_wq;
 extern struct workqueue_struct *kvtier_lease_wq;
+extern struct workqueue_struct *kvtier_direct_wq;
 
 /**
  * struct kvtier_file - an open file of /dev/kvtierN
  * @tier: the tier
  * @inode: private anonymous inode whose i_mapping is the file's f_mapping
- * @lock: serialises binding @region (first mmap or KVTIER_IOC_REGION_CREATE)
- * @region: the file's region, or NULL; once set it never changes
+ * @lock: serialises binding @region (first mmap, KVTIER_IOC_REGION_CREATE,
+ *	a name); readers do not take it, see kvtier_file_region()
+ * @region: the file's region, or NULL; set once, with smp_store_release()
+ *	after @readonly and the file's f_mapping, and never changed
  * @readonly: bound with KVTIER_OPEN_RDONLY: no writable mapping, no pwrite
  * @pin_lock: serialises the file's PIN, UNPIN and release of its pins
  * @pins: indices of @region this file pins (value entries; pin.c)
@@ -842,6 +855,8 @@ enum kvtier_get {
 
 struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 				    pgoff_t index, enum kvtier_get *how);
+struct kvtier_page *kvtier_get_page_nowait(struct kvtier_region *region,
+					   pgoff_t index);
 struct kvtier_page *kvtier_get_page_blank(struct kvtier_region *region,
 					  pgoff_t index, enum kvtier_get *how);
 bool kvtier_page_blank_end(struct kvtier_page *kp, size_t filled);
@@ -975,10 +990,60 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict);
 
+/* direct.c: pread straight into the caller's memory */
+struct iov_iter;
+bool kvtier_direct_ok(loff_t pos, const struct iov_iter *to);
+ssize_t kvtier_direct_read(struct kvtier_region *region, pgoff_t index,
+			   pgoff_t last, struct iov_iter *to, pgoff_t *pool_to);
+ssize_t kvtier_direct_read_async(struct kvtier_region *region,
+				 struct kiocb *iocb, struct iov_iter *to);
+
 /* io.c: where bytes hit the namespace (bios) */
 void kvtier_io_drain(struct kvtier_tier *tier);
 int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 		   unsigned int nr);
+
+/**
+ * struct kvtier_uread - one bio of a direct read (direct.c, io.c)
+ * @tier: whose namespace
+ * @bio: set when prepared
+ * @slot: first slot; the pages are at consecutive slots
+ * @nr: pages asked for; once prepared, pages to read
+ * @first: its first page, counted from the direct read's first
+ * @err: its status, once completed
+ * @verify: queue @work when the read succeeded (its CRCs, direct.c)
+ * @claimed: @work or the reader took the CRC check (the other skips it)
+ * @crc_ok: what the check found
+ * @start_ns: when it was submitted
+ * @srcu_idx: of the tier's direct_srcu, entered before the submission and
+ *            left by the completion
+ * @pending: bios of the direct read in flight, plus one for the submitter
+ * @end: called when @pending drops to zero (may free this)
+ * @work: checks the pages read on another CPU while others are in flight
+ */
+struct kvtier_uread {
+	struct kvtier_tier *tier;
+	struct bio *bio;
+	unsigned long slot;
+	unsigned int nr;
+	unsigned int first;
+	int err;
+	bool verify;
+	atomic_t claimed;
+	bool crc_ok;
+	u64 start_ns;
+	int srcu_idx;
+	atomic_t *pending;
+	void (*end)(struct kvtier_uread *ur);
+	struct work_struct work;
+};
+
+int kvtier_io_prepare_user(struct kvtier_uread *ur, const struct iov_iter *iter,
+			   gfp_t gfp);
+void kvtier_io_submit_user(struct kvtier_uread *ur, bool reserved);
+bool kvtier_inflight_reserve(struct kvtier_tier *tier, long bytes);
+void kvtier_inflight_unreserve(struct kvtier_tier *tier, long bytes);
+void kvtier_io_user_done(struct bio *bio);
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp);
 int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		    unsigned int nr, int *errs);

@@ -66,6 +66,7 @@ struct vfsmount *kvtier_mnt;
 struct kmem_cache *kvtier_page_cache;
 struct workqueue_struct *kvtier_wq;
 struct workqueue_struct *kvtier_lease_wq;
+struct workqueue_struct *kvtier_direct_wq;
 
 static dev_t kvtier_devt;
 static struct kvtier_tier **kvtier_tiers;
@@ -109,10 +110,18 @@ static int __init kvtier_init(void)
 					  WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_UNBOUND, 0);
 	if (!kvtier_lease_wq)
 		goto err_wq;
+	/*
+	 * The ends of asynchronous direct reads (direct.c) may wait for
+	 * budget, that is for room_work on kvtier_wq: never from kvtier_wq.
+	 */
+	kvtier_direct_wq = alloc_workqueue("kvtier_direct",
+					   WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!kvtier_direct_wq)
+		goto err_lease_wq;
 	kvtier_mnt = kern_mount(&kvtier_fs_type);
 	if (IS_ERR(kvtier_mnt)) {
 		ret = PTR_ERR(kvtier_mnt);
-		goto err_lease_wq;
+		goto err_direct_wq;
 	}
 
 	ret = class_register(&kvtier_class);
@@ -148,6 +157,8 @@ err_class:
 	class_unregister(&kvtier_class);
 err_mnt:
 	kern_unmount(kvtier_mnt);
+err_direct_wq:
+	destroy_workqueue(kvtier_direct_wq);
 err_lease_wq:
 	destroy_workqueue(kvtier_lease_wq);
 err_wq:
@@ -170,6 +181,7 @@ static void __exit kvtier_exit(void)
 	unregister_chrdev_region(kvtier_devt, num_tiers);
 	class_unregister(&kvtier_class);
 	kern_unmount(kvtier_mnt);
+	destroy_workqueue(kvtier_direct_wq);
 	destroy_workqueue(kvtier_lease_wq);
 	destroy_workqueue(kvtier_wq);
 	kvtier_slots_module_exit();

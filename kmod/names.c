@@ -361,7 +361,8 @@ long kvtier_ioctl_region_open(struct file *file,
 		WRITE_ONCE(file->f_mapping, region->inode->i_mapping);
 	}
 	kf->readonly = arg.flags & KVTIER_OPEN_RDONLY;
-	kf->region = region;
+	/* Pairs with kvtier_file_region(): readonly and f_mapping first. */
+	smp_store_release(&kf->region, region);
 	ret = 0;
 	goto out;
 

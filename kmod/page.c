@@ -299,6 +299,45 @@ void kvtier_ra_async(struct kvtier_region *region, pgoff_t index)
 #define KVTIER_READ_TRIES	3
 
 /*
+ * The page at @index if that takes no wait (IOCB_NOWAIT): resident,
+ * unlocked and up to date (or read and its CRC right, checked here);
+ * returned locked, with a reference for the caller. NULL for a hole (it
+ * reads as zero); -EAGAIN when it is only on the namespace, its read
+ * failed, or its lock is held (by I/O or another task: the blocking path
+ * deals with it).
+ * The lock is tried under the xa_lock, so the entry is still @kp when it
+ * is taken: eviction and freeing take the page lock first.
+ */
+struct kvtier_page *kvtier_get_page_nowait(struct kvtier_region *region,
+					   pgoff_t index)
+{
+	struct kvtier_page *kp;
+	void *entry;
+
+	xa_lock(&region->pages);
+	entry = xa_load(&region->pages, index);
+	if (!entry) {
+		xa_unlock(&region->pages);
+		return NULL;
+	}
+	kp = entry;
+	if (xa_is_value(entry) || !trylock_page(kp->page)) {
+		xa_unlock(&region->pages);
+		return ERR_PTR(-EAGAIN);
+	}
+	get_page(kp->page);
+	xa_unlock(&region->pages);
+	/* Read but not yet checked: the check is CPU work, done here. */
+	if (!kvtier_page_ready(kp)) {
+		unlock_page(kp->page);
+		put_page(kp->page);
+		return ERR_PTR(-EAGAIN);
+	}
+	kvt_pg_set(kp, KVT_PG_REFERENCED);
+	return kp;
+}
+
+/*
  * The page at @index, resident and up to date, locked, with a reference
  * for the caller. Reads it (with readahead) or zero-fills it as needed.
  * Errors: -EIO (read failed or checksum mismatch), -ENOSPC/-ENOBUFS (no

@@ -242,7 +242,7 @@ static void kvtier_spare_put(struct kvtier_tier *tier, struct page *page)
 	spin_lock(&pool->spare_lock);
 	if (pool->nr_spare < kvtier_spare_max(tier)) {
 		list_add(&page->lru, &pool->spare);
-		pool->nr_spare++;
+		WRITE_ONCE(pool->nr_spare, pool->nr_spare + 1);
 		page = NULL;
 	}
 	spin_unlock(&pool->spare_lock);
@@ -260,7 +260,7 @@ static struct page *kvtier_spare_get(struct kvtier_pool *pool)
 	page = list_first_entry_or_null(&pool->spare, struct page, lru);
 	if (page) {
 		list_del(&page->lru);
-		pool->nr_spare--;
+		WRITE_ONCE(pool->nr_spare, pool->nr_spare - 1);
 	}
 	spin_unlock(&pool->spare_lock);
 	return page;
@@ -277,7 +277,7 @@ unsigned long kvtier_spare_free(struct kvtier_tier *tier, unsigned long nr)
 	spin_lock(&pool->spare_lock);
 	while (freed < nr && !list_empty(&pool->spare)) {
 		list_move(pool->spare.next, &list);
-		pool->nr_spare--;
+		WRITE_ONCE(pool->nr_spare, pool->nr_spare - 1);
 		freed++;
 	}
 	spin_unlock(&pool->spare_lock);

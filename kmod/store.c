@@ -639,13 +639,20 @@ out:
 	return ret;
 }
 
-/* Free the slots of the last commit's set, discarding them. Under store.lock. */
+/*
+ * Free the slots of the last commit's set, discarding them. Under
+ * store.lock. A direct read may have looked up one of them before the
+ * commit (direct.c) and still be reading it: wait for those first, so no
+ * read gets another page's bytes (or a discarded slot's).
+ */
 static void kvtier_store_release(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
 	struct kvtier_extent *e;
 
 	lockdep_assert_held(&st->lock);
+	if (st->releasing.units)
+		synchronize_srcu(&tier->direct_srcu);
 	for (e = rb_entry_safe(rb_first(&st->releasing.root), struct kvtier_extent, node);
 	     e; e = rb_entry_safe(rb_next(&e->node), struct kvtier_extent, node))
 		kvtier_io_discard(tier, e->start, e->len);

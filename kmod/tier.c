@@ -21,6 +21,7 @@ static void kvtier_tier_release(struct device *dev)
 	struct kvtier_tier *tier = dev_to_tier(dev);
 
 	kvtier_users_destroy(tier);
+	cleanup_srcu_struct(&tier->direct_srcu);
 	kfree(tier);
 }
 
@@ -32,6 +33,11 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	tier = kzalloc(sizeof(*tier), GFP_KERNEL);
 	if (!tier)
 		return ERR_PTR(-ENOMEM);
+	ret = init_srcu_struct(&tier->direct_srcu);
+	if (ret) {
+		kfree(tier);
+		return ERR_PTR(ret);
+	}
 
 	tier->id = id;
 	mutex_init(&tier->lock);

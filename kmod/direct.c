@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Direct reads: a pread of pages that are only on the namespace moves them
+ * straight into the caller's memory, in bios into its pinned pages as a
+ * block device's O_DIRECT does: no pool page, no charge, no clearing and
+ * no copy. Resident pages, holes and every page this path gives back are
+ * read through the pool (file.c), so a request may mix the two.
+ *
+ * It applies to a request at a page-aligned offset into user memory that
+ * is page-aligned in every segment (kvtier_direct_ok()): each page of the
+ * region then lands in one page of the buffer, whole, and its CRC32C can
+ * be checked there. One direct read takes the pages from the request's
+ * next one that are only on the namespace (shadow entries), up to 4 MiB
+ * (and a quarter of the budget), cut into runs of consecutive slots of up
+ * to 1 MiB, one bio each, all in flight together. The rules, against
+ * concurrent faults, evictions, writes, write-backs and slot reuse:
+ *
+ * 1. Look up the runs (their slots and CRCs) under the region's xa_lock.
+ * 2. For each run in turn: pin the caller's pages into its bio. Pinning
+ *    may fault (the buffer may be a mapping of this very tier, whose fault
+ *    may wait for room on the namespace, that is for a commit), so it is
+ *    done outside anything a commit waits for.
+ * 3. Enter tier->direct_srcu and check again, under the xa_lock, that each
+ *    page of the run still has the slot looked up; if one does not, the
+ *    run and those after it are dropped (the pool reads that page).
+ * 4. Submit it; its completion leaves direct_srcu (kvtier_io_*_user()),
+ *    so what a commit waits for is I/O in flight, never this task.
+ *
+ * A slot only goes back to the allocator, to be written with other bytes,
+ * through a commit, which frees the slots that pages left before it
+ * (kvtier_store_release()) and waits for direct_srcu's readers first. A
+ * page whose slot was still the one looked up inside the read side (3)
+ * left it, if at all, after the read side began, so its slot is not freed
+ * before the read ends: a direct read never sees another page's bytes, in
+ * the buffer or in what it returns, with checksum on or off. (Anonymous
+ * regions rewrite a page's slot in place, and free slots only when the
+ * region goes, which an open file prevents.) A page written or evicted
+ * meanwhile is a write or read concurrent with this one: the pread returns
+ * the bytes of before or after, as for any file (an anonymous region's
+ * page rewritten in place may be seen part old, part new, as a page cache
+ * copy racing a store may).
+ *
+ * With checksum on, every page's CRC32C is checked on the caller's buffer
+ * against the CRC looked up with its slot: each run's by a work on
+ * kvtier_wq queued by its completion, so the checks spread over CPUs and
+ * overlap the runs still in flight; the reader takes those no work has
+ * started (each run's check is claimed once), so it never waits for a
+ * work that is not running. The runs up to the first that fails its check
+ * or whose read failed are kept; the pages of that one are read again
+ * through the pool, which reads and checks once more: a page still wrong
+ * there is EIO, never wrong bytes (counted in direct_read_retries).
+ *
+ * Asynchronous requests (io_uring, aio: !is_sync_kiocb()) that one direct
+ * read covers whole (every page only on the namespace) return -EIOCBQUEUED
+ * once their bios are submitted, so one thread keeps many in flight. The
+ * last completion queues a work on kvtier_direct_wq (not kvtier_wq: its
+ * pool reads may wait for budget, that is for room_work there) that
+ * makes the same checks, reads the pages of a run that failed through
+ * the pool into the pinned buffer, and calls ki_complete(). Any other request, or a part the pool
+ * must serve, is served synchronously.
+ *
+ * The file is FMODE_NOWAIT, so io_uring issues a read inline first, with
+ * IOCB_NOWAIT: the asynchronous direct read is what serves it there
+ * without waiting for I/O. It pins every run first, then takes their
+ * room under max_inflight_kb at once (kvtier_inflight_reserve()), or gives
+ * -EAGAIN, instead of waiting for it bio by bio; the room is never held
+ * while pinning, whose fault on a mapping of this tier may wait for room
+ * too. Pinning may fault the caller's buffer in, the allocations may
+ * reclaim, and submit_bio() may wait for a tag or a frozen queue, as for
+ * a block device's O_DIRECT without REQ_NOWAIT (a bio the device refused
+ * with BLK_STS_AGAIN would count as an I/O error here); the one wait for
+ * I/O is the rare start whose recheck found a page changed after some
+ * runs went out, which waits for those before it gives -EAGAIN.
+ */
+#include <linux/bio.h>
+#include <linux/completion.h>
+#include <linux/highmem.h>
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+
+#include "kvtier.h"
+
+/*
+ * A direct read takes at most this many runs (bios), in flight together,
+ * of at most BIO_MAX_VECS pages each, and this many pages in all (4 MiB),
+ * before it checks them and goes on.
+ */
+#define KVT_DIRECT_RUNS		16
+#define KVT_DIRECT_PAGES	1024
+
+/*
+ * One direct read: its bios, the CRCs its pages must have, and for an
+ * asynchronous one the request it completes (@iocb, by @end_work).
+ */
+struct kvtier_direct {
+	struct kvtier_region *region;
+	pgoff_t index;
+	bool crc;
+	unsigned int retry_to;
+	atomic_t pending;
+	struct completion done;
+	struct kiocb *iocb;
+	struct work_struct end_work;
+	unsigned int nr_runs;
+	struct kvtier_uread runs[KVT_DIRECT_RUNS];
+	u32 crcs[KVT_DIRECT_PAGES];
+};
+
+/* Whether a pread at @pos into @to may read pages directly. */
+bool kvtier_direct_ok(loff_t pos, const struct iov_iter *to)
+{
+	return user_backed_iter(to) &&
+	       !((iov_iter_alignment(to) | pos) & ~PAGE_MASK);
+}
+
+/* The @i-th page the bio of @ur reads into (the caller's, pinned). */
+static struct page *kvtier_direct_page(struct kvtier_uread *ur, unsigned int i)
+{
+	struct bvec_iter_all iter;
+	struct bio_vec *bv;
+
+	bio_for_each_segment_all(bv, ur->bio, iter)
+		if (!i--)
+			return bv->bv_page;
+	return NULL;
+}
+
+static struct kvtier_direct *kvtier_direct_of(struct kvtier_uread *ur)
+{
+	return container_of(ur->pending, struct kvtier_direct, pending);
+}
+
+/*
+ * Check the CRCs of the pages read into @ur's bio (the caller's, pinned),
+ * unless the other side (its work, or the reader) claimed it first.
+ */
+static void kvtier_direct_crcs(struct kvtier_uread *ur)
+{
+	const u32 *crcs = kvtier_direct_of(ur)->crcs + ur->first;
+	struct bvec_iter_all iter;
+	struct bio_vec *bv;
+	unsigned int i = 0;
+
+	if (atomic_xchg(&ur->claimed, 1))
+		return;
+	ur->crc_ok = true;
+	bio_for_each_segment_all(bv, ur->bio, iter) {
+		void *p = kmap_local_page(bv->bv_page);
+		u32 crc = kvtier_crc32c(p + bv->bv_offset, bv->bv_len);
+
+		kunmap_local(p);
+		if (bv->bv_len != PAGE_SIZE || crc != crcs[i++]) {
+			ur->crc_ok = false;
+			break;
+		}
+	}
+}
+
+/* A run's bio completed: check its CRCs on whichever CPU is free. */
+static void kvtier_direct_verify(struct work_struct *work)
+{
+	kvtier_direct_crcs(container_of(work, struct kvtier_uread, work));
+}
+
+/* Every bio of @d completed: wake the reader or queue the async end. */
+static void kvtier_direct_ended(struct kvtier_uread *ur)
+{
+	struct kvtier_direct *d = kvtier_direct_of(ur);
+
+	if (d->iocb)
+		queue_work(kvtier_direct_wq, &d->end_work);
+	else
+		complete(&d->done);
+}
+
+static struct kvtier_direct *kvtier_direct_new(struct kvtier_region *region,
+					       pgoff_t index)
+{
+	struct kvtier_direct *d = kmalloc(sizeof(*d), GFP_KERNEL);
+
+	if (!d)
+		return NULL;
+	d->region = region;
+	d->index = index;
+	d->crc = READ_ONCE(region->tier->knobs.checksum);
+	d->nr_runs = 0;
+	d->iocb = NULL;
+	init_completion(&d->done);
+	return d;
+}
+
+/*
+ * Step 1: look up the pages from @d->index (at most @max) that are only on
+ * the namespace, cut into runs of consecutive slots in @d->runs, with each
+ * page's CRC in @d->crcs when @d->crc (a page without one ends the
+ * lookup: the pool path says what that is). Returns the pages found.
+ */
+static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
+					 unsigned int max)
+{
+	struct kvtier_region *region = d->region;
+	struct kvtier_uread *ur = NULL;
+	unsigned int n;
+
+	xa_lock(&region->pages);
+	for (n = 0; n < max; n++) {
+		void *entry = xa_load(&region->pages, d->index + n);
+		unsigned long slot;
+
+		if (!xa_is_value(entry))
+			break;
+		if (d->crc && !kvtier_crcs_get(region, d->index + n, &d->crcs[n]))
+			break;
+		slot = kvt_shadow_slot(entry);
+		if (ur && slot == ur->slot + ur->nr && ur->nr < BIO_MAX_VECS) {
+			ur->nr++;
+			continue;
+		}
+		if (d->nr_runs == KVT_DIRECT_RUNS)
+			break;
+		ur = &d->runs[d->nr_runs++];
+		*ur = (struct kvtier_uread){
+			.tier = region->tier, .slot = slot, .nr = 1, .first = n,
+			.verify = d->crc, .claimed = ATOMIC_INIT(!d->crc),
+			.pending = &d->pending, .end = kvtier_direct_ended,
+		};
+		INIT_WORK(&ur->work, kvtier_direct_verify);
+	}
+	xa_unlock(&region->pages);
+	return n;
+}
+
+/*
+ * Step 3: whether each page of @ur still has the slot looked up. Caller is
+ * inside direct_srcu.
+ */
+static bool kvtier_direct_still(struct kvtier_direct *d,
+				struct kvtier_uread *ur)
+{
+	struct kvtier_region *region = d->region;
+	unsigned int i;
+
+	xa_lock(&region->pages);
+	for (i = 0; i < ur->nr; i++) {
+		void *entry = xa_load(&region->pages, d->index + ur->first + i);
+
+		if (!xa_is_value(entry) || kvt_shadow_slot(entry) != ur->slot + i)
+			break;
+	}
+	xa_unlock(&region->pages);
+	return i == ur->nr;
+}
+
+/*
+ * Steps 3 and 4 for a pinned run: enter direct_srcu, check its slots,
+ * submit it (@reserved: its in-flight room is taken). false, still
+ * pinned, when a page changed since the lookup.
+ */
+static bool kvtier_direct_submit(struct kvtier_direct *d,
+				 struct kvtier_uread *ur, bool reserved)
+{
+	struct srcu_struct *srcu = &d->region->tier->direct_srcu;
+
+	ur->srcu_idx = __srcu_read_lock(srcu);
+	if (!kvtier_direct_still(d, ur)) {
+		__srcu_read_unlock(srcu, ur->srcu_idx);
+		return false;
+	}
+	kvtier_io_submit_user(ur, reserved);
+	return true;
+}
+
+/*
+ * Step 2 for run @r of @d: pin its pages from @it, which moves on past
+ * them. false when none could be; a run pinned only in part (its @nr
+ * tells) sets *@last.
+ */
+static bool kvtier_direct_pin(struct kvtier_direct *d, unsigned int r,
+			      struct iov_iter *it, bool *last)
+{
+	struct kvtier_uread *ur = &d->runs[r];
+	unsigned int want = ur->nr;
+
+	if (kvtier_io_prepare_user(ur, it, r ? GFP_NOWAIT : GFP_KERNEL))
+		return false;
+	*last = ur->nr < want;
+	iov_iter_advance(it, (size_t)want << PAGE_SHIFT);
+	return true;
+}
+
+/*
+ * Steps 2 to 4, run by run, into the memory @to describes. @d->pending
+ * counts the runs submitted, plus one for the caller; @d->nr_runs becomes
+ * their number (0: the first page could not be pinned, or changed). A run
+ * pinned only in part is the last.
+ */
+static unsigned int kvtier_direct_start(struct kvtier_direct *d,
+					const struct iov_iter *to)
+{
+	struct iov_iter it = *to;
+	bool last = false;
+	unsigned int r;
+
+	atomic_set(&d->pending, 1);
+	for (r = 0; r < d->nr_runs && !last; r++) {
+		if (!kvtier_direct_pin(d, r, &it, &last))
+			break;
+		if (!kvtier_direct_submit(d, &d->runs[r], false)) {
+			kvtier_io_user_done(d->runs[r].bio);
+			break;
+		}
+	}
+	d->nr_runs = r;
+	return r;
+}
+
+/*
+ * The same under IOCB_NOWAIT, in two passes: pin every run, take the
+ * in-flight room of them all at once (kvtier_inflight_reserve(); without
+ * it none is submitted), then check and submit each. The room is never
+ * held while pinning, which may fault on a mapping of this tier whose
+ * read waits for room too.
+ */
+static unsigned int kvtier_direct_start_nowait(struct kvtier_direct *d,
+					       const struct iov_iter *to)
+{
+	struct kvtier_tier *tier = d->region->tier;
+	struct iov_iter it = *to;
+	unsigned int r, pinned;
+	bool last = false;
+	long bytes = 0;
+
+	atomic_set(&d->pending, 1);
+	for (r = 0; r < d->nr_runs && !last; r++) {
+		if (!kvtier_direct_pin(d, r, &it, &last))
+			break;
+		bytes += (long)d->runs[r].nr << PAGE_SHIFT;
+	}
+	pinned = r;
+	r = 0;
+	if (pinned && kvtier_inflight_reserve(tier, bytes)) {
+		for (; r < pinned; r++) {
+			if (!kvtier_direct_submit(d, &d->runs[r], true))
+				break;
+			bytes -= (long)d->runs[r].nr << PAGE_SHIFT;
+		}
+		kvtier_inflight_unreserve(tier, bytes);
+	}
+	d->nr_runs = r;
+	for (; r < pinned; r++)
+		kvtier_io_user_done(d->runs[r].bio);
+	return d->nr_runs;
+}
+
+/* Unpin the caller's pages of the runs of @d, completed. */
+static void kvtier_direct_release(struct kvtier_direct *d)
+{
+	unsigned int r;
+
+	for (r = 0; r < d->nr_runs; r++)
+		kvtier_io_user_done(d->runs[r].bio);
+}
+
+/*
+ * Every bio of @d completed: check the CRCs no work took, and wait for
+ * the checks a work took (it is running: a work not started is removed).
+ * Ends no bio.
+ */
+static void kvtier_direct_settle(struct kvtier_direct *d)
+{
+	unsigned int r;
+
+	for (r = 0; r < d->nr_runs; r++) {
+		if (!d->runs[r].err)
+			kvtier_direct_crcs(&d->runs[r]);
+		cancel_work_sync(&d->runs[r].work);
+	}
+}
+
+/*
+ * Once settled: the pages to keep, counted from the first, up to the first
+ * run whose read failed or whose CRCs did not match; @d->retry_to is the
+ * page after that run (0: none failed). The pages not kept count in
+ * direct_read_retries.
+ */
+static unsigned int kvtier_direct_check(struct kvtier_direct *d)
+{
+	struct kvtier_tier *tier = d->region->tier;
+	unsigned int r, kept = 0;
+
+	kvtier_direct_settle(d);
+	d->retry_to = 0;
+	for (r = 0; r < d->nr_runs; r++) {
+		struct kvtier_uread *ur = &d->runs[r];
+
+		if (!d->retry_to && !ur->err && (!d->crc || ur->crc_ok))
+			kept += ur->nr;
+		else if (!d->retry_to)
+			d->retry_to = ur->first + ur->nr;
+	}
+	kvtier_count(tier, KVT_STAT_DIRECT_READ, kept);
+	if (d->retry_to) {
+		r = d->nr_runs - 1;
+		kvtier_count(tier, KVT_STAT_DIRECT_RETRY,
+			     d->runs[r].first + d->runs[r].nr - kept);
+	}
+	return kept;
+}
+
+/* At most this many pages, so that the buffer's pins leave the pool room. */
+static unsigned int kvtier_direct_max(struct kvtier_tier *tier, pgoff_t pages)
+{
+	return min_t(pgoff_t, min_t(pgoff_t, pages, KVT_DIRECT_PAGES),
+		     max(kvtier_budget_pages(tier) / 4, 1UL));
+}
+
+/**
+ * kvtier_direct_read - read pages straight into the caller's memory
+ * @region: the file's region
+ * @index: the request's next page; the request is kvtier_direct_ok()
+ * @last: the request's last page in the region
+ * @to: where the bytes go; advanced by what is returned
+ * @pool_to: set when 0 is returned: the pages before it go through the pool
+ *
+ * Returns the bytes read, whole pages; 0 when the page at @index is not
+ * for this path (resident, a hole, a buffer that cannot be pinned, no
+ * memory) or its run failed a check.
+ */
+ssize_t kvtier_direct_read(struct kvtier_region *region, pgoff_t index,
+			   pgoff_t last, struct iov_iter *to, pgoff_t *pool_to)
+{
+	unsigned int max = kvtier_direct_max(region->tier, last - index + 1);
+	struct kvtier_direct *d = NULL;
+	unsigned int kept = 0;
+
+	*pool_to = index + 1;
+	if (!xa_is_value(xa_load(&region->pages, index)))
+		return 0;
+	d = kvtier_direct_new(region, index);
+	if (!d || !kvtier_direct_lookup(d, max) || !kvtier_direct_start(d, to))
+		goto out;
+	if (!atomic_dec_and_test(&d->pending))
+		wait_for_completion_io(&d->done);
+	kept = kvtier_direct_check(d);
+	kvtier_direct_release(d);
+	iov_iter_advance(to, (size_t)kept << PAGE_SHIFT);
+	/* A run that failed a check goes through the pool, whole. */
+	*pool_to = index + (d->retry_to ?: !kept);
+out:
+	kfree(d);
+	return (ssize_t)kept << PAGE_SHIFT;
+}
+
+/*
+ * The pages of @d from @from on failed a check: read each through the
+ * pool (which reads and checks once more) and copy it into the caller's
+ * pinned page. Returns the pages filled, stopping at the first error,
+ * which *@err gets.
+ */
+static unsigned int kvtier_direct_fill(struct kvtier_direct *d,
+				       unsigned int from, int *err)
+{
+	unsigned int r, i, n = 0;
+
+	for (r = 0; r < d->nr_runs; r++) {
+		struct kvtier_uread *ur = &d->runs[r];
+
+		for (i = 0; i < ur->nr; i++) {
+			struct page *dst = kvtier_direct_page(ur, i);
+			struct kvtier_page *kp;
+			enum kvtier_get how;
+
+			if (ur->first + i < from)
+				continue;
+			kp = kvtier_get_page(d->region, d->index + ur->first + i,
+					     &how);
+			if (IS_ERR(kp)) {
+				*err = PTR_ERR(kp);
+				return n;
+			}
+			/* @dst may be this very page (a mapping of it). */
+			if (dst != kp->page)
+				copy_highpage(dst, kp->page);
+			unlock_page(kp->page);
+			put_page(kp->page);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * The last bio of an asynchronous direct read completed: check, read what
+ * failed through the pool, unpin, and complete the request, last: that
+ * may drop the file, and with it the region and the tier.
+ */
+static void kvtier_direct_end(struct work_struct *work)
+{
+	struct kvtier_direct *d = container_of(work, struct kvtier_direct,
+					       end_work);
+	struct kvtier_uread *last = &d->runs[d->nr_runs - 1];
+	unsigned int kept, all = last->first + last->nr;
+	struct kiocb *iocb = d->iocb;
+	int err = -EIO;
+	long ret;
+
+	kept = kvtier_direct_check(d);
+	if (kept < all)
+		kept += kvtier_direct_fill(d, kept, &err);
+	kvtier_direct_release(d);
+	kvtier_region_put(d->region);
+	kfree(d);
+	ret = kept ? (long)kept << PAGE_SHIFT : err;
+	if (ret > 0)
+		iocb->ki_pos += ret;
+	iocb->ki_complete(iocb, ret);
+}
+
+/**
+ * kvtier_direct_read_async - start an asynchronous direct read
+ * @region: the file's region
+ * @iocb: the request, !is_sync_kiocb(), at a page-aligned position
+ * @to: kvtier_direct_ok(), ending at or before the region's end
+ *
+ * Returns -EIOCBQUEUED when @iocb will complete through ki_complete(), or
+ * -EAGAIN when one direct read does not cover the request whole (the
+ * caller serves it synchronously).
+ */
+ssize_t kvtier_direct_read_async(struct kvtier_region *region,
+				 struct kiocb *iocb, struct iov_iter *to)
+{
+	pgoff_t index = iocb->ki_pos >> PAGE_SHIFT;
+	size_t count = iov_iter_count(to);
+	unsigned int pages = count >> PAGE_SHIFT, runs, started;
+	struct kvtier_direct *d;
+
+	if (!pages || kvtier_direct_max(region->tier, pages) != pages ||
+	    !xa_is_value(xa_load(&region->pages, index)))
+		return -EAGAIN;
+	d = kvtier_direct_new(region, index);
+	if (!d)
+		return -EAGAIN;
+	runs = kvtier_direct_lookup(d, pages) == pages ? d->nr_runs : 0;
+	if (!runs || !kvtier_region_tryget(region)) {
+		kfree(d);
+		return -EAGAIN;
+	}
+	d->iocb = iocb;
+	INIT_WORK(&d->end_work, kvtier_direct_end);
+	started = iocb->ki_flags & IOCB_NOWAIT ? kvtier_direct_start_nowait(d, to) :
+						 kvtier_direct_start(d, to);
+	if (started == runs &&
+	    d->runs[runs - 1].first + d->runs[runs - 1].nr == pages) {
+		kvtier_count(region->tier, KVT_STAT_DIRECT_ASYNC, 1);
+		if (atomic_dec_and_test(&d->pending))
+			kvtier_direct_ended(&d->runs[0]);
+		return -EIOCBQUEUED;
+	}
+	/*
+	 * Not all of it could be pinned, or a page changed since the lookup:
+	 * wait for the runs that went out, and let the caller do it all
+	 * synchronously.
+	 */
+	d->iocb = NULL;
+	if (!atomic_dec_and_test(&d->pending))
+		wait_for_completion_io(&d->done);
+	kvtier_direct_settle(d);
+	kvtier_direct_release(d);
+	kvtier_region_put(region);
+	kfree(d);
+	return -EAGAIN;
+}
