@@ -20,7 +20,9 @@
  *   CRC32C of each page catches it on read-back (EIO/SIGBUS, never the
  *   older bytes).
  * - reads corrupted (flakey corrupt_bio_byte ... r): checksum_errors,
- *   EIO/SIGBUS, never wrong bytes.
+ *   EIO/SIGBUS, never wrong bytes; a direct read (pread into page-aligned
+ *   memory, synchronous or through aio) is read again through the pool,
+ *   then EIO.
  * - a slow device (dm-delay 100 ms): faults take the delay, nothing
  *   fails, and max_inflight_kb bounds the bytes in flight (debugfs
  *   inflight_bytes sampled while it runs).
@@ -440,6 +442,70 @@ TEST_F_TIMEOUT(wr, corrupted_reads_caught_by_checksum, 300)
 	ASSERT_EQ(1, kvt_touch_or_sigbus(a + first));
 	ASSERT_EQ(0, linear());
 	ASSERT_EQ(-1, kvt_check(a, len, 0, 30));
+	munmap(a, len);
+	close(fa);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+/* One aio read of @len at @off of @fd into @buf: its result, or -errno. */
+static long long aio_pread(int fd, void *buf, size_t len, off_t off)
+{
+	long long res;
+	int ret = kvt_aio_preads(fd, buf, len, 1, off, &res);
+
+	return ret ? ret : res;
+}
+
+/*
+ * The same corruption under a direct read (a page-aligned pread into
+ * page-aligned memory, read straight into it): the CRC32C checked on the
+ * caller's buffer fails, the run is read again through the pool, which
+ * fails it again: EIO, never the bytes as read. With the device reading
+ * right again, the same pread gets every page directly.
+ */
+TEST_F_TIMEOUT(wr, direct_read_mismatch_is_eio, 300)
+{
+	size_t len = 1 * MiB;
+	long long csum0, r0, d0, a0;
+	unsigned char *a, *buf;
+	int fa;
+
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	a = kvt_map_filled(&fa, len, 31);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	csum0 = kvt_stat(0, "checksum_errors");
+	r0 = kvt_stat(0, "direct_read_retries");
+	ASSERT_EQ(0, flakey("5 corrupt_bio_byte 1 r 90 0"));
+	ASSERT_EQ(-1, pread(fa, buf, len, 0));
+	ASSERT_EQ(EIO, errno);
+	TH_LOG("direct_read_retries +%lld, checksum_errors +%lld",
+	       kvt_stat(0, "direct_read_retries") - r0,
+	       kvt_stat(0, "checksum_errors") - csum0);
+	ASSERT_GT(kvt_stat(0, "direct_read_retries") - r0, 0);
+	ASSERT_GT(kvt_stat(0, "checksum_errors") - csum0, 0);
+	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
+	/* Asynchronously (aio): the end work reads it through the pool: EIO. */
+	a0 = kvt_stat(0, "direct_read_async");
+	ASSERT_EQ(-EIO, aio_pread(fa, buf, 256 * KiB, 0));
+	ASSERT_EQ(1, kvt_stat(0, "direct_read_async") - a0);
+
+	ASSERT_EQ(0, linear());
+	/* Whatever the pool read ahead of the failures goes too. */
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	d0 = kvt_stat(0, "direct_read_pages");
+	ASSERT_EQ((ssize_t)len, pread(fa, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 31));
+	ASSERT_EQ((long long)(len / PAGE), kvt_stat(0, "direct_read_pages") - d0);
+	/* And asynchronously, every byte. */
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	memset(buf, 0, len);
+	ASSERT_EQ((long long)(256 * KiB), aio_pread(fa, buf, 256 * KiB, 0));
+	ASSERT_EQ(-1, kvt_check(buf, 256 * KiB, 0, 31));
+	munmap(buf, len);
 	munmap(a, len);
 	close(fa);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));

@@ -690,6 +690,27 @@ TEST_F_TIMEOUT(lib, xfer_host_buffers, 300)
 	ASSERT_EQ(0, kvtier_xfer_wait(x, t[0]));
 	ASSERT_EQ(-1, blocks_check(out, NBLK, BLK, offs, 11));
 
+	/*
+	 * A restore into memory that cannot be written (the second block):
+	 * EFAULT for the job (its other units run in parallel: the first
+	 * block may or may not be restored), then the xfer works on: a store
+	 * from that memory (readable) and a restore of it back.
+	 */
+	{
+		void *bad[2] = { out[0] };
+
+		bad[1] = mmap(NULL, BLK, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, bad[1]);
+		ASSERT_EQ(0, kvtier_xfer_restore(x, bad, offs, 2, &t[0]));
+		ASSERT_EQ(-EFAULT, kvtier_xfer_wait(x, t[0]));
+		ASSERT_EQ(0, kvtier_xfer_restore(x, out, offs, 1, &t[0]));
+		ASSERT_EQ(0, kvtier_xfer_wait(x, t[0]));
+		ASSERT_EQ(-1, kvt_check(out[0], BLK, offs[0], 11));
+		ASSERT_EQ(0, kvtier_xfer_store(x, bad, offs + 2, 2, &t[0]));
+		ASSERT_EQ(0, kvtier_xfer_wait(x, t[0]));
+		munmap(bad[1], BLK);
+	}
+
 	/* Destroy with a transfer in flight: it completes first. */
 	ASSERT_EQ(0, kvtier_xfer_store(x, out, offs, 1, &t[0]));
 	kvtier_xfer_destroy(x);

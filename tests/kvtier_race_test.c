@@ -65,6 +65,27 @@
  *   detach (the commit fails); attached again, the region is back, and
  *   every byte of it reads right, none from the other region.
  *
+ * - direct_pread_races: preads into page-aligned buffers (the direct
+ *   path: bios into the caller's pages) race unaligned preads (the pool),
+ *   pwrites, stores and loads through a mapping, fsync (commits, which
+ *   free the slots that write-backs moved away from) and DONTNEED, in
+ *   four processes over a persistent region twice the budget, with
+ *   checksum on and off. Every byte any of them reads is that byte of its
+ *   offset's pattern in one of the seeds written (a pool copy racing a
+ *   store may tear a word; a slot read after it was given to another page
+ *   would hold another offset's words); at the end the
+ *   region holds the last seed written, byte for byte. A stress test: the
+ *   allocator hands freed slots out again only after going round the
+ *   namespace, so slot reuse under a read is the next test's job.
+ * - direct_read_of_reused_slot: the race the direct path must not lose,
+ *   set up to happen. A direct pread of a page is held up by dm-delay;
+ *   meanwhile the page is rewritten and committed, which frees its old
+ *   slot, on a namespace with no other free slot, where another region's
+ *   page is written next. The commit waits for the read (fsync takes
+ *   most of the delay), so the pread returns the page's bytes as they
+ *   were when it began, never the other region's, with checksum off and
+ *   on; and the other region's page then lands in the freed slot.
+ *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
  * VM (tests/run-suite.sh); see kvtier_util.h.
@@ -839,6 +860,277 @@ TEST_F_TIMEOUT(race, reclaim_stops_when_commits_fail, 300)
 		ASSERT_EQ(-1, check_fd(fd, RC_LEN, 70 + i));
 		close(fd);
 	}
+}
+
+/* ------------------------------------------------------------------ */
+/* direct reads racing everything else on the same pages               */
+
+#define DR_LEN		(8 * MiB)
+#define DR_SEED0	81
+#define DR_SEEDS	4
+
+/*
+ * -1 if every byte of @len bytes at region offset @base is that byte of
+ * its word's pattern in one of the DR_SEEDS seeds from DR_SEED0; else the
+ * first bad offset. Byte by byte, not word by word: a copy through the
+ * pool (copy_to_user, rep movsb) racing a store through a mapping may
+ * see a word part old, part new. Another offset's word matches in all 8
+ * bytes with odds of about (4/256)^8.
+ */
+static KVT_FAST long long dr_check(const unsigned char *p, size_t len,
+				   unsigned long long base)
+{
+	const unsigned long long *w = (const void *)p;
+	unsigned long long x, want;
+	size_t i;
+	int s, b;
+
+	for (i = 0; i < len / 8; i++) {
+		for (b = 0; b < 8; b++) {
+			x = (w[i] >> (8 * b)) & 0xff;
+			for (s = 0; s < DR_SEEDS; s++) {
+				want = kvt_pattern(base + i * 8, DR_SEED0 + s);
+				if (x == ((want >> (8 * b)) & 0xff))
+					break;
+			}
+			if (s == DR_SEEDS) {
+				fprintf(stderr, "# offset %llu: word %016llx\n",
+					base + i * 8, w[i]);
+				return (long long)(base + i * 8);
+			}
+		}
+	}
+	return -1;
+}
+
+/* A random page-aligned range of at most @max bytes in the region. */
+static void dr_range(unsigned int *rs, size_t max, size_t *off, size_t *len)
+{
+	*off = (rand_r(rs) % (DR_LEN / PAGE)) * PAGE;
+	*len = (1 + rand_r(rs) % (max / PAGE)) * PAGE;
+	if (*len > DR_LEN - *off)
+		*len = DR_LEN - *off;
+}
+
+/*
+ * One racer until @end, as process @who: 0 preads into aligned memory
+ * (direct), 1 preads into unaligned memory (pool) and pwrites, 2 stores
+ * and loads through a mapping, 3 fsyncs and drops. Exits 0, or 1 + the
+ * byte it found wrong (logged), 2 for a failed call.
+ */
+static int dr_racer(const char *name, int who, time_t end)
+{
+	unsigned int rs = 1000 + who;
+	unsigned char *buf, *map = NULL;
+	size_t off, len;
+	long long bad = -1;
+	int fd;
+
+	fd = kvt_tier_open(0, O_RDWR);
+	if (fd < 0 || kvt_bind_name(fd, name, DR_LEN, 0, 0))
+		return 2;
+	if (posix_memalign((void **)&buf, PAGE, 2 * MiB + PAGE))
+		return 2;
+	if (who == 2) {
+		map = mmap(NULL, DR_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
+			return 2;
+	}
+	while (time(NULL) < end && bad < 0) {
+		int seed = DR_SEED0 + rand_r(&rs) % DR_SEEDS;
+
+		switch (who) {
+		case 0:
+			dr_range(&rs, 2 * MiB, &off, &len);
+			if (pread(fd, buf, len, off) != (ssize_t)len)
+				return 2;
+			bad = dr_check(buf, len, off);
+			break;
+		case 1:
+			dr_range(&rs, 256 * KiB, &off, &len);
+			if (rand_r(&rs) % 2) {
+				if (pread(fd, buf + 8, len, off) != (ssize_t)len)
+					return 2;
+				bad = dr_check(buf + 8, len, off);
+			} else {
+				kvt_fill(buf, len, off, seed);
+				if (pwrite(fd, buf, len, off) != (ssize_t)len)
+					return 2;
+			}
+			break;
+		case 2:
+			dr_range(&rs, 64 * KiB, &off, &len);
+			if (rand_r(&rs) % 2)
+				kvt_fill(map + off, len, off, seed);
+			else
+				bad = dr_check(map + off, len, off);
+			break;
+		default:
+			if (fsync(fd) ||
+			    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+				return 2;
+			usleep(rand_r(&rs) % 20000);
+			break;
+		}
+	}
+	if (bad >= 0)
+		fprintf(stderr, "# racer %d: wrong word at offset %lld\n",
+			who, bad);
+	return bad < 0 ? 0 : 1;
+}
+
+/* Four racers on region @name for @secs; 0 if all exited 0. */
+static int dr_race(const char *name, int secs)
+{
+	time_t end = time(NULL) + secs;
+	int who, status, ret = 0;
+	pid_t pid[4];
+
+	for (who = 0; who < 4; who++) {
+		pid[who] = fork();
+		if (!pid[who])
+			_exit(dr_racer(name, who, end));
+	}
+	for (who = 0; who < 4; who++) {
+		if (pid[who] < 0 || waitpid(pid[who], &status, 0) != pid[who] ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			ret = -1;
+	}
+	return ret;
+}
+
+TEST_F_TIMEOUT(race, direct_pread_races, 300)
+{
+	long long direct, retries;
+	unsigned char *buf;
+	int crc, fd;
+
+	ASSERT_EQ(0, posix_memalign((void **)&buf, PAGE, DR_LEN));
+	ASSERT_EQ(0, persistent_filled("dr", DR_LEN, DR_SEED0));
+	for (crc = 1; crc >= 0; crc--) {
+		ASSERT_EQ(0, kvt_knob(0, "checksum", crc));
+		direct = kvt_stat(0, "direct_read_pages");
+		retries = kvt_stat(0, "direct_read_retries");
+		ASSERT_EQ(0, dr_race("dr", 5));
+		direct = kvt_stat(0, "direct_read_pages") - direct;
+		retries = kvt_stat(0, "direct_read_retries") - retries;
+		TH_LOG("checksum %d: %lld pages read directly, %lld read again through the pool",
+		       crc, direct, retries);
+		ASSERT_GT(direct, 0);
+	}
+	/* Quiet: the last seed everywhere, on the namespace and back. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	fd = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, kvt_bind_name(fd, "dr", DR_LEN, 0, 0));
+	ASSERT_EQ(0, fill_evict(fd, DR_LEN, DR_SEED0 + 1));
+	direct = kvt_stat(0, "direct_read_pages");
+	ASSERT_EQ((ssize_t)DR_LEN, pread(fd, buf, DR_LEN, 0));
+	ASSERT_EQ(-1, kvt_check(buf, DR_LEN, 0, DR_SEED0 + 1));
+	ASSERT_EQ((long long)(DR_LEN / PAGE), kvt_stat(0, "direct_read_pages") - direct);
+	close(fd);
+	free(buf);
+}
+
+#define RS_NS		(4 * MiB)	/* the namespace of this test */
+#define RS_DELAY_MS	2000
+#define RS_PAGE		(5 * PAGE)	/* the page read, and rewritten */
+
+struct rs_read {
+	int fd;
+	unsigned char *buf;
+	ssize_t got;
+};
+
+static void *rs_reader(void *p)
+{
+	struct rs_read *r = p;
+
+	r->got = pread(r->fd, r->buf, PAGE, RS_PAGE);
+	return NULL;
+}
+
+/* The tier's free data space, in pages. */
+static long long rs_free_pages(void)
+{
+	return kvt_stat(0, "slots_total") - kvt_stat(0, "slots_used");
+}
+
+TEST_F_TIMEOUT(race, direct_read_of_reused_slot, 300)
+{
+	struct rs_read r = { 0 };
+	long long pages, d0, r0, t0;
+	unsigned char *page;
+	char t[256];
+	pthread_t th;
+	int crc, fb;
+
+	if (kvt_dm_missing("delay"))
+		SKIP(return, "no dm-delay target");
+	ASSERT_EQ(0, posix_memalign((void **)&r.buf, PAGE, PAGE));
+	ASSERT_EQ(0, posix_memalign((void **)&page, PAGE, PAGE));
+	for (crc = 0; crc <= 1; crc++) {
+		/* A small namespace: region A takes all of it but one slot. */
+		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", RS_NS / 512,
+			 kvt_ns("KVTIER_NS1"));
+		ASSERT_EQ(0, table(t));
+		ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+		ASSERT_EQ(0, kvt_knob(0, "checksum", crc));
+		pages = rs_free_pages() - 1;
+		ASSERT_GT(pages, 64);
+		ASSERT_EQ(0, persistent_filled("rs-a", pages * PAGE, 91));
+		ASSERT_EQ(1, rs_free_pages());
+
+		/* Reads now take RS_DELAY_MS; writes and flushes do not. */
+		r.fd = kvt_tier_open(0, O_RDWR);
+		ASSERT_GE(r.fd, 0);
+		ASSERT_EQ(0, kvt_bind_name(r.fd, "rs-a", 0, 0, 0));
+		snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 0\n",
+			 RS_NS / 512, kvt_ns("KVTIER_NS1"), RS_DELAY_MS,
+			 kvt_ns("KVTIER_NS1"));
+		ASSERT_EQ(0, table(t));
+		d0 = kvt_stat(0, "direct_read_pages");
+		r0 = kvt_stat(0, "direct_read_retries");
+		ASSERT_EQ(0, pthread_create(&th, NULL, rs_reader, &r));
+		usleep(RS_DELAY_MS * 1000 / 4);
+
+		/*
+		 * The page rewritten and committed: its old slot is free, once
+		 * the read of it is over.
+		 */
+		kvt_fill(page, PAGE, RS_PAGE, 92);
+		ASSERT_EQ((ssize_t)PAGE, pwrite(r.fd, page, PAGE, RS_PAGE));
+		t0 = kvt_now_ms();
+		ASSERT_EQ(0, fsync(r.fd));
+		t0 = kvt_now_ms() - t0;
+		ASSERT_EQ(1, rs_free_pages());
+		/* ... and the only one: region B's page goes there. */
+		fb = region_fd(PAGE);
+		ASSERT_GE(fb, 0);
+		kvt_fill(page, PAGE, 0, 93);
+		ASSERT_EQ((ssize_t)PAGE, pwrite(fb, page, PAGE, 0));
+		ASSERT_EQ(0, fsync(fb));
+		ASSERT_EQ(0, rs_free_pages());
+
+		pthread_join(th, NULL);
+		TH_LOG("checksum %d: pread %zd; fsync %lld ms; direct_read_pages +%lld, direct_read_retries +%lld",
+		       crc, r.got, t0, kvt_stat(0, "direct_read_pages") - d0,
+		       kvt_stat(0, "direct_read_retries") - r0);
+		ASSERT_EQ((ssize_t)PAGE, r.got);
+		ASSERT_EQ(-1, kvt_check(r.buf, PAGE, RS_PAGE, 91));
+		ASSERT_EQ(1, kvt_stat(0, "direct_read_pages") - d0);
+		ASSERT_EQ(0, kvt_stat(0, "direct_read_retries") - r0);
+		ASSERT_GE(t0, RS_DELAY_MS / 2);
+		/* Region B's page is in the old slot; the page reads anew. */
+		ASSERT_EQ(0, linear());
+		ASSERT_EQ((ssize_t)PAGE, pread(r.fd, r.buf, PAGE, RS_PAGE));
+		ASSERT_EQ(-1, kvt_check(r.buf, PAGE, RS_PAGE, 92));
+		close(fb);
+		close(r.fd);
+	}
+	free(page);
+	free(r.buf);
 }
 
 TEST_HARNESS_MAIN

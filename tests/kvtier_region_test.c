@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -492,6 +493,407 @@ TEST_F_TIMEOUT(tier, pread_reads_its_request_ahead, 300)
 		ASSERT_EQ(-1, kvt_check(buf, 2 * PAGE, off, 66));
 	}
 	free(buf);
+}
+
+/* An anonymous mapping of @len bytes (page-aligned), or NULL. */
+static unsigned char *aligned_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Whether @len bytes at @p are all zero. */
+static int all_zero(const unsigned char *p, size_t len)
+{
+	while (len--)
+		if (*p++)
+			return 0;
+	return 1;
+}
+
+/*
+ * A pread at a page-aligned offset into page-aligned memory reads the
+ * pages that are only on the namespace straight into the buffer (direct
+ * reads): none enters the pool, the bios are large, and the bytes are
+ * right with checksum on and off. In the same request resident pages are
+ * copied and never-written pages read as zeros; a request past the end
+ * stops there. An unaligned buffer or offset goes through the pool; a
+ * buffer unmapped part way reads up to the hole.
+ */
+TEST_F_TIMEOUT(tier, pread_direct_into_aligned_buffer, 300)
+{
+	size_t len = 4 * MiB, size = 5 * MiB;
+	struct kvtier_region_create rc = { .size = size };
+	long long d0, b0, r0;
+	unsigned char *buf;
+	int crc;
+
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	buf = aligned_buf(8 * MiB);
+	ASSERT_NE(NULL, buf);
+	kvt_fill(buf, len, 0, 68);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+
+	for (crc = 1; crc >= 0; crc--) {
+		ASSERT_EQ(0, kvt_knob(0, "checksum", crc));
+		ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+		d0 = kvt_stat(0, "direct_read_pages");
+		b0 = kvt_stat(0, "read_bios");
+		r0 = kvt_stat(0, "direct_read_retries");
+		memset(buf, 0xa5, 8 * MiB);
+		/* 8 MiB asked of a 5 MiB region: 4 written, 1 never. */
+		ASSERT_EQ((ssize_t)size, pread(self->fd, buf, 8 * MiB, 0));
+		ASSERT_EQ(-1, kvt_check(buf, len, 0, 68));
+		ASSERT_TRUE(all_zero(buf + len, size - len));
+		ASSERT_EQ(0xa5, buf[size]);
+		TH_LOG("checksum %d: %lld pages read directly in %lld bios",
+		       crc, kvt_stat(0, "direct_read_pages") - d0,
+		       kvt_stat(0, "read_bios") - b0);
+		ASSERT_EQ((long long)(len / PAGE), kvt_stat(0, "direct_read_pages") - d0);
+		/*
+		 * Large bios, not a page each: runs of consecutive slots, as
+		 * write-back gave them. A write as large as the budget
+		 * is written back by the writer's stalls and by the background
+		 * worker at once, in batches of an eighth of the budget, so
+		 * the runs are interleaved: 4 to 10 bios seen, not 1024.
+		 */
+		ASSERT_LE(kvt_stat(0, "read_bios") - b0, 32);
+		ASSERT_EQ(r0, kvt_stat(0, "direct_read_retries"));
+		ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	}
+
+	/* 64 KiB made resident through the pool, then the whole again. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ((ssize_t)(64 * KiB), pread(self->fd, buf + 8, 64 * KiB, MiB));
+	ASSERT_EQ(-1, kvt_check(buf + 8, 64 * KiB, MiB, 68));
+	ASSERT_GE(kvt_tier_num(0, "resident"), (long long)(64 * KiB));
+	d0 = kvt_stat(0, "direct_read_pages");
+	memset(buf, 0, len);
+	ASSERT_EQ((ssize_t)len, pread(self->fd, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 68));
+	ASSERT_LE(kvt_stat(0, "direct_read_pages") - d0,
+		  (long long)((len - 64 * KiB) / PAGE));
+	ASSERT_GT(kvt_stat(0, "direct_read_pages") - d0, 0);
+
+	/* Unaligned buffer, unaligned offset: the pool, the same bytes. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	d0 = kvt_stat(0, "direct_read_pages");
+	ASSERT_EQ((ssize_t)MiB, pread(self->fd, buf + 512, MiB, 0));
+	ASSERT_EQ(-1, kvt_check(buf + 512, MiB, 0, 68));
+	ASSERT_EQ((ssize_t)MiB, pread(self->fd, buf, MiB, MiB + 512));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, MiB + 512, 68));
+	ASSERT_EQ(d0, kvt_stat(0, "direct_read_pages"));
+
+	/* A buffer whose second MiB is gone: one MiB read, then the hole. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, munmap(buf + MiB, MiB));
+	memset(buf, 0, MiB);
+	ASSERT_EQ((ssize_t)MiB, pread(self->fd, buf, 2 * MiB, 2 * MiB));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, 2 * MiB, 68));
+	ASSERT_EQ(-1, pread(self->fd, buf + MiB, MiB, 0));
+	ASSERT_EQ(EFAULT, errno);
+	ASSERT_EQ(0, munmap(buf, 8 * MiB));
+
+	/* Nothing was lost on the way: every byte on the namespace. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ((ssize_t)len, pread(self->fd, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 68));
+	free(buf);
+}
+
+/*
+ * @dst, a mapping of the region of @fd2, holds pattern @seed of its
+ * offsets, and the region keeps it through write-back (read back into
+ * @src). Unmaps @dst and closes @fd2.
+ */
+static void mapping_kept(struct __test_metadata *_metadata, int fd2,
+			 unsigned char *dst, unsigned char *src, size_t len,
+			 unsigned long long seed)
+{
+	ASSERT_EQ(-1, kvt_check(dst, len, 0, seed));
+	ASSERT_EQ(0, fsync(fd2));
+	ASSERT_EQ(0, posix_fadvise(fd2, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ((ssize_t)len, pread(fd2, src, len, 0));
+	ASSERT_EQ(-1, kvt_check(src, len, 0, seed));
+	munmap(dst, len);
+	close(fd2);
+}
+
+/*
+ * A direct read into a mapping of another region of the same tier (the
+ * buffer is pinned, faulting those pages in through the pool) and into a
+ * mapping of the very pages being read (pinning faults them in; the check
+ * after the pin sends those still resident to the pool, and any evicted
+ * meanwhile are read into the pinned pages): the bytes land, and the
+ * destination region keeps them through write-back.
+ */
+TEST_F_TIMEOUT(tier, pread_direct_into_kvtier_mapping, 300)
+{
+	size_t len = 2 * MiB;
+	unsigned char *src = region_written(_metadata, self->fd, len, len, 69);
+	struct kvtier_region_create rc = { .size = len };
+	long long d0;
+	unsigned char *dst;
+	int fd2;
+
+	fd2 = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fd2, 0);
+	ASSERT_EQ(0, ioctl(fd2, KVTIER_IOC_REGION_CREATE, &rc));
+	dst = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
+	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	d0 = kvt_stat(0, "direct_read_pages");
+	ASSERT_EQ((ssize_t)len, pread(self->fd, dst, len, 0));
+	ASSERT_GT(kvt_stat(0, "direct_read_pages") - d0, 0);
+	mapping_kept(_metadata, fd2, dst, src, len, 69);
+
+	/* Into its own mapping: each page over itself. */
+	dst = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, 0);
+	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ((ssize_t)len, pread(self->fd, dst, len, 0));
+	ASSERT_EQ(-1, kvt_check(dst, len, 0, 69));
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(-1, kvt_check(dst, len, 0, 69));
+	munmap(dst, len);
+	free(src);
+}
+
+/* ------------------------------------------------------------------ */
+/* asynchronous reads: io_uring and aio, many in flight from one thread */
+
+#define AQ_DEPTH	64
+#define AQ_BLOCK	(256 * KiB)	/* a quarter of the 4 MiB budget at most */
+
+/*
+ * How many of @n reads of AQ_BLOCK from 0 through @how (1: aio) read
+ * AQ_BLOCK, or -errno; io_uring's io-wq workers in *@workers.
+ */
+static int aq_read_n(int how, int fd, unsigned char *buf, unsigned int n,
+		     int *workers)
+{
+	long long res[AQ_DEPTH];
+	int good = 0, ret;
+	unsigned int i;
+
+	*workers = 0;
+	ret = how ? kvt_aio_preads(fd, buf, AQ_BLOCK, n, 0, res) :
+		    kvt_uring_preads(fd, buf, AQ_BLOCK, n, 0, res, workers);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		good += res[i] == (long long)AQ_BLOCK;
+	return good;
+}
+
+static int aq_read(int how, int fd, unsigned char *buf, int *workers)
+{
+	return aq_read_n(how, fd, buf, AQ_DEPTH, workers);
+}
+
+/*
+ * io_uring and aio at a queue depth of 64 (256 KiB each, page-aligned
+ * buffers) read a region's evicted pages straight into the buffers, every
+ * request completed asynchronously (direct_read_async: the submitting
+ * thread does not wait for each), with checksum on and off; every byte
+ * right. io_uring issues them inline (the file is FMODE_NOWAIT, and the
+ * direct read starts without waiting), so it makes no io-wq worker. With
+ * some pages resident the requests cannot be served without waiting:
+ * io-wq serves them, synchronously, still right. Resident pages alone are
+ * copied inline.
+ */
+TEST_F_TIMEOUT(tier, pread_async_qd64, 300)
+{
+	size_t len = AQ_DEPTH * AQ_BLOCK, chunk = BUDGET_MB * MiB / 2, off;
+	struct kvtier_region_create rc = { .size = len };
+	long long a0, d0;
+	unsigned char *buf;
+	int crc, ret, how, workers;
+
+	buf = aligned_buf(len);
+	ASSERT_NE(NULL, buf);
+	/*
+	 * Written half a budget at a time, each half by fsync alone: with
+	 * budget stalls, the writer's reclaim and the background one take
+	 * pages off the LRU in turns, and a request may then span more runs
+	 * of slots than one direct read takes (it goes to io-wq, right but
+	 * not what this test is about). Room in flight for all 64 and more:
+	 * at the default (16 MiB, their sum) a bio of the setup still
+	 * counted would do the same.
+	 */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	for (off = 0; off < len; off += chunk) {
+		kvt_fill(buf, chunk, off, 70);
+		ASSERT_EQ((ssize_t)chunk, pwrite(self->fd, buf, chunk, off));
+		ASSERT_EQ(0, fsync(self->fd));
+		ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	}
+	ASSERT_EQ(0, kvt_knob(0, "max_inflight_kb", 4 * len / KiB));
+	for (crc = 1; crc >= 0; crc--) {
+		ASSERT_EQ(0, kvt_knob(0, "checksum", crc));
+		for (how = 0; how < 2; how++) {
+			ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+			ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+			memset(buf, 0, len);
+			a0 = kvt_stat(0, "direct_read_async");
+			d0 = kvt_stat(0, "direct_read_pages");
+			ret = aq_read(how, self->fd, buf, &workers);
+			TH_LOG("checksum %d, %s: %d of %d reads whole; %lld asynchronous, %lld pages direct, %d io-wq workers",
+			       crc, how ? "aio" : "io_uring", ret, AQ_DEPTH,
+			       kvt_stat(0, "direct_read_async") - a0,
+			       kvt_stat(0, "direct_read_pages") - d0, workers);
+			ASSERT_EQ(AQ_DEPTH, ret);
+			ASSERT_EQ(0, workers);
+			ASSERT_EQ(-1, kvt_check(buf, len, 0, 70));
+			ASSERT_EQ(AQ_DEPTH, kvt_stat(0, "direct_read_async") - a0);
+			ASSERT_EQ((long long)(len / PAGE), kvt_stat(0, "direct_read_pages") - d0);
+		}
+	}
+
+	a0 = kvt_stat(0, "direct_read_async");
+	/*
+	 * 1 MiB resident (a quarter of the budget): copied inline. Before the
+	 * case below: io-wq keeps a task's last worker until the task exits.
+	 */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ((ssize_t)MiB, pread(self->fd, buf + 1, MiB, 0));
+	ASSERT_LE((long long)MiB, kvt_tier_num(0, "resident"));
+	memset(buf, 0, len);
+	ASSERT_EQ((int)(MiB / AQ_BLOCK), aq_read_n(0, self->fd, buf, MiB / AQ_BLOCK, &workers));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, 0, 70));
+	ASSERT_EQ(0, workers);
+
+	/* One page of each block resident: served synchronously, still right. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	for (size_t off = 0; off < len; off += AQ_BLOCK)
+		ASSERT_EQ(0, kvt_pread_page(self->fd, off + PAGE, 70));
+	memset(buf, 0, len);
+	ASSERT_EQ(AQ_DEPTH, aq_read(0, self->fd, buf, &workers));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 70));
+	ASSERT_EQ(a0, kvt_stat(0, "direct_read_async"));
+	TH_LOG("one page of each read resident: %d io-wq workers", workers);
+	ASSERT_LT(0, workers);
+	munmap(buf, len);
+}
+
+/*
+ * io_uring reads started inline (IOCB_NOWAIT) into a mapping of another
+ * region whose pages are only on the namespace, with max_inflight_kb at
+ * its least: pinning the buffer faults those pages in, and each fault's
+ * read waits for in-flight room. A direct read takes its own room only
+ * after the pin, so nothing waits for itself (a form that took it first
+ * hung here, in D state). Bytes right in the buffer, and kept by the
+ * destination region through write-back.
+ */
+TEST_F_TIMEOUT(tier, uring_read_into_evicted_mapping, 300)
+{
+	size_t len = MiB;
+	unsigned char *src = region_written(_metadata, self->fd, len, len, 72);
+	struct kvtier_region_create rc = { .size = len };
+	unsigned char *dst;
+	long long a0;
+	int fd2, workers;
+
+	fd2 = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fd2, 0);
+	ASSERT_EQ(0, ioctl(fd2, KVTIER_IOC_REGION_CREATE, &rc));
+	kvt_fill(src, len, 0, 73);
+	ASSERT_EQ((ssize_t)len, pwrite(fd2, src, len, 0));
+	ASSERT_EQ(0, fsync(fd2));
+	dst = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
+	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_EQ(0, kvt_knob(0, "max_inflight_kb", 4));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, posix_fadvise(fd2, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	a0 = kvt_stat(0, "direct_read_async");
+	ASSERT_EQ((int)(len / AQ_BLOCK),
+		  aq_read_n(0, self->fd, dst, len / AQ_BLOCK, &workers));
+	TH_LOG("%lld of %zu reads asynchronous, %d io-wq workers",
+	       kvt_stat(0, "direct_read_async") - a0, len / AQ_BLOCK, workers);
+	ASSERT_EQ((long long)(len / AQ_BLOCK), kvt_stat(0, "direct_read_async") - a0);
+	mapping_kept(_metadata, fd2, dst, src, len, 72);
+	free(src);
+}
+
+/*
+ * preadv2 and pwritev2 with RWF_NOWAIT: a read of holes and resident
+ * pages is served whole; one that would wait for I/O (a page only on the
+ * namespace, direct or not) is EAGAIN, without moving anything; a write
+ * is always EAGAIN and changes nothing (it may wait for a page lock or a
+ * charge).
+ */
+TEST_F(tier, rwf_nowait)
+{
+	size_t len = 256 * KiB;
+	struct kvtier_region_create rc = { .size = 4 * len };
+	unsigned char *w = malloc(2 * len);
+	unsigned char *buf = aligned_buf(len + PAGE);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, w);
+	/* The first half written, the second a hole. */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	kvt_fill(w, 2 * len, 0, 71);
+	ASSERT_EQ((ssize_t)(2 * len), pwrite(self->fd, w, 2 * len, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+	/* Resident: whole, right, even into an unaligned buffer. */
+	ASSERT_EQ((ssize_t)len, preadv2(self->fd, &iov, 1, 0, RWF_NOWAIT));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 71));
+	iov.iov_base = buf + 1;
+	ASSERT_EQ((ssize_t)len, preadv2(self->fd, &iov, 1, len, RWF_NOWAIT));
+	ASSERT_EQ(-1, kvt_check(buf + 1, len, len, 71));
+
+	/* Evicted, only on the namespace: EAGAIN, aligned (direct) or not. */
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	iov.iov_base = buf;
+	errno = 0;
+	ASSERT_EQ(-1, preadv2(self->fd, &iov, 1, 0, RWF_NOWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	iov.iov_base = buf + 1;
+	errno = 0;
+	ASSERT_EQ(-1, preadv2(self->fd, &iov, 1, 0, RWF_NOWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	/*
+	 * The first page resident, the others on the namespace (no readahead
+	 * brings them in): still nothing.
+	 */
+	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));
+	ASSERT_EQ((ssize_t)PAGE, pread(self->fd, buf + 1, PAGE, 0));
+	ASSERT_EQ((long long)PAGE, kvt_tier_num(0, "resident"));
+	iov.iov_base = buf;
+	errno = 0;
+	ASSERT_EQ(-1, preadv2(self->fd, &iov, 1, 0, RWF_NOWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+
+	/* A write never goes inline: EAGAIN, and the bytes are the old ones. */
+	memset(buf, 0xa5, len);
+	errno = 0;
+	ASSERT_EQ(-1, pwritev2(self->fd, &iov, 1, 0, RWF_NOWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ((ssize_t)(2 * len), pread(self->fd, w, 2 * len, 0));
+	ASSERT_EQ(-1, kvt_check(w, 2 * len, 0, 71));
+
+	/* Past the written part: holes read as zero, inline. */
+	iov.iov_base = buf;
+	memset(buf, 0xa5, len);
+	ASSERT_EQ((ssize_t)len, preadv2(self->fd, &iov, 1, 2 * len, RWF_NOWAIT));
+	for (size_t i = 0; i < len; i++)
+		ASSERT_EQ(0, buf[i]);
+	munmap(buf, len + PAGE);
+	free(w);
 }
 
 /*

@@ -85,19 +85,6 @@ static int open_name(const char *name, unsigned long long size, unsigned int fla
 	return fd;
 }
 
-/* Wait for @pid up to @secs: its status, or -1 (still running). */
-static int reap(pid_t pid, double secs, int *status)
-{
-	double end = now_s() + secs;
-
-	while (now_s() < end) {
-		if (waitpid(pid, status, WNOHANG) == pid)
-			return 0;
-		usleep(2000);
-	}
-	return -1;
-}
-
 /*
  * A killed child that is not reaped: print its kernel stack and put every
  * blocked task's stack in the kernel log (sysrq w), then see whether it
@@ -124,7 +111,7 @@ static void show_stuck(pid_t pid, int *status)
 		fclose(f);
 	}
 	fprintf(stderr, "#   %s 60 s later\n",
-		reap(pid, 60, status) ? "still not reaped" : "reaped");
+		kvt_reap(pid, 60, status) ? "still not reaped" : "reaped");
 }
 
 /* Poll until the gauge @name of tier 0 is @want, up to @secs. */
@@ -304,13 +291,13 @@ TEST_F_TIMEOUT(st, memory_pressure, 600)
 	usleep(500000);		/* the tier user goes on beside the hog */
 	close(to_hog[1]);
 	close(to_parent[0]);
-	ASSERT_EQ(0, reap(hogpid, 60, &status));
+	ASSERT_EQ(0, kvt_reap(hogpid, 60, &status));
 	if (!WIFEXITED(status))
 		TH_LOG("hog killed by signal %d", WTERMSIG(status));
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
 	*stop = 1;
-	ASSERT_EQ(0, reap(user, 120, &status));
+	ASSERT_EQ(0, kvt_reap(user, 120, &status));
 	/* The tier user lived through it: no SIGBUS, no OOM kill, right bytes. */
 	if (!WIFEXITED(status))
 		TH_LOG("tier user killed by signal %d", WTERMSIG(status));
@@ -466,7 +453,7 @@ TEST_F_TIMEOUT(st, kill9, 600)
 		}
 		t = now_s();
 		ASSERT_EQ(0, kill(pid, SIGKILL));
-		if (reap(pid, 10, &status)) {
+		if (kvt_reap(pid, 10, &status)) {
 			TH_LOG("round %u: child not reaped 10 s after SIGKILL", r);
 			show_stuck(pid, &status);
 			ASSERT_TRUE(0);
@@ -617,7 +604,7 @@ TEST_F_TIMEOUT(st, device_removal, 300)
 	ASSERT_FALSE(kvt_exists(ns1));
 	usleep(300000);
 	shared[0] = 1;
-	ASSERT_EQ(0, reap(pid, 30, &status));
+	ASSERT_EQ(0, kvt_reap(pid, 30, &status));
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
 	TH_LOG("the reader took %d SIGBUS", shared[1]);

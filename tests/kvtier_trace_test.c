@@ -20,6 +20,7 @@
  *
  * Needs debugfs and tracefs; KVTIER_KO and KVTIER_NS0 as every suite test.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
@@ -33,6 +34,15 @@
 #define SEED		0x77ace
 /* A bpftrace that has not attached in this long (TCG: LLVM is slow) fails. */
 #define ATTACH_S	180
+/*
+ * The workload takes seconds and bpftrace exits within a second of SIGINT.
+ * Beyond these the test says which of them hung and where (their kernel
+ * stacks), and ends both, instead of running into the harness's limit: a
+ * test killed for that limit takes no teardown, and every later variant
+ * then fails its setup on the module left loaded.
+ */
+#define WORKLOAD_S	120
+#define EXIT_S		60
 
 static const char *tracefs(void)
 {
@@ -436,22 +446,80 @@ static int stall_lines(const char *file)
 }
 
 /*
- * The harness's default limit is shorter than an attach on a slow TCG
- * host. A test killed for its limit takes its whole process group with it
- * (bpftrace too) and no teardown runs: the module stays loaded and every
- * later variant fails its setup.
+ * bpftrace 0.17 prints BEGIN's line before it attaches the script's other
+ * probes (BPFtrace::run() fires BEGIN, then attaches them one by one), so
+ * that line alone does not say the tracepoints are live: a workload
+ * started then runs while the kernel's text is patched for them, and its
+ * first events are not seen. Each attached tracepoint or interval probe
+ * is a perf event fd of bpftrace's, as is the output buffer of each online
+ * CPU: attached when @pid holds that many.
  */
-TEST_F_TIMEOUT(bpftrace, run, ATTACH_S + 120)
+static int perf_fds_wanted(const char *tool)
+{
+	char line[256];
+	int n = sysconf(_SC_NPROCESSORS_ONLN);
+	FILE *f = fopen(tool, "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "tracepoint:", 11) || !strncmp(line, "interval:", 9))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static int perf_fds(pid_t pid)
+{
+	char dir[64], path[PATH_MAX], target[64];
+	struct dirent *d;
+	int n = 0;
+	ssize_t len;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		len = readlink(path, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = 0;
+		if (!strcmp(target, "anon_inode:[perf_event]"))
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+/* What a task that did not finish is doing: its state and kernel stacks. */
+static void task_dump(const char *who, pid_t pid)
+{
+	kvt_run("echo '# %s, pid %d:'; "
+		"for t in /proc/%d/task/*; do "
+		"echo \"#  thread ${t##*/}: $(cat $t/comm) $(grep State: $t/status) wchan $(cat $t/wchan)\"; "
+		"sed 's/^/#    /' $t/stack; done", who, pid, pid);
+}
+
+/*
+ * The harness's default limit is shorter than an attach on a slow TCG
+ * host; this one is above the sum of the bounded waits below, so a hang
+ * is reported by them, with stacks, and the teardown still runs.
+ */
+TEST_F_TIMEOUT(bpftrace, run, ATTACH_S + WORKLOAD_S + EXIT_S + 60)
 {
 	char tool[PATH_MAX], line[512], want[64];
 	long long sum = 0, printed = -1, v;
 	unsigned long long id = 0, rid;
 	struct delta a, b;
-	int status, i;
+	int status, wst, i, wpipe[2], fds;
 	unsigned int t;
-	pid_t pid;
+	pid_t pid, wl;
 	FILE *f;
 
+	ASSERT_EQ(0, pipe2(wpipe, O_CLOEXEC));
 	snprintf(tool, sizeof(tool), "%s/tools/bpftrace/%s", kvt_repo_root(), variant->tool);
 	ASSERT_EQ(0, access(tool, X_OK)) TH_LOG("%s is not executable", tool);
 	unlink(self->out);
@@ -466,9 +534,12 @@ TEST_F_TIMEOUT(bpftrace, run, ATTACH_S + 120)
 		execl(tool, tool, (char *)NULL);
 		_exit(127);
 	}
-	/* Attached when the BEGIN line (or the stalls header) is out. */
+	/* Attached when the BEGIN line (or the stalls header) is out, and every probe. */
+	fds = perf_fds_wanted(tool);
+	ASSERT_LT(0, fds);
 	for (t = 0; t < ATTACH_S * 10; t++) {
-		if (file_has(self->out, "Hit Ctrl-C") || file_has(self->out, "STALLS"))
+		if ((file_has(self->out, "Hit Ctrl-C") || file_has(self->out, "STALLS")) &&
+		    perf_fds(pid) >= fds)
 			break;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			kvt_run("sed 's/^/# /' %s", self->out);
@@ -478,13 +549,42 @@ TEST_F_TIMEOUT(bpftrace, run, ATTACH_S + 120)
 		usleep(100000);
 	}
 	if (t == ATTACH_S * 10) {
+		int had = perf_fds(pid);
+
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		ASSERT_TRUE(false) TH_LOG("bpftrace did not attach in %d s", ATTACH_S);
+		kvt_run("sed 's/^/# /' %s", self->out);
+		ASSERT_TRUE(false) TH_LOG("bpftrace did not attach in %d s (%d perf event fds of %d)",
+					  ATTACH_S, had, fds);
 	}
-	TH_LOG("%s attached after %.1f s", variant->tool, t / 10.0);
+	TH_LOG("%s attached after %.1f s (%d perf event fds)", variant->tool, t / 10.0, fds);
 	counters_read(&a);
-	ASSERT_EQ(0, workload(&id));
+	/* In a child, so that a hang is seen, and where, not just timed out. */
+	wl = fork();
+	if (wl < 0)
+		kill(pid, SIGKILL);
+	ASSERT_LE(0, wl);
+	if (!wl) {
+		unsigned long long wid = 0;
+		int ret = workload(&wid);
+
+		_exit(ret ? 1 : write(wpipe[1], &wid, sizeof(wid)) == sizeof(wid) ? 0 : 2);
+	}
+	if (kvt_reap(wl, WORKLOAD_S, &wst)) {
+		task_dump("the workload", wl);
+		task_dump("bpftrace", pid);
+		kill(wl, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		ASSERT_EQ(wl, waitpid(wl, &wst, 0));
+		ASSERT_TRUE(false) TH_LOG("the workload did not end in %d s", WORKLOAD_S);
+	}
+	if (!WIFEXITED(wst) || WEXITSTATUS(wst) ||
+	    read(wpipe[0], &id, sizeof(id)) != sizeof(id)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		ASSERT_TRUE(false) TH_LOG("the workload failed (status %d)", wst);
+	}
 	counters_read(&b);
 	if (!strcmp(variant->tool, "kvtier-stalls.bt")) {
 		/*
@@ -505,7 +605,13 @@ TEST_F_TIMEOUT(bpftrace, run, ATTACH_S + 120)
 			TH_LOG("no per-second line in 10 s");
 	}
 	kill(pid, SIGINT);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	if (kvt_reap(pid, EXIT_S, &status)) {
+		task_dump("bpftrace after SIGINT", pid);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		kvt_run("sed 's/^/# /' %s | head -n 80", self->out);
+		ASSERT_TRUE(false) TH_LOG("bpftrace did not exit in %d s of SIGINT", EXIT_S);
+	}
 	kvt_run("sed 's/^/# /' %s | head -n 80", self->out);
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("status %d", status);
 

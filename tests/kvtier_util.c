@@ -292,6 +292,162 @@ unsigned char *kvt_map_filled(int *fd, size_t len,
 	return p;
 }
 
+int kvt_aio_preads(int fd, void *buf, size_t block, unsigned int n,
+		   off_t off, long long *res)
+{
+	struct iocb *cbs = calloc(n, sizeof(*cbs)), **list = calloc(n, sizeof(*list));
+	struct io_event *ev = calloc(n, sizeof(*ev));
+	aio_context_t ctx = 0;
+	unsigned int i, got = 0;
+	int ret = -ENOMEM;
+	long k;
+
+	if (!cbs || !list || !ev)
+		goto out;
+	ret = 0;
+	if (syscall(__NR_io_setup, n, &ctx)) {
+		ret = -errno;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		cbs[i].aio_lio_opcode = IOCB_CMD_PREAD;
+		cbs[i].aio_fildes = fd;
+		cbs[i].aio_buf = (unsigned long)((char *)buf + i * block);
+		cbs[i].aio_nbytes = block;
+		cbs[i].aio_offset = off + (off_t)(i * block);
+		cbs[i].aio_data = i;
+		list[i] = &cbs[i];
+	}
+	if (syscall(__NR_io_submit, ctx, (long)n, list) != (long)n) {
+		ret = -EIO;
+		n = 0;
+	}
+	while (got < n) {
+		k = syscall(__NR_io_getevents, ctx, 1, (long)(n - got), ev, NULL);
+		if (k < 0) {
+			ret = -errno;
+			break;
+		}
+		for (i = 0; i < (unsigned int)k; i++)
+			res[ev[i].data] = ev[i].res;
+		got += k;
+	}
+	syscall(__NR_io_destroy, ctx);
+out:
+	free(cbs);
+	free(list);
+	free(ev);
+	return ret;
+}
+
+/* Threads of this process whose name starts with @prefix. */
+static int kvt_threads_named(const char *prefix)
+{
+	char path[300], comm[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dp = opendir("/proc/self/task");
+
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", d->d_name);
+		if (!kvt_read(path, comm, sizeof(comm)) &&
+		    !strncmp(comm, prefix, strlen(prefix)))
+			n++;
+	}
+	closedir(dp);
+	return n;
+}
+
+int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
+		     off_t off, long long *res, int *workers)
+{
+	struct io_uring_params p = { 0 };
+	unsigned int *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	unsigned int i, tail, head, got = 0;
+	size_t sq_len, cq_len;
+	char *sq, *cq;
+	int ring, ret = 0;
+
+	ring = syscall(__NR_io_uring_setup, n, &p);
+	if (ring < 0)
+		return -errno;
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP)
+		sq_len = cq_len = sq_len > cq_len ? sq_len : cq_len;
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		  ring, IORING_OFF_SQ_RING);
+	cq = sq;
+	if (sq != MAP_FAILED && !(p.features & IORING_FEAT_SINGLE_MMAP))
+		cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_CQ_RING);
+	sqes = mmap(NULL, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) {
+		close(ring);
+		return -ENOMEM;
+	}
+	sq_tail = (unsigned int *)(sq + p.sq_off.tail);
+	sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
+	sq_array = (unsigned int *)(sq + p.sq_off.array);
+	cq_head = (unsigned int *)(cq + p.cq_off.head);
+	cq_tail = (unsigned int *)(cq + p.cq_off.tail);
+	cq_mask = (unsigned int *)(cq + p.cq_off.ring_mask);
+	cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+
+	tail = *sq_tail;
+	for (i = 0; i < n; i++, tail++) {
+		unsigned int idx = tail & *sq_mask;
+
+		memset(&sqes[idx], 0, sizeof(sqes[idx]));
+		sqes[idx].opcode = IORING_OP_READ;
+		sqes[idx].fd = fd;
+		sqes[idx].addr = (unsigned long)((char *)buf + i * block);
+		sqes[idx].len = block;
+		sqes[idx].off = off + i * block;
+		sqes[idx].user_data = i;
+		sq_array[idx] = idx;
+	}
+	__atomic_store_n(sq_tail, tail, __ATOMIC_RELEASE);
+	/* All of them: io_uring_enter() may take fewer than asked. */
+	for (i = 0; !ret && i < n;) {
+		long k = syscall(__NR_io_uring_enter, ring, n - i, 0, 0, NULL, 0);
+
+		if (k > 0)
+			i += k;
+		else if (!k)
+			ret = -EIO;
+		else if (errno != EINTR && errno != EAGAIN)
+			ret = -errno;
+	}
+	while (!ret && got < n) {
+		head = *cq_head;
+		if (head == __atomic_load_n(cq_tail, __ATOMIC_ACQUIRE)) {
+			if (syscall(__NR_io_uring_enter, ring, 0, 1,
+				    IORING_ENTER_GETEVENTS, NULL, 0) < 0)
+				ret = -errno;
+			continue;
+		}
+		res[cqes[head & *cq_mask].user_data] = cqes[head & *cq_mask].res;
+		__atomic_store_n(cq_head, head + 1, __ATOMIC_RELEASE);
+		got++;
+	}
+	if (workers)
+		*workers = kvt_threads_named("iou-wrk");
+	munmap(sqes, p.sq_entries * sizeof(*sqes));
+	if (cq != sq)
+		munmap(cq, cq_len);
+	munmap(sq, sq_len);
+	close(ring);
+	return ret;
+}
+
 int kvt_pread_page(int fd, unsigned long long off,
 		   unsigned long long seed)
 {
@@ -695,6 +851,18 @@ long long kvt_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+int kvt_reap(pid_t pid, double secs, int *status)
+{
+	long long end = kvt_now_ms() + (long long)(secs * 1000);
+
+	while (kvt_now_ms() < end) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return 0;
+		usleep(2000);
+	}
+	return -1;
 }
 
 const char *kvt_repo_root(void)

@@ -14,10 +14,13 @@
 #ifndef KVTIER_TEST_UTIL_H
 #define KVTIER_TEST_UTIL_H
 
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
 #include <linux/kvtier.h>
 #include <linux/kvtier_format.h>
 #include <limits.h>
@@ -141,6 +144,22 @@ int kvt_region_info(int fd, struct kvtier_region_info *ri);
 unsigned char *kvt_map_filled(int *fd, size_t len,
 			      unsigned long long seed);
 
+/*
+ * @n reads of @block bytes of @fd, read i at offset @off + i * @block into
+ * @buf + i * @block, all submitted at once and waited for, through aio
+ * (io_submit) or io_uring (raw system calls: the guest has no liburing).
+ * res[i] gets each read's result (bytes or -errno). Returns 0, or -errno
+ * when they could not be submitted (-ENOSYS etc.: no such interface).
+ * kvt_uring_preads() counts in *@workers (unless NULL) the io-wq workers
+ * of this process once every read completed ("iou-wrk-*" threads, made
+ * only for a request the file could not serve inline with IOCB_NOWAIT;
+ * they stay a few seconds idle before they exit).
+ */
+int kvt_aio_preads(int fd, void *buf, size_t block, unsigned int n,
+		   off_t off, long long *res);
+int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
+		     off_t off, long long *res, int *workers);
+
 /* pread page @off of @fd: 0 (right bytes), -errno, 1 (wrong bytes), 2 (short). */
 int kvt_pread_page(int fd, unsigned long long off,
 		   unsigned long long seed);
@@ -218,6 +237,9 @@ int kvt_unlink_name(int fd, const char *name);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 long long kvt_now_ms(void);
+
+/* Wait for the child @pid up to @secs: 0 and its *@status, or -1 (running). */
+int kvt_reap(pid_t pid, double secs, int *status);
 
 /* The repository: /proc/self/exe is <repo>/build/tests/<program>. */
 const char *kvt_repo_root(void);
