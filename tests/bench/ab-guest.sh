@@ -103,6 +103,10 @@ run() {
 		churn) set -- --ratio 2 --nseq 8 --tokens 128 churn ;;
 		pwrite | pread)
 			set -- --restore-mb "$restore_mb" --chunk-kb 4096 "$w" ;;
+		pread-uring)
+			# Four times pread's bytes: 32 requests in flight need
+			# more than one batch to reach a steady state.
+			set -- --restore-mb $((restore_mb * 4)) --chunk-kb 1024 --qd 32 "$w" ;;
 		*) set -- "$w" ;;
 		esac
 		echo 0 >$dbg/latency 2>/dev/null

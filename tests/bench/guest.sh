@@ -188,6 +188,7 @@ if insmod "$ko" num_tiers=1; then
 		for w in restore pread pwrite; do
 			bench kvtier-crc$c kvtier:/dev/kvtier0 --chunk-kb 4096 $w
 		done
+		bench kvtier-crc$c kvtier:/dev/kvtier0 --chunk-kb 1024 --qd 32 --restore-mb 128 pread-uring
 		bench kvtier-crc$c kvtier:/dev/kvtier0 --ratio 4 writeback
 	done
 	echo 1 >$sys/checksum || fail=1

@@ -34,15 +34,17 @@ import sys
 # row that reads a region back cold must have read at least the region
 # from the device: one that read less found part of it in memory and is
 # rejected (shown, never compared).
-COLD = ("restore", "pread", "restore-mmap", "restore-pread", "restore-fault")
+COLD = ("restore", "pread", "pread-uring", "restore-mmap", "restore-pread",
+        "restore-fault")
 
 # Each kvtier workload's raw-namespace shape in the same boot: restore
 # touches 64 KiB at a time in order; pread and pwrite (with its fsync)
-# move 4 MiB per call; write-back is judged against the best sequential
-# write at depth.
+# move 4 MiB per call; pread-uring keeps 32 reads of 1 MiB in flight;
+# write-back is judged against the best sequential write at depth.
 SHAPE = {
     "restore": "fio-read-64k-qd1",
     "pread": "fio-read-4M-qd1",
+    "pread-uring": "fio-read-1M-qd32",
     "pwrite": "fio-write-4M-qd1",
     "writeback": "fio-write-1M-qd32",
 }

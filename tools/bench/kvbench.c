@@ -34,9 +34,11 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/io_uring.h>
 #include <linux/kvtier.h>
 
 #ifndef MADV_PAGEOUT
@@ -104,6 +106,7 @@ static struct {
 	const char *cdf;	/* append latency quantiles here */
 	char name[KVTIER_NAME_MAX];	/* reuse: the persistent region */
 	size_t chunk;		/* reuse, pwrite, pread: bytes per call */
+	unsigned int qd;	/* pread-uring: requests in flight */
 	const char *note;	/* reuse: appended to the note column */
 } opt = {
 	.system = "",
@@ -118,6 +121,7 @@ static struct {
 	.seed = 1,
 	.name = "kvbench-reuse",
 	.chunk = 1UL << 20,
+	.qd = 32,
 };
 
 static void die(const char *fmt, ...)
@@ -731,13 +735,140 @@ static void wl_pwrite(void)
 	munmap(buf, len);
 }
 
+/* An io_uring instance's rings, mapped by hand (no liburing needed). */
+struct uring {
+	int fd;
+	unsigned int *sq_tail, *sq_mask, *sq_array;
+	unsigned int *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+};
+
+static void *uring_map(int fd, size_t len, off_t what)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, fd, what);
+
+	if (p == MAP_FAILED)
+		die("io_uring mmap: %s", strerror(errno));
+	return p;
+}
+
+static void uring_init(struct uring *q, unsigned int entries)
+{
+	struct io_uring_params p;
+	size_t sq_len, cq_len;
+	char *sq, *cq;
+
+	memset(&p, 0, sizeof(p));
+	q->fd = (int)syscall(__NR_io_uring_setup, entries, &p);
+	if (q->fd < 0)
+		die("io_uring_setup: %s", strerror(errno));
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP)
+		sq_len = cq_len = sq_len > cq_len ? sq_len : cq_len;
+	sq = uring_map(q->fd, sq_len, IORING_OFF_SQ_RING);
+	cq = p.features & IORING_FEAT_SINGLE_MMAP ? sq :
+	     uring_map(q->fd, cq_len, IORING_OFF_CQ_RING);
+	q->sqes = uring_map(q->fd, p.sq_entries * sizeof(struct io_uring_sqe),
+			    IORING_OFF_SQES);
+	q->sq_tail = (unsigned int *)(sq + p.sq_off.tail);
+	q->sq_mask = (unsigned int *)(sq + p.sq_off.ring_mask);
+	q->sq_array = (unsigned int *)(sq + p.sq_off.array);
+	q->cq_head = (unsigned int *)(cq + p.cq_off.head);
+	q->cq_tail = (unsigned int *)(cq + p.cq_off.tail);
+	q->cq_mask = (unsigned int *)(cq + p.cq_off.ring_mask);
+	q->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+}
+
+/* Queue a read of @n bytes at @off of @fd into @buf (submitted later). */
+static void uring_read(struct uring *q, int fd, char *buf, size_t n, size_t off)
+{
+	unsigned int tail = *q->sq_tail, idx = tail & *q->sq_mask;
+	struct io_uring_sqe *sqe = &q->sqes[idx];
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_READ;
+	sqe->fd = fd;
+	sqe->addr = (uintptr_t)buf;
+	sqe->len = (unsigned int)n;
+	sqe->off = off;
+	sqe->user_data = n;
+	q->sq_array[idx] = idx;
+	__atomic_store_n(q->sq_tail, tail + 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Submit the @submit reads queued, all of them (io_uring_enter() may take
+ * fewer than asked, and a completion already in the ring must not stop
+ * the submission: the reads left in the ring would never be issued), then
+ * wait for one completion; its result.
+ */
+static int uring_reap(struct uring *q, unsigned int submit)
+{
+	unsigned int head;
+	long ret;
+	int res;
+
+	while (submit) {
+		ret = syscall(__NR_io_uring_enter, q->fd, submit, 0, 0, NULL, 0);
+		if (ret < 0 && errno != EINTR && errno != EAGAIN)
+			die("io_uring_enter: %s", strerror(errno));
+		if (!ret)
+			die("io_uring_enter: none of %u reads submitted", submit);
+		if (ret > 0)
+			submit -= (unsigned int)ret;
+	}
+	for (;;) {
+		head = *q->cq_head;
+		if (head != __atomic_load_n(q->cq_tail, __ATOMIC_ACQUIRE))
+			break;
+		if (syscall(__NR_io_uring_enter, q->fd, 0, 1,
+			    IORING_ENTER_GETEVENTS, NULL, 0) < 0 && errno != EINTR)
+			die("io_uring_enter: %s", strerror(errno));
+	}
+	res = q->cqes[head & *q->cq_mask].res;
+	if (res != (int)q->cqes[head & *q->cq_mask].user_data)
+		die("io_uring read: %s", res < 0 ? strerror(-res) : "short");
+	__atomic_store_n(q->cq_head, head + 1, __ATOMIC_RELEASE);
+	return res;
+}
+
+/*
+ * pread [0, len) of @fd into @buf through io_uring, opt.chunk a request,
+ * opt.qd of them in flight from this one thread.
+ */
+static void xio_uring(int fd, char *buf, size_t len)
+{
+	unsigned int inflight = 0, queued = 0;
+	struct uring q;
+	size_t off = 0;
+
+	uring_init(&q, opt.qd);
+	while (off < len || inflight) {
+		while (off < len && inflight < opt.qd) {
+			size_t n = len - off < opt.chunk ? len - off : opt.chunk;
+
+			uring_read(&q, fd, buf + off, n, off);
+			off += n;
+			inflight++;
+			queued++;
+		}
+		uring_reap(&q, queued);
+		queued = 0;
+		inflight--;
+	}
+	close(q.fd);
+}
+
 /*
  * The explicit path, read back cold: opt.restore bytes written by pwrite
  * and fsync (untimed), pushed out of host memory, then read by pread in
  * opt.chunk pieces into a user buffer (faulted in before the clock), one
  * sample per chunk; every byte is checked afterwards, untimed.
  */
-static void wl_pread(void)
+static void wl_pread(int uring)
 {
 	size_t len = (opt.restore ? opt.restore : opt.budget / 2) / PAGE * PAGE;
 	char *buf = xbuf(len);
@@ -746,7 +877,7 @@ static void wl_pread(void)
 	double res;
 	size_t off;
 
-	run_begin(&r, "pread");
+	run_begin(&r, uring ? "pread-uring" : "pread");
 	r.region = len;
 	r.nseq = 1;
 	r.ratio = (double)len / (double)opt.budget;
@@ -757,10 +888,17 @@ static void wl_pread(void)
 	res = map_evict(&m);
 	memset(buf, 0, len);
 	run_start(&r);
-	xio(m.fd, buf, len, &r, 0);
+	if (uring)
+		xio_uring(m.fd, buf, len);
+	else
+		xio(m.fd, buf, len, &r, 0);
 	r.bytes = len;
-	snprintf(r.note, sizeof(r.note), "pread %zu KiB chunks; resident after evict %.0f%%; verified",
-		 opt.chunk >> 10, res < 0 ? -1 : res * 100);
+	if (uring)
+		snprintf(r.note, sizeof(r.note), "io_uring reads of %zu KiB, %u in flight; resident after evict %.0f%%; verified",
+			 opt.chunk >> 10, opt.qd, res < 0 ? -1 : res * 100);
+	else
+		snprintf(r.note, sizeof(r.note), "pread %zu KiB chunks; resident after evict %.0f%%; verified",
+			 opt.chunk >> 10, res < 0 ? -1 : res * 100);
 	run_end(&r);
 	for (off = 0; off < len; off += 8)
 		if (*(uint64_t *)(buf + off) != xpattern(off, 2))
@@ -1387,7 +1525,7 @@ static void usage(void)
 	fprintf(stderr,
 "usage: kvbench --target kvtier:/dev/kvtierN|anon|file:PATH [options] WORKLOAD...\n"
 "       kvbench --header\n"
-"workloads: restore decode churn writeback hot pwrite pread all\n"
+"workloads: restore decode churn writeback hot pwrite pread pread-uring all\n"
 "  kvtier only, one persistent region across a module reload:\n"
 "           persist drop restore-mmap restore-pread restore-fault unlink\n"
 "  --model NAME        llama-3.1-8b (default) or llama-70b\n"
@@ -1408,6 +1546,7 @@ static void usage(void)
 "  --seed N            also the reuse pattern's seed\n"
 "  --name NAME         reuse: the persistent region's name (kvbench-reuse)\n"
 "  --chunk-kb N        reuse, pwrite, pread: chunk of each call (1024)\n"
+"  --qd N              pread-uring: requests in flight (32)\n"
 "  --note TEXT         reuse: appended to the note column\n"
 "  --dev NAME          the namespace in /sys/block (nvme0n1): its reads,\n"
 "                      writes and queue time go to the dev_* columns\n");
@@ -1429,7 +1568,7 @@ int main(int argc, char **argv)
 		{ "seed", 1, 0, 'e' }, { "header", 0, 0, 'h' },
 		{ "cdf", 1, 0, 'c' }, { "name", 1, 0, 'N' },
 		{ "chunk-kb", 1, 0, 'C' }, { "note", 1, 0, 'o' },
-		{ "dev", 1, 0, 'd' },
+		{ "dev", 1, 0, 'd' }, { "qd", 1, 0, 'Q' },
 		{ "help", 0, 0, '?' }, { 0, 0, 0, 0 }
 	};
 	int c, i, all = 0;
@@ -1467,6 +1606,7 @@ int main(int argc, char **argv)
 		case 'N': snprintf(opt.name, sizeof(opt.name), "%s", optarg); break;
 		case 'C': opt.chunk = (size_t)atol(optarg) << 10; break;
 		case 'o': opt.note = optarg; break;
+		case 'Q': opt.qd = (unsigned int)atoi(optarg); break;
 		case 'd':
 			/* A name, or a path whose last part is the name. */
 			snprintf(opt.dev, sizeof(opt.dev), "%s",
@@ -1481,7 +1621,8 @@ int main(int argc, char **argv)
 	if (!shp.layers || !shp.kv_heads || !shp.head_dim || !shp.dtype_bytes ||
 	    !shp.block_tokens || !opt.budget || opt.ratio <= 0 || !opt.nseq ||
 	    !opt.prefixes || opt.stride < 8 || opt.stride % 8 ||
-	    opt.stride > tok_layer_bytes() || !opt.chunk || !opt.name[0])
+	    opt.stride > tok_layer_bytes() || !opt.chunk || !opt.name[0] ||
+	    !opt.qd || opt.qd > 4096)
 		die("bad shape or option value");
 	if (opt.tiny) {
 		opt.steps = 1;
@@ -1535,7 +1676,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(w, "pwrite"))
 			wl_pwrite();
 		else if (!strcmp(w, "pread"))
-			wl_pread();
+			wl_pread(0);
+		else if (!strcmp(w, "pread-uring"))
+			wl_pread(1);
 		else if (kind == T_KVTIER && !strcmp(w, "persist"))
 			wl_persist();
 		else if (kind == T_KVTIER && !strcmp(w, "drop"))
