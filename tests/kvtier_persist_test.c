@@ -1629,6 +1629,21 @@ static long long meta_col(int id, int col)
 	return v[col];
 }
 
+/* Wait up to 5 s for tier @id's stat @name to be @want; returns the last value. */
+static long long wait_stat(int id, const char *name, long long want)
+{
+	long long got = -1;
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		got = kvt_stat(id, name);
+		if (got == want)
+			break;
+		usleep(100000);
+	}
+	return got;
+}
+
 /* Wait up to 5 s for tier @id's CRCs in memory to be @want bytes. */
 static long long wait_crcs(int id, long long want)
 {
@@ -2547,6 +2562,25 @@ static int is_pinned(int id, const char *name)
 	return ret ? ret : !!(e.flags & KVTIER_REGION_PINNED);
 }
 
+/*
+ * Unlink persistent region @name of tier @id, whose @pages pages are all
+ * on the namespace, and wait up to 5 s for the commit that frees its slots.
+ * That commit is not the unlink's: it is kicked when the last holder lets
+ * go of the region (the ioctl's lookup, or a short holder after it) and
+ * runs on a worker, so without the wait it may come after any later one.
+ */
+static int unlink_settled(int id, const char *name, long long pages)
+{
+	long long want = kvt_stat(id, "slots_used") - pages;
+	int ret = unlink_on(id, name);
+
+	if (ret)
+		return ret;
+	if (wait_stat(id, "slots_used", want) != want)
+		return -ETIMEDOUT;
+	return kvt_stat(id, "slots_deferred") ? -EBUSY : 0;
+}
+
 /* Attach a loop device of JR_SIZE to tier 1, formatted as version 2. */
 static int journal_attach(char *dev, size_t len, int *lfd)
 {
@@ -2595,7 +2629,8 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 	ASSERT_EQ(0, make_persistent(1, "j:a", MiB, 0600, SEED(1)));
 	ASSERT_EQ(0, make_persistent(1, "j:b", 2 * MiB, 0600, SEED(2)));
 	ASSERT_EQ(0, make_persistent(1, "j:c", MiB + PAGE, 0640, SEED(3)));
-	ASSERT_EQ(0, unlink_on(1, "j:b"));
+	/* Its slots freed too, so that the pin below is the last transaction. */
+	ASSERT_EQ(0, unlink_settled(1, "j:b", 2 * MiB / PAGE));
 	{
 		int fd = tier_open(1);
 
@@ -2686,7 +2721,7 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 	ASSERT_EQ(0, journal_attach(dev, sizeof(dev), &lfd));
 	ASSERT_EQ(0, make_persistent(1, "w:a", MiB, 0600, SEED(11)));
 	ASSERT_EQ(0, make_persistent(1, "w:b", MiB, 0600, SEED(12)));
-	ASSERT_EQ(0, unlink_on(1, "w:b"));
+	ASSERT_EQ(0, unlink_settled(1, "w:b", MiB / PAGE));
 	ASSERT_EQ(0, make_persistent(1, "w:b", 3 * MiB, 0600, SEED(13)));
 	jb = kvt_stat(1, "journal_blocks");
 	ASSERT_GE(jb, 256);
