@@ -4,9 +4,16 @@
  * and restore them, asynchronously, with tickets.
  *
  * A store or restore call is a job: its blocks are cut into units of at
- * most staging_bytes, which worker threads take in submission order and
- * move with pread/pwrite on the xfer's own file of the region. A job is
- * done when all its units are; its result is its first error.
+ * most staging_bytes, taken in submission order and moved on the xfer's
+ * own file of the region. A job is done when all its units are; its
+ * result is its first error.
+ *
+ * Without CUDA one thread moves the units through an io_uring, up to
+ * RING_BYTES of them in flight (8 to 64 units; the module completes page-aligned reads from its
+ * direct path without a kernel worker). Where io_uring cannot be set up
+ * (kernel.io_uring_disabled, a seccomp filter, an old kernel) four worker
+ * threads move them with pread/pwrite instead, and a ring that fails for
+ * good later finishes its units with pread/pwrite on its own thread.
  *
  * With KVTIER_XFER_CUDA the CUDA runtime is dlopen()ed (never linked).
  * Each worker owns one pinned staging buffer (cudaMallocHost) and one
@@ -18,7 +25,8 @@
  * (double buffering). Units of host buffers go straight to pread/pwrite.
  *
  * Lock order: xfer->lock only; the CUDA table is set up under cuda_lock,
- * never taken with xfer->lock held.
+ * never taken with xfer->lock held. The ring is its thread's alone: no
+ * lock; x->lock is never held while it waits for a completion.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <liburing.h>
 
 #include "internal.h"
 
@@ -40,6 +49,16 @@
 #define DEF_STAGING_BYTES	(8UL << 20)
 #define MAX_STAGING_BUFFERS	64
 #define MAX_STAGING_BYTES	(1UL << 30)
+/*
+ * Units in flight on the ring: enough for RING_BYTES (the module's default
+ * max_inflight_kb), at least RING_MIN (8 of the default 8 MiB are twice
+ * the four workers' bytes), at most RING_MAX.
+ */
+#define RING_BYTES		(16UL << 20)
+#define RING_MIN		8
+#define RING_MAX		64
+/* A submission refused for want of resources is tried for about 1 s. */
+#define RING_RETRIES		1000
 
 /*
  * The CUDA runtime entry points used, declared here: no CUDA header is
@@ -178,6 +197,24 @@ struct job {
 	int error;			/* first error, negative errno */
 };
 
+/* A unit on the ring, from its preparation to its completion. */
+struct ring_unit {
+	struct job *j;			/* NULL: free */
+	char *buf;
+	size_t len;
+	uint64_t off;
+	uint64_t seq;			/* order of preparation */
+};
+
+struct ring {
+	struct io_uring uring;
+	unsigned int depth;		/* units it may have in flight */
+	struct ring_unit *u;		/* @depth of them */
+	unsigned int busy;		/* units prepared and not completed */
+	uint64_t seq;			/* units prepared so far */
+	bool broken;			/* units go by pread/pwrite from now */
+};
+
 struct worker {
 	struct kvtier_xfer *x;
 	pthread_t thread;
@@ -205,6 +242,7 @@ struct kvtier_xfer {
 	bool stop;
 	unsigned int nworkers, nsetup;
 	struct worker *workers;
+	struct ring *ring;		/* NULL: the workers move the units */
 };
 
 static void job_free(struct job *j)
@@ -215,22 +253,39 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+/* Where unit @u of job @j is: its buffer, bytes and region offset. */
+static void unit_span(const struct kvtier_xfer *x, const struct job *j,
+		      uint64_t u, char **buf, size_t *len, uint64_t *off)
+{
+	uint64_t blk = u / x->units_per_block;
+	size_t at = (size_t)(u % x->units_per_block) * x->chunk;
+
+	*len = x->block_bytes - at < x->chunk ? x->block_bytes - at : x->chunk;
+	*off = j->offs[blk] + at;
+	*buf = (char *)j->bufs[blk] + at;
+}
+
+/* pread or pwrite @len bytes of @buf at @off, as job @j goes: 0 or -errno. */
+static int unit_rw(const struct kvtier_xfer *x, const struct job *j,
+		   char *buf, size_t len, uint64_t off)
+{
+	if (j->dir == DIR_STORE)
+		return kvt_pwrite_full(x->fd, buf, len, off);
+	return kvt_pread_full(x->fd, buf, len, off);
+}
+
 /* Move unit @u of job @j with worker @w: 0 or -errno. */
 static int do_unit(struct worker *w, struct job *j, uint64_t u)
 {
 	struct kvtier_xfer *x = w->x;
-	uint64_t blk = u / x->units_per_block;
-	size_t at = (size_t)(u % x->units_per_block) * x->chunk;
-	size_t len = x->block_bytes - at < x->chunk ? x->block_bytes - at : x->chunk;
-	uint64_t off = j->offs[blk] + at;
-	char *buf = (char *)j->bufs[blk] + at;
+	uint64_t off;
+	size_t len;
+	char *buf;
 	int ret;
 
-	if (!j->dev[blk]) {
-		if (j->dir == DIR_STORE)
-			return kvt_pwrite_full(x->fd, buf, len, off);
-		return kvt_pread_full(x->fd, buf, len, off);
-	}
+	unit_span(x, j, u, &buf, &len, &off);
+	if (!j->dev[u / x->units_per_block])
+		return unit_rw(x, j, buf, len, off);
 	if (j->dir == DIR_STORE) {
 		if (cuda.MemcpyAsync(w->staging, buf, len, KVT_CUDA_D2H, w->stream) ||
 		    cuda.StreamSynchronize(w->stream))
@@ -277,6 +332,225 @@ static void worker_cuda_teardown(struct worker *w)
 	w->stream = NULL;
 }
 
+/* Take the next queued unit into @jp and @up: false if none. Under x->lock. */
+static bool next_unit(struct kvtier_xfer *x, struct job **jp, uint64_t *up)
+{
+	struct job *j = x->qhead;
+
+	if (!j)
+		return false;
+	*jp = j;
+	*up = j->next_unit++;
+	if (j->next_unit == j->units) {
+		x->qhead = j->qnext;
+		if (!x->qhead)
+			x->qtail = NULL;
+	}
+	return true;
+}
+
+/* A unit of @j ended with @ret (0 or -errno). Under x->lock. */
+static void unit_done(struct kvtier_xfer *x, struct job *j, int ret)
+{
+	if (ret && !j->error)
+		j->error = ret;
+	if (++j->units_done == j->units)
+		pthread_cond_broadcast(&x->done);
+}
+
+/* Move unit @u of job @j (host memory) with pread/pwrite: 0 or -errno. */
+static int ring_unit_rw(const struct kvtier_xfer *x, const struct job *j,
+			uint64_t u)
+{
+	uint64_t off;
+	size_t len;
+	char *buf;
+
+	unit_span(x, j, u, &buf, &len, &off);
+	return unit_rw(x, j, buf, len, off);
+}
+
+/*
+ * Put unit @u of job @j on the ring, in a free ring_unit (there is one:
+ * r->busy < r->depth, and so is a free SQE). Submitted by ring_run().
+ */
+static void ring_prep(struct kvtier_xfer *x, struct job *j, uint64_t u)
+{
+	struct ring *r = x->ring;
+	struct ring_unit *ru = r->u;
+	struct io_uring_sqe *sqe;
+
+	while (ru->j)
+		ru++;
+	ru->j = j;
+	ru->seq = r->seq++;
+	unit_span(x, j, u, &ru->buf, &ru->len, &ru->off);
+	sqe = io_uring_get_sqe(&r->uring);
+	/* A unit is at most MAX_STAGING_BYTES: it fits the SQE's length. */
+	if (j->dir == DIR_STORE)
+		io_uring_prep_write(sqe, x->fd, ru->buf, (unsigned int)ru->len,
+				    ru->off);
+	else
+		io_uring_prep_read(sqe, x->fd, ru->buf, (unsigned int)ru->len,
+				   ru->off);
+	io_uring_sqe_set_data(sqe, ru);
+	r->busy++;
+}
+
+/*
+ * Move the @done.. end of @ru with pread/pwrite, unless its job already
+ * failed (then its other units are not moved): 0 or -errno.
+ */
+static int ring_unit_finish(struct kvtier_xfer *x, struct ring_unit *ru,
+			    size_t done)
+{
+	int failed;
+
+	pthread_mutex_lock(&x->lock);
+	failed = ru->j->error;
+	pthread_mutex_unlock(&x->lock);
+	if (failed)
+		return 0;
+	return unit_rw(x, ru->j, ru->buf + done, ru->len - done, ru->off + done);
+}
+
+/* @ru ended with @ret: free it and count it for its job. */
+static void ring_unit_end(struct kvtier_xfer *x, struct ring_unit *ru, int ret)
+{
+	struct job *j = ru->j;
+
+	ru->j = NULL;
+	x->ring->busy--;
+	pthread_mutex_lock(&x->lock);
+	unit_done(x, j, ret);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/*
+ * The ring cannot submit: move the units it never took (the last ones
+ * prepared, still in its submission queue, never to be submitted now)
+ * with pread/pwrite, and every later unit too. Those it took are reaped
+ * as they complete: their buffers are the kernel's until then.
+ */
+static void ring_break(struct kvtier_xfer *x)
+{
+	struct ring *r = x->ring;
+	uint64_t first = r->seq - io_uring_sq_ready(&r->uring);
+	unsigned int i;
+
+	r->broken = true;
+	for (i = 0; i < r->depth; i++) {
+		struct ring_unit *ru = &r->u[i];
+
+		if (ru->j && ru->seq >= first)
+			ring_unit_end(x, ru, ring_unit_finish(x, ru, 0));
+	}
+}
+
+/*
+ * A completion of the ring. A unit that did not move whole - short (a
+ * fault part-way in the buffer, a signal), or failed, whether by the file
+ * (EFAULT, EIO) or by io_uring itself (EAGAIN from a file that said it
+ * would not block, ECANCELED when io-wq could not start a worker, ENOMEM
+ * for its own state) - is finished as a worker would move it: its result
+ * is what pread/pwrite then meet, so the ring never fails a job the
+ * workers would not have.
+ */
+static void ring_complete(struct kvtier_xfer *x, struct io_uring_cqe *cqe)
+{
+	struct ring_unit *ru = io_uring_cqe_get_data(cqe);
+	int res = cqe->res;
+
+	io_uring_cqe_seen(&x->ring->uring, cqe);
+	if (res >= 0 && (size_t)res == ru->len)
+		ring_unit_end(x, ru, 0);
+	else
+		ring_unit_end(x, ru, ring_unit_finish(x, ru, res > 0 ? (size_t)res : 0));
+}
+
+/* Submit what is prepared and reap at least one completion if any is due. */
+static void ring_run(struct kvtier_xfer *x)
+{
+	struct ring *r = x->ring;
+	struct io_uring_cqe *cqe;
+	unsigned int tries = 0;
+	int ret;
+
+	while (!r->broken && io_uring_sq_ready(&r->uring)) {
+		ret = io_uring_submit(&r->uring);
+		if (ret > 0)
+			continue;
+		if (ret == -EINTR)
+			continue;
+		if (ret == 0 || ret == -EAGAIN || ret == -EBUSY || ret == -ENOMEM) {
+			/* Out of resources: a completion frees some. */
+			if (r->busy > io_uring_sq_ready(&r->uring))
+				break;
+			if (++tries < RING_RETRIES) {
+				usleep(1000);
+				continue;
+			}
+		}
+		ring_break(x);
+	}
+	/* Here what is left on the ring is in the kernel's hands. */
+	if (!r->busy)
+		return;
+	ret = io_uring_wait_cqe(&r->uring, &cqe);
+	if (ret) {
+		/*
+		 * The kernel still owns the buffers of what it took: there is
+		 * nothing to do but wait again (EINTR, or a ring in trouble).
+		 */
+		if (ret != -EINTR)
+			usleep(1000);
+		return;
+	}
+	do {
+		ring_complete(x, cqe);
+	} while (!io_uring_peek_cqe(&r->uring, &cqe));
+}
+
+/*
+ * The ring's thread: keeps up to r->depth units in flight, in the order
+ * they were submitted; drains the queue and what is in flight on stop.
+ */
+static void ring_main(struct kvtier_xfer *x)
+{
+	struct ring *r = x->ring;
+	struct job *j;
+	uint64_t u;
+	int ret;
+
+	pthread_mutex_lock(&x->lock);
+	for (;;) {
+		while (r->busy < r->depth && next_unit(x, &j, &u)) {
+			/* After a failure the job's other units are not moved. */
+			if (j->error) {
+				unit_done(x, j, 0);
+			} else if (r->broken) {
+				pthread_mutex_unlock(&x->lock);
+				ret = ring_unit_rw(x, j, u);
+				pthread_mutex_lock(&x->lock);
+				unit_done(x, j, ret);
+			} else {
+				ring_prep(x, j, u);
+			}
+		}
+		if (!r->busy) {
+			if (!x->qhead && x->stop)
+				break;
+			if (!x->qhead)
+				pthread_cond_wait(&x->work, &x->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&x->lock);
+		ring_run(x);
+		pthread_mutex_lock(&x->lock);
+	}
+	pthread_mutex_unlock(&x->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -290,28 +564,23 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&x->lock);
 	x->nsetup++;
 	pthread_cond_broadcast(&x->done);
+	if (x->ring) {
+		pthread_mutex_unlock(&x->lock);
+		ring_main(x);
+		return NULL;
+	}
 	for (;;) {
 		while (!x->qhead && !x->stop)
 			pthread_cond_wait(&x->work, &x->lock);
-		if (!x->qhead)
+		if (!next_unit(x, &j, &u))
 			break;		/* stopping, and nothing is queued */
-		j = x->qhead;
-		u = j->next_unit++;
-		if (j->next_unit == j->units) {
-			x->qhead = j->qnext;
-			if (!x->qhead)
-				x->qtail = NULL;
-		}
 		/* After a failure the job's other units are not moved. */
 		ret = j->error;
 		pthread_mutex_unlock(&x->lock);
 		if (!ret)
 			ret = do_unit(w, j, u);
 		pthread_mutex_lock(&x->lock);
-		if (ret && !j->error)
-			j->error = ret;
-		if (++j->units_done == j->units)
-			pthread_cond_broadcast(&x->done);
+		unit_done(x, j, ret);
 	}
 	pthread_mutex_unlock(&x->lock);
 	if (x->flags & KVTIER_XFER_CUDA)
@@ -335,12 +604,64 @@ static void xfer_free(struct kvtier_xfer *x, unsigned int n)
 		x->jobs = j->next;
 		job_free(j);
 	}
+	if (x->ring) {
+		io_uring_queue_exit(&x->ring->uring);
+		free(x->ring->u);
+		free(x->ring);
+	}
 	pthread_cond_destroy(&x->work);
 	pthread_cond_destroy(&x->done);
 	pthread_mutex_destroy(&x->lock);
 	free(x->workers);
 	close(x->fd);
 	free(x);
+}
+
+/*
+ * Give @x a ring for its host units where io_uring can be used: it can be
+ * set up (not kernel.io_uring_disabled, a seccomp profile or a kernel
+ * without it) and takes requests (a sandbox may allow io_uring_setup and
+ * refuse io_uring_enter): one NOP must complete. Else x->ring stays NULL,
+ * for the workers. 0, or -ENOMEM.
+ */
+static int ring_new(struct kvtier_xfer *x)
+{
+	struct ring *r = calloc(1, sizeof(*r));
+	size_t depth = RING_BYTES / x->chunk;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	bool ok;
+
+	depth = depth < RING_MIN ? RING_MIN : depth > RING_MAX ? RING_MAX : depth;
+	if (r)
+		r->u = calloc(depth, sizeof(*r->u));
+	if (!r || !r->u) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->depth = (unsigned int)depth;
+	if (io_uring_queue_init(r->depth, &r->uring, 0)) {
+		free(r->u);
+		free(r);
+		return 0;
+	}
+	sqe = io_uring_get_sqe(&r->uring);
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	ok = io_uring_submit_and_wait(&r->uring, 1) == 1 &&
+	     !io_uring_peek_cqe(&r->uring, &cqe);
+	if (ok) {
+		ok = !cqe->res && !io_uring_cqe_get_data(cqe);
+		io_uring_cqe_seen(&r->uring, cqe);
+	}
+	if (!ok) {
+		io_uring_queue_exit(&r->uring);
+		free(r->u);
+		free(r);
+		return 0;
+	}
+	x->ring = r;
+	return 0;
 }
 
 KVTIER_EXPORT int kvtier_xfer_create(struct kvtier_region *region,
@@ -385,6 +706,17 @@ KVTIER_EXPORT int kvtier_xfer_create(struct kvtier_region *region,
 	x->nworkers = !(attr->flags & KVTIER_XFER_CUDA) ? HOST_WORKERS :
 		      attr->staging_buffers ? attr->staging_buffers :
 					      DEF_STAGING_BUFFERS;
+	/* Host buffers: one ring thread where io_uring can be set up. */
+	if (!(attr->flags & KVTIER_XFER_CUDA)) {
+		ret = ring_new(x);
+		if (ret) {
+			close(x->fd);
+			free(x);
+			return ret;
+		}
+		if (x->ring)
+			x->nworkers = 1;
+	}
 	pthread_mutex_init(&x->lock, NULL);
 	pthread_cond_init(&x->work, NULL);
 	pthread_cond_init(&x->done, NULL);

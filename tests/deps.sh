@@ -21,6 +21,7 @@
 #   libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
 #                                 user space the guest runs from this machine
 #                                 (tools, tests that mount or stack dm targets)
+#   liburing-dev                  libkvtier's block offload (io_uring)
 #   python3-venv python3-pip      make -C python check: the Python package's
 #                                 offline pip install into a throwaway venv
 #   python3-torch                 the Llama decoder of prefix-KV reuse
@@ -51,7 +52,7 @@ PKGS=(make gcc libc6-dev perl git
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd gzip coreutils
 	libnvme-dev nvme-cli fio python3 e2fsprogs dmsetup
 	python3-venv python3-pip python3-torch
-	libblkid-dev
+	libblkid-dev liburing-dev
 	passwd
 	util-linux mount gnuplot-nox
 	systemd man-db prometheus prometheus-node-exporter

@@ -83,7 +83,9 @@ class Xfer(Resource):
     size). With ``cuda=True`` (KVTIER_XFER_CUDA) the CUDA runtime is
     loaded (never linked) and ``staging_buffers`` pinned staging buffers
     of ``staging_bytes`` each (0: 4 of 8 MiB) are made on CUDA device
-    ``device``; without it four worker threads move host buffers.
+    ``device``; without it one thread moves host buffers through an
+    io_uring (four ``pread``/``pwrite`` worker threads where io_uring
+    cannot be used).
 
     The Xfer holds its own file of the region: the :class:`Region` may be
     closed first. A context manager; :meth:`close` waits for every call
