@@ -10,10 +10,19 @@
  * host's tree at the same path. Runs as root in the test VM
  * (tests/run-suite.sh); see kvtier_util.h.
  */
+#include <dirent.h>
 #include <dlfcn.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/io_uring.h>
 #include <linux/kvtier.h>
+#include <linux/seccomp.h>
 #include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -711,12 +720,244 @@ TEST_F_TIMEOUT(lib, xfer_host_buffers, 300)
 		munmap(bad[1], BLK);
 	}
 
-	/* Destroy with a transfer in flight: it completes first. */
-	ASSERT_EQ(0, kvtier_xfer_store(x, out, offs, 1, &t[0]));
+	/*
+	 * Destroy with transfers in flight and many more units queued than
+	 * the ring holds (576, three per block): they all complete first.
+	 */
+	blocks_free(in, NBLK);
+	in = blocks_new(NBLK, BLK, offs, 12);
+	ASSERT_NE(NULL, in);
+	ASSERT_EQ(0, kvtier_xfer_store(x, in, offs, NBLK, &t[0]));
 	kvtier_xfer_destroy(x);
+	for (i = 0; i < NBLK; i++)
+		ASSERT_EQ(-1, lcheck(r, offs[i], BLK & ~7ULL, 12)) TH_LOG("block %d", i);
 	kvtier_region_close(r);
 	blocks_free(in, NBLK);
 	blocks_free(out, NBLK);
+}
+
+/* Threads of this process: entries of /proc/self/task, or -1. */
+static int nr_threads(void)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/*
+ * Completions of this process's io_urings (CqHead of each one's fdinfo,
+ * summed), or -1 if it has none.
+ */
+static long long ring_completions(void)
+{
+	long long sum = -1;
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/fd");
+
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir))) {
+		char path[300], link[64] = "", line[128];
+		unsigned int head;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", d->d_name);
+		if (readlink(path, link, sizeof(link) - 1) < 0 ||
+		    strcmp(link, "anon_inode:[io_uring]"))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", d->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "CqHead: %u", &head) == 1) {
+				sum = (sum < 0 ? 0 : sum) + head;
+				break;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+	closedir(dir);
+	return sum;
+}
+
+/* Can this process set up an io_uring? */
+static bool io_uring_works(void)
+{
+	struct io_uring_params p = {};
+	long fd = syscall(__NR_io_uring_setup, 1, &p);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
+ * From now on system call @nr fails with @err in this process (in all its
+ * threads with @all_threads), as a container's seccomp profile makes it.
+ */
+static int deny_syscall(int nr, int err, bool all_threads)
+{
+#ifdef __x86_64__
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned int)nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned int)err),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = ARRAY_SIZE(f), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER,
+		    all_threads ? SECCOMP_FILTER_FLAG_TSYNC : 0, &prog))
+		return -errno;
+	return 0;
+#else
+	(void)nr, (void)err, (void)all_threads;
+	return -EOPNOTSUPP;
+#endif
+}
+
+#define RT_NBLK	96
+#define RT_BLK	(64 * 1024)	/* page-aligned: the module's direct reads */
+
+/* How xfer_round_trip() goes. */
+enum rt_how {
+	RT_RING,		/* on the ring */
+	RT_WORKERS,		/* on the four workers: no ring */
+	RT_BREAK_EINVAL,	/* io_uring_enter refused after create */
+	RT_BREAK_EAGAIN,	/* ... for want of resources, lastingly */
+};
+
+/*
+ * Store RT_NBLK page-aligned blocks through a new xfer of @r, write them
+ * back, restore them: -1 when that went @how and the bytes round-trip,
+ * else the line that failed (a child's exit status, or the log).
+ */
+static int xfer_round_trip(struct kvtier_region *r, enum rt_how how, int seed)
+{
+	struct kvtier_xfer_attr attr = { .block_bytes = RT_BLK, .staging_bytes = RT_BLK / 2 };
+	int before = nr_threads(), threads = how == RT_WORKERS ? 4 : 1;
+	void *in[RT_NBLK] = {}, *out[RT_NBLK] = {};
+	uint64_t offs[RT_NBLK], t;
+	long long cq0, units = 2 * RT_NBLK * 2;
+	struct kvtier_xfer *x = NULL;
+	int ret = -1, i;
+
+	for (i = 0; i < RT_NBLK; i++) {
+		offs[i] = (uint64_t)(RT_NBLK - 1 - i) * RT_BLK;
+		if (posix_memalign(&in[i], PAGE, RT_BLK) ||
+		    posix_memalign(&out[i], PAGE, RT_BLK)) {
+			ret = __LINE__;
+			goto out;
+		}
+		kvt_fill(in[i], RT_BLK, offs[i], seed);
+		memset(out[i], 0, RT_BLK);
+	}
+	cq0 = ring_completions();
+	if (kvtier_xfer_create(r, &attr, &x)) {
+		ret = __LINE__;
+		goto out;
+	}
+	if (nr_threads() - before != threads) {
+		ret = __LINE__;
+		goto out;
+	}
+	if (how == RT_BREAK_EINVAL || how == RT_BREAK_EAGAIN) {
+		if (deny_syscall(__NR_io_uring_enter,
+				 how == RT_BREAK_EINVAL ? EINVAL : EAGAIN, true)) {
+			ret = __LINE__;
+			goto out;
+		}
+	}
+	if (kvtier_xfer_store(x, in, offs, RT_NBLK, &t) || kvtier_xfer_wait(x, t) ||
+	    kvtier_region_cold(r, 0, 0))
+		ret = __LINE__;
+	else if (kvtier_xfer_restore(x, out, offs, RT_NBLK, &t) || kvtier_xfer_wait(x, t))
+		ret = __LINE__;
+	else if (blocks_check(out, RT_NBLK, RT_BLK, offs, seed) != -1)
+		ret = __LINE__;
+	/* Each unit completed on the ring (and the probe), or none did. */
+	else if (how == RT_RING ? ring_completions() - (cq0 < 0 ? 0 : cq0) < units + 1 :
+		 how == RT_WORKERS ? ring_completions() != cq0 :
+		 ring_completions() - (cq0 < 0 ? 0 : cq0) != 1)
+		ret = __LINE__;
+out:
+	kvtier_xfer_destroy(x);
+	/* A joined thread may be listed until its exit is complete. */
+	for (i = 0; i < 100 && nr_threads() != before; i++)
+		usleep(10000);
+	if (ret == -1 && nr_threads() != before)
+		ret = __LINE__;
+	for (i = 0; i < RT_NBLK; i++) {
+		free(in[i]);
+		free(out[i]);
+	}
+	return ret;
+}
+
+/* xfer_round_trip() in a child that first denies @nr with @err (if @nr). */
+static int round_trip_child(struct kvtier_region *r, int nr, int err,
+			    enum rt_how how, int seed)
+{
+	int status, line;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		line = nr && deny_syscall(nr, err, false) ? __LINE__ :
+		       xfer_round_trip(r, how, seed);
+		if (line != -1)
+			fprintf(stderr, "# child failed at line %d\n", line);
+		_exit(line == -1 ? 0 : 1);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EIO;
+}
+
+/*
+ * Host-buffer xfers move their units through one io_uring thread where
+ * the process can use io_uring, and every unit completes on the ring.
+ * Where it cannot - a seccomp profile (as container runtimes' defaults
+ * have) refuses io_uring_setup, or io_uring_enter so the first no-op
+ * fails - four worker threads move them with pread/pwrite. A ring that
+ * stops taking requests later (refused, or short of resources for good)
+ * moves the units with pread/pwrite on its thread. All round-trip, and
+ * what a child stored is what the parent reads.
+ */
+TEST_F_TIMEOUT(lib, xfer_io_uring_or_workers, 300)
+{
+	uint64_t off = (RT_NBLK - 1 - 7) * (uint64_t)RT_BLK;
+	struct kvtier_region *r;
+
+#ifndef __x86_64__
+	SKIP(return, "the seccomp filters are written for x86_64");
+#endif
+	ASSERT_EQ(0, kvtier_region_create(self->t, RT_NBLK * RT_BLK, &r));
+	ASSERT_EQ(-1, xfer_round_trip(r, io_uring_works() ? RT_RING : RT_WORKERS, 21));
+	ASSERT_EQ(0, round_trip_child(r, __NR_io_uring_setup, ENOSYS, RT_WORKERS, 22));
+	ASSERT_EQ(-1, lcheck(r, off, RT_BLK, 22));
+	if (io_uring_works()) {
+		ASSERT_EQ(0, round_trip_child(r, __NR_io_uring_enter, EPERM,
+					      RT_WORKERS, 23));
+		ASSERT_EQ(0, round_trip_child(r, 0, 0, RT_BREAK_EINVAL, 24));
+		ASSERT_EQ(-1, lcheck(r, off, RT_BLK, 24));
+		ASSERT_EQ(0, round_trip_child(r, 0, 0, RT_BREAK_EAGAIN, 25));
+		ASSERT_EQ(-1, lcheck(r, off, RT_BLK, 25));
+	}
+	kvtier_region_close(r);
 }
 
 TEST_F_TIMEOUT(lib, xfer_bad_arguments, 300)
