@@ -9,8 +9,9 @@
  * result is its first error.
  *
  * Without CUDA one thread moves the units through an io_uring, up to
- * RING_BYTES of them in flight (8 to 64 units; the module completes page-aligned reads from its
- * direct path without a kernel worker). Where io_uring cannot be set up
+ * RING_BYTES of them in flight in units of at most RING_UNIT (the module
+ * completes page-aligned reads from its direct path without a kernel
+ * worker; stores go to io_uring's workers, at most RING_WRITES). Where io_uring cannot be set up
  * (kernel.io_uring_disabled, a seccomp filter, an old kernel) four worker
  * threads move them with pread/pwrite instead, and a ring that fails for
  * good later finishes its units with pread/pwrite on its own thread.
@@ -51,12 +52,23 @@
 #define MAX_STAGING_BYTES	(1UL << 30)
 /*
  * Units in flight on the ring: enough for RING_BYTES (the module's default
- * max_inflight_kb), at least RING_MIN (8 of the default 8 MiB are twice
- * the four workers' bytes), at most RING_MAX.
+ * max_inflight_kb), at most RING_MAX (16 to 64, units being at most
+ * RING_UNIT).
  */
 #define RING_BYTES		(16UL << 20)
-#define RING_MIN		8
 #define RING_MAX		64
+/*
+ * Units on the ring are at most RING_UNIT: requests that size complete
+ * inline in the module (one direct read each, under its in-flight cap),
+ * where a few requests of 8 MiB would wait for room in io_uring's workers.
+ */
+#define RING_UNIT		(1UL << 20)
+/*
+ * Stores in flight on the ring: the module's write path is synchronous
+ * (each store holds an io_uring worker until it is done), so more writers
+ * than the four workers had only contend for the budget.
+ */
+#define RING_WRITES		4
 /* A submission refused for want of resources is tried for about 1 s. */
 #define RING_RETRIES		1000
 
@@ -211,6 +223,7 @@ struct ring {
 	unsigned int depth;		/* units it may have in flight */
 	struct ring_unit *u;		/* @depth of them */
 	unsigned int busy;		/* units prepared and not completed */
+	unsigned int writes;		/* of them, stores */
 	uint64_t seq;			/* units prepared so far */
 	bool broken;			/* units go by pread/pwrite from now */
 };
@@ -387,10 +400,16 @@ static void ring_prep(struct kvtier_xfer *x, struct job *j, uint64_t u)
 	unit_span(x, j, u, &ru->buf, &ru->len, &ru->off);
 	sqe = io_uring_get_sqe(&r->uring);
 	/* A unit is at most MAX_STAGING_BYTES: it fits the SQE's length. */
-	if (j->dir == DIR_STORE)
+	if (j->dir == DIR_STORE) {
 		io_uring_prep_write(sqe, x->fd, ru->buf, (unsigned int)ru->len,
 				    ru->off);
-	else
+		/*
+		 * The module answers EAGAIN to every write that must not
+		 * block (file.c): straight to io_uring's workers, no try.
+		 */
+		io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
+		r->writes++;
+	} else
 		io_uring_prep_read(sqe, x->fd, ru->buf, (unsigned int)ru->len,
 				   ru->off);
 	io_uring_sqe_set_data(sqe, ru);
@@ -421,6 +440,8 @@ static void ring_unit_end(struct kvtier_xfer *x, struct ring_unit *ru, int ret)
 
 	ru->j = NULL;
 	x->ring->busy--;
+	if (j->dir == DIR_STORE)
+		x->ring->writes--;
 	pthread_mutex_lock(&x->lock);
 	unit_done(x, j, ret);
 	pthread_mutex_unlock(&x->lock);
@@ -524,7 +545,9 @@ static void ring_main(struct kvtier_xfer *x)
 
 	pthread_mutex_lock(&x->lock);
 	for (;;) {
-		while (r->busy < r->depth && next_unit(x, &j, &u)) {
+		while (r->busy < r->depth && x->qhead &&
+		       (x->qhead->dir != DIR_STORE || r->writes < RING_WRITES) &&
+		       next_unit(x, &j, &u)) {
 			/* After a failure the job's other units are not moved. */
 			if (j->error) {
 				unit_done(x, j, 0);
@@ -626,13 +649,15 @@ static void xfer_free(struct kvtier_xfer *x, unsigned int n)
  */
 static int ring_new(struct kvtier_xfer *x)
 {
+	size_t unit = x->chunk < RING_UNIT ? x->chunk : RING_UNIT;
 	struct ring *r = calloc(1, sizeof(*r));
-	size_t depth = RING_BYTES / x->chunk;
+	size_t depth = RING_BYTES / unit;
 	struct io_uring_cqe *cqe;
 	struct io_uring_sqe *sqe;
 	bool ok;
 
-	depth = depth < RING_MIN ? RING_MIN : depth > RING_MAX ? RING_MAX : depth;
+	if (depth > RING_MAX)
+		depth = RING_MAX;
 	if (r)
 		r->u = calloc(depth, sizeof(*r->u));
 	if (!r || !r->u) {
@@ -661,6 +686,8 @@ static int ring_new(struct kvtier_xfer *x)
 		return 0;
 	}
 	x->ring = r;
+	x->chunk = unit;
+	x->units_per_block = (x->block_bytes + unit - 1) / unit;
 	return 0;
 }
 
