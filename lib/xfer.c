@@ -11,10 +11,11 @@
  * Without CUDA one thread moves the units through an io_uring, up to
  * RING_BYTES of them in flight in units of at most RING_UNIT (the module
  * completes page-aligned reads from its direct path without a kernel
- * worker; stores go to io_uring's workers, at most RING_WRITES). Where io_uring cannot be set up
- * (kernel.io_uring_disabled, a seccomp filter, an old kernel) four worker
- * threads move them with pread/pwrite instead, and a ring that fails for
- * good later finishes its units with pread/pwrite on its own thread.
+ * worker; stores go to io_uring's workers, at most RING_WRITES). Where
+ * io_uring cannot be set up (kernel.io_uring_disabled, a seccomp filter,
+ * an old kernel) four worker threads move them with pread/pwrite
+ * instead, and a ring that fails for good later finishes its units with
+ * pread/pwrite on its own thread.
  *
  * With KVTIER_XFER_CUDA the CUDA runtime is dlopen()ed (never linked).
  * Each worker owns one pinned staging buffer (cudaMallocHost) and one
@@ -51,9 +52,9 @@
 #define MAX_STAGING_BUFFERS	64
 #define MAX_STAGING_BYTES	(1UL << 30)
 /*
- * Units in flight on the ring: enough for RING_BYTES (the module's default
- * max_inflight_kb), at most RING_MAX (16 to 64, units being at most
- * RING_UNIT).
+ * Units in flight on the ring: RING_BYTES of them (the module's default
+ * max_inflight_kb) rounded down, at most RING_MAX: 16 to 64, units being
+ * at most RING_UNIT (less than RING_BYTES below 256 KiB units).
  */
 #define RING_BYTES		(16UL << 20)
 #define RING_MAX		64
@@ -399,7 +400,7 @@ static void ring_prep(struct kvtier_xfer *x, struct job *j, uint64_t u)
 	ru->seq = r->seq++;
 	unit_span(x, j, u, &ru->buf, &ru->len, &ru->off);
 	sqe = io_uring_get_sqe(&r->uring);
-	/* A unit is at most MAX_STAGING_BYTES: it fits the SQE's length. */
+	/* A unit is at most RING_UNIT: it fits the SQE's length. */
 	if (j->dir == DIR_STORE) {
 		io_uring_prep_write(sqe, x->fd, ru->buf, (unsigned int)ru->len,
 				    ru->off);
@@ -533,8 +534,10 @@ static void ring_run(struct kvtier_xfer *x)
 }
 
 /*
- * The ring's thread: keeps up to r->depth units in flight, in the order
- * they were submitted; drains the queue and what is in flight on stop.
+ * The ring's thread: keeps up to r->depth units in flight (RING_WRITES of
+ * them stores), in the order they were submitted: a call waits behind
+ * the units of those before it. Drains the queue and what is in flight
+ * on stop.
  */
 static void ring_main(struct kvtier_xfer *x)
 {
