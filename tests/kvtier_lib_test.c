@@ -839,30 +839,46 @@ enum rt_how {
 	RT_BREAK_EAGAIN,	/* ... for want of resources, lastingly */
 };
 
+/* Blocks of a round trip, and the units each makes on the ring. */
+struct rt_geom {
+	unsigned int nblk;
+	size_t blk, staging;
+	long long ring_units;		/* per block */
+};
+
+/* Two units of 32 KiB per block. */
+static const struct rt_geom rt_small = { RT_NBLK, RT_BLK, RT_BLK / 2, 2 };
+/* Default staging (8 MiB): 1 MiB units on the ring, the last one short. */
+static const struct rt_geom rt_big = { 4, 3 * MiB + PAGE, 0, 4 };
+
 /*
- * Store RT_NBLK page-aligned blocks through a new xfer of @r, write them
+ * Store @g's page-aligned blocks through a new xfer of @r, write them
  * back, restore them: -1 when that went @how and the bytes round-trip,
  * else the line that failed (a child's exit status, or the log).
  */
-static int xfer_round_trip(struct kvtier_region *r, enum rt_how how, int seed)
+static int xfer_round_trip(struct kvtier_region *r, const struct rt_geom *g,
+			   enum rt_how how, int seed)
 {
-	struct kvtier_xfer_attr attr = { .block_bytes = RT_BLK, .staging_bytes = RT_BLK / 2 };
+	struct kvtier_xfer_attr attr = { .block_bytes = g->blk, .staging_bytes = g->staging };
 	int before = nr_threads(), threads = how == RT_WORKERS ? 4 : 1;
-	void *in[RT_NBLK] = {}, *out[RT_NBLK] = {};
-	uint64_t offs[RT_NBLK], t;
-	long long cq0, units = 2 * RT_NBLK * 2;
+	void **in = calloc(g->nblk, sizeof(void *)), **out = calloc(g->nblk, sizeof(void *));
+	long long cq0, cq, units = 2 * g->nblk * g->ring_units;
+	uint64_t *offs = calloc(g->nblk, sizeof(*offs)), t;
 	struct kvtier_xfer *x = NULL;
-	int ret = -1, i;
+	int ret = -1;
+	unsigned int i;
 
-	for (i = 0; i < RT_NBLK; i++) {
-		offs[i] = (uint64_t)(RT_NBLK - 1 - i) * RT_BLK;
-		if (posix_memalign(&in[i], PAGE, RT_BLK) ||
-		    posix_memalign(&out[i], PAGE, RT_BLK)) {
-			ret = __LINE__;
-			goto out;
-		}
-		kvt_fill(in[i], RT_BLK, offs[i], seed);
-		memset(out[i], 0, RT_BLK);
+	for (i = 0; in && out && offs && i < g->nblk; i++) {
+		offs[i] = (uint64_t)(g->nblk - 1 - i) * g->blk;
+		if (posix_memalign(&in[i], PAGE, g->blk) ||
+		    posix_memalign(&out[i], PAGE, g->blk))
+			break;
+		kvt_fill(in[i], g->blk, offs[i], seed);
+		memset(out[i], 0, g->blk);
+	}
+	if (!in || !out || !offs || i < g->nblk) {
+		ret = __LINE__;
+		goto out;
 	}
 	cq0 = ring_completions();
 	if (kvtier_xfer_create(r, &attr, &x)) {
@@ -880,17 +896,23 @@ static int xfer_round_trip(struct kvtier_region *r, enum rt_how how, int seed)
 			goto out;
 		}
 	}
-	if (kvtier_xfer_store(x, in, offs, RT_NBLK, &t) || kvtier_xfer_wait(x, t) ||
-	    kvtier_region_cold(r, 0, 0))
+	if (kvtier_xfer_store(x, in, offs, g->nblk, &t) || kvtier_xfer_wait(x, t) ||
+	    kvtier_region_cold(r, 0, 0)) {
 		ret = __LINE__;
-	else if (kvtier_xfer_restore(x, out, offs, RT_NBLK, &t) || kvtier_xfer_wait(x, t))
+		goto out;
+	}
+	if (kvtier_xfer_restore(x, out, offs, g->nblk, &t) || kvtier_xfer_wait(x, t)) {
 		ret = __LINE__;
-	else if (blocks_check(out, RT_NBLK, RT_BLK, offs, seed) != -1)
+		goto out;
+	}
+	if (blocks_check(out, g->nblk, g->blk, offs, seed) != -1) {
 		ret = __LINE__;
-	/* Each unit completed on the ring (and the probe), or none did. */
-	else if (how == RT_RING ? ring_completions() - (cq0 < 0 ? 0 : cq0) < units + 1 :
-		 how == RT_WORKERS ? ring_completions() != cq0 :
-		 ring_completions() - (cq0 < 0 ? 0 : cq0) != 1)
+		goto out;
+	}
+	/* Each unit completed on the ring once (and the probe), or none did. */
+	cq = ring_completions() - (cq0 < 0 ? 0 : cq0);
+	if (how == RT_RING ? cq != units + 1 :
+	    how == RT_WORKERS ? ring_completions() != cq0 : cq != 1)
 		ret = __LINE__;
 out:
 	kvtier_xfer_destroy(x);
@@ -899,10 +921,13 @@ out:
 		usleep(10000);
 	if (ret == -1 && nr_threads() != before)
 		ret = __LINE__;
-	for (i = 0; i < RT_NBLK; i++) {
-		free(in[i]);
-		free(out[i]);
+	for (i = 0; i < g->nblk; i++) {
+		free(in ? in[i] : NULL);
+		free(out ? out[i] : NULL);
 	}
+	free(in);
+	free(out);
+	free(offs);
 	return ret;
 }
 
@@ -917,7 +942,7 @@ static int round_trip_child(struct kvtier_region *r, int nr, int err,
 		return -errno;
 	if (!pid) {
 		line = nr && deny_syscall(nr, err, false) ? __LINE__ :
-		       xfer_round_trip(r, how, seed);
+		       xfer_round_trip(r, &rt_small, how, seed);
 		if (line != -1)
 			fprintf(stderr, "# child failed at line %d\n", line);
 		_exit(line == -1 ? 0 : 1);
@@ -946,7 +971,8 @@ TEST_F_TIMEOUT(lib, xfer_io_uring_or_workers, 300)
 	SKIP(return, "the seccomp filters are written for x86_64");
 #endif
 	ASSERT_EQ(0, kvtier_region_create(self->t, RT_NBLK * RT_BLK, &r));
-	ASSERT_EQ(-1, xfer_round_trip(r, io_uring_works() ? RT_RING : RT_WORKERS, 21));
+	ASSERT_EQ(-1, xfer_round_trip(r, &rt_small, io_uring_works() ? RT_RING : RT_WORKERS,
+				      21));
 	ASSERT_EQ(0, round_trip_child(r, __NR_io_uring_setup, ENOSYS, RT_WORKERS, 22));
 	ASSERT_EQ(-1, lcheck(r, off, RT_BLK, 22));
 	if (io_uring_works()) {
@@ -957,6 +983,10 @@ TEST_F_TIMEOUT(lib, xfer_io_uring_or_workers, 300)
 		ASSERT_EQ(0, round_trip_child(r, 0, 0, RT_BREAK_EAGAIN, 25));
 		ASSERT_EQ(-1, lcheck(r, off, RT_BLK, 25));
 	}
+	kvtier_region_close(r);
+	/* Blocks of several units on the ring, the last one short. */
+	ASSERT_EQ(0, kvtier_region_create(self->t, rt_big.nblk * rt_big.blk, &r));
+	ASSERT_EQ(-1, xfer_round_trip(r, &rt_big, io_uring_works() ? RT_RING : RT_WORKERS, 26));
 	kvtier_region_close(r);
 }
 
