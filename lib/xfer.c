@@ -288,6 +288,18 @@ static int unit_rw(const struct kvtier_xfer *x, const struct job *j,
 	return kvt_pread_full(x->fd, buf, len, off);
 }
 
+/* Move unit @u of job @j (host memory) with pread/pwrite: 0 or -errno. */
+static int host_unit_rw(const struct kvtier_xfer *x, const struct job *j,
+			uint64_t u)
+{
+	uint64_t off;
+	size_t len;
+	char *buf;
+
+	unit_span(x, j, u, &buf, &len, &off);
+	return unit_rw(x, j, buf, len, off);
+}
+
 /* Move unit @u of job @j with worker @w: 0 or -errno. */
 static int do_unit(struct worker *w, struct job *j, uint64_t u)
 {
@@ -297,9 +309,9 @@ static int do_unit(struct worker *w, struct job *j, uint64_t u)
 	char *buf;
 	int ret;
 
-	unit_span(x, j, u, &buf, &len, &off);
 	if (!j->dev[u / x->units_per_block])
-		return unit_rw(x, j, buf, len, off);
+		return host_unit_rw(x, j, u);
+	unit_span(x, j, u, &buf, &len, &off);
 	if (j->dir == DIR_STORE) {
 		if (cuda.MemcpyAsync(w->staging, buf, len, KVT_CUDA_D2H, w->stream) ||
 		    cuda.StreamSynchronize(w->stream))
@@ -370,18 +382,6 @@ static void unit_done(struct kvtier_xfer *x, struct job *j, int ret)
 		j->error = ret;
 	if (++j->units_done == j->units)
 		pthread_cond_broadcast(&x->done);
-}
-
-/* Move unit @u of job @j (host memory) with pread/pwrite: 0 or -errno. */
-static int ring_unit_rw(const struct kvtier_xfer *x, const struct job *j,
-			uint64_t u)
-{
-	uint64_t off;
-	size_t len;
-	char *buf;
-
-	unit_span(x, j, u, &buf, &len, &off);
-	return unit_rw(x, j, buf, len, off);
 }
 
 /*
@@ -500,9 +500,7 @@ static void ring_run(struct kvtier_xfer *x)
 
 	while (!r->broken && io_uring_sq_ready(&r->uring)) {
 		ret = io_uring_submit(&r->uring);
-		if (ret > 0)
-			continue;
-		if (ret == -EINTR)
+		if (ret > 0 || ret == -EINTR)
 			continue;
 		if (ret == 0 || ret == -EAGAIN || ret == -EBUSY || ret == -ENOMEM) {
 			/* Out of resources: a completion frees some. */
@@ -556,7 +554,7 @@ static void ring_main(struct kvtier_xfer *x)
 				unit_done(x, j, 0);
 			} else if (r->broken) {
 				pthread_mutex_unlock(&x->lock);
-				ret = ring_unit_rw(x, j, u);
+				ret = host_unit_rw(x, j, u);
 				pthread_mutex_lock(&x->lock);
 				unit_done(x, j, ret);
 			} else {
