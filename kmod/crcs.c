@@ -21,9 +21,20 @@
 
 #include "kvtier.h"
 
-#define KVT_CRCS_PER_CHUNK	64
+#define KVT_CRCS_PER_CHUNK	62
 
-static u32 *kvtier_crcs_chunk(struct kvtier_region *region, pgoff_t index)
+/*
+ * 256 bytes: the CRCs, and which pages were written back with the checksum
+ * knob off (an unnamed region's pages only: writeback.c). Such a page has
+ * no CRC to check; its bit is cleared when a later write-back records one.
+ */
+struct kvtier_crc_chunk {
+	DECLARE_BITMAP(unchecked, KVT_CRCS_PER_CHUNK);
+	u32 crc[KVT_CRCS_PER_CHUNK];
+};
+
+static struct kvtier_crc_chunk *kvtier_crcs_chunk(struct kvtier_region *region,
+						  pgoff_t index)
 {
 	return xa_load(&region->crcs, index / KVT_CRCS_PER_CHUNK);
 }
@@ -35,12 +46,12 @@ static u32 *kvtier_crcs_chunk(struct kvtier_region *region, pgoff_t index)
  */
 int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp)
 {
-	u32 *chunk, *old;
+	struct kvtier_crc_chunk *chunk, *old;
 
+	BUILD_BUG_ON(sizeof(*chunk) > 256);
 	if (kvtier_crcs_chunk(region, index))
 		return 0;
-	chunk = kcalloc(KVT_CRCS_PER_CHUNK, sizeof(u32),
-			gfp | __GFP_ACCOUNT | __GFP_NOWARN);
+	chunk = kzalloc(sizeof(*chunk), gfp | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!chunk)
 		return -ENOMEM;
 	old = xa_cmpxchg(&region->crcs, index / KVT_CRCS_PER_CHUNK, NULL, chunk,
@@ -55,35 +66,59 @@ int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp)
 	return 0;
 }
 
-/* Record the CRC of the page at @index; its room was reserved. */
-void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc)
+/*
+ * Record the CRC of the page at @index, or with @unchecked that its copy
+ * has none (written with the checksum knob off); its room was reserved.
+ */
+void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc,
+		     bool unchecked)
 {
-	u32 *chunk = kvtier_crcs_chunk(region, index);
+	struct kvtier_crc_chunk *chunk = kvtier_crcs_chunk(region, index);
+	unsigned int i = index % KVT_CRCS_PER_CHUNK;
 
-	if (!WARN_ON_ONCE(!chunk))
-		chunk[index % KVT_CRCS_PER_CHUNK] = crc;
+	if (WARN_ON_ONCE(!chunk))
+		return;
+	chunk->crc[i] = crc;
+	/* Atomic bit ops: neighbours' write-backs complete concurrently. */
+	if (unchecked)
+		set_bit(i, chunk->unchecked);
+	else
+		clear_bit(i, chunk->unchecked);
 }
 
 /*
  * The CRC recorded for the page at @index. False if none was ever
  * recorded: only a page that was written back has one, so the caller,
- * which holds such a page, treats that as a mismatch.
+ * which holds such a page, treats that as a mismatch. A page written
+ * without one (kvtier_crcs_unchecked()) gets true and a CRC of 0.
  */
 bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc)
 {
-	u32 *chunk = kvtier_crcs_chunk(region, index);
+	struct kvtier_crc_chunk *chunk = kvtier_crcs_chunk(region, index);
 
 	if (WARN_ON_ONCE(!chunk))
 		return false;
-	*crc = chunk[index % KVT_CRCS_PER_CHUNK];
+	*crc = chunk->crc[index % KVT_CRCS_PER_CHUNK];
 	return true;
+}
+
+/*
+ * Was the copy of the page at @index written back with the checksum knob
+ * off? Then there is no CRC to check it against, whatever the knob says
+ * now. The caller holds the page (resident or as a shadow entry).
+ */
+bool kvtier_crcs_unchecked(struct kvtier_region *region, pgoff_t index)
+{
+	struct kvtier_crc_chunk *chunk = kvtier_crcs_chunk(region, index);
+
+	return chunk && test_bit(index % KVT_CRCS_PER_CHUNK, chunk->unchecked);
 }
 
 /* Bytes of CRC storage the region holds (debugfs "regions"). */
 unsigned long kvtier_crcs_bytes(struct kvtier_region *region)
 {
 	return atomic_long_read(&region->nr_crc_chunks) *
-		KVT_CRCS_PER_CHUNK * sizeof(u32);
+		sizeof(struct kvtier_crc_chunk);
 }
 
 /* The region is being destroyed, or its map unloaded: free every chunk. */
@@ -104,5 +139,5 @@ void kvtier_crcs_destroy(struct kvtier_region *region)
 /* The chunks' payload, for kvtier_meta_mem(). */
 u64 kvtier_crcs_chunk_bytes(void)
 {
-	return KVT_CRCS_PER_CHUNK * sizeof(u32);
+	return sizeof(struct kvtier_crc_chunk);
 }

@@ -193,8 +193,9 @@ static struct kvtier_direct *kvtier_direct_new(struct kvtier_region *region,
 /*
  * Step 1: look up the pages from @d->index (at most @max) that are only on
  * the namespace, cut into runs of consecutive slots in @d->runs, with each
- * page's CRC in @d->crcs when @d->crc (a page without one ends the
- * lookup: the pool path says what that is). Returns the pages found.
+ * page's CRC in @d->crcs when @d->crc (a page without one, or written
+ * without one with the checksum off, ends the lookup: the pool path says
+ * what that is, and reads the latter unchecked). Returns the pages found.
  */
 static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
 					 unsigned int max)
@@ -210,7 +211,9 @@ static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
 
 		if (!xa_is_value(entry))
 			break;
-		if (d->crc && !kvtier_crcs_get(region, d->index + n, &d->crcs[n]))
+		if (d->crc &&
+		    (kvtier_crcs_unchecked(region, d->index + n) ||
+		     !kvtier_crcs_get(region, d->index + n, &d->crcs[n])))
 			break;
 		slot = kvt_shadow_slot(entry);
 		if (ur && slot == ur->slot + ur->nr && ur->nr < BIO_MAX_VECS) {

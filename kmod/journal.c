@@ -384,7 +384,7 @@ static int kvtier_replay_page(struct kvtier_tier *tier, struct kvtier_region *r,
 		else
 			kvtier_slots_free(&tier->slots, old, 1);
 	}
-	kvtier_crcs_set(r, index, le32_to_cpu(p->crc));
+	kvtier_crcs_set(r, index, le32_to_cpu(p->crc), false);
 	return 0;
 }
 

@@ -310,6 +310,7 @@ enum kvtier_stat {
 	KVT_STAT_DIRECT_READ,
 	KVT_STAT_DIRECT_RETRY,
 	KVT_STAT_DIRECT_ASYNC,
+	KVT_STAT_WB_UNCHECKED,
 	KVT_STAT_NR,
 };
 
@@ -726,6 +727,10 @@ enum kvtier_page_flag {
 				 * clear it again; only read by the
 				 * zero-fill right after kvtier_page_new()
 				 */
+	KVT_PG_NOCRC,		/* the write-back in progress computed no
+				 * CRC (checksum off, unnamed region): valid
+				 * with @crc, under the write-back
+				 */
 };
 
 /**
@@ -900,8 +905,10 @@ void kvtier_crc_module_exit(void);
 
 /* crcs.c */
 int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);
-void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc);
+void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc,
+		     bool unchecked);
 bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc);
+bool kvtier_crcs_unchecked(struct kvtier_region *region, pgoff_t index);
 unsigned long kvtier_crcs_bytes(struct kvtier_region *region);
 
 /* pagemap.c */

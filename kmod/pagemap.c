@@ -125,7 +125,7 @@ static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
 					      GFP_KERNEL | __GFP_NOWARN));
 		if (ret)
 			return ret;
-		kvtier_crcs_set(r, index, le32_to_cpu(p[i].crc));
+		kvtier_crcs_set(r, index, le32_to_cpu(p[i].crc), false);
 	}
 	return 0;
 }

@@ -350,7 +350,8 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 	}
 	xa_lock(&region->pages);
 	kp->slot = kp->wb_slot;
-	kvtier_crcs_set(region, kp->index, kp->crc);
+	kvtier_crcs_set(region, kp->index, kp->crc,
+			kvt_pg_test(kp, KVT_PG_NOCRC));
 	kvtier_journal_page_changed(region, kp->index);
 	/* Under the xa_lock: a checkpoint's snapshot orders against it. */
 	atomic_inc(&region->map.changes);
@@ -403,14 +404,8 @@ static unsigned int kvtier_crc_part_run(struct kvtier_crc_part *part)
 		struct kvtier_page *kp = part->kps[i];
 		void *data;
 
-		if (part->errs[i])
+		if (part->errs[i] || kvt_pg_test(kp, KVT_PG_NOCRC))
 			continue;
-		/*
-		 * Stable under the page lock, unless DMA into a GUP
-		 * reference changes it: then it stays dirty.
-		 */
-		if (kvtier_page_gup_held(kp))
-			kvt_pg_set(kp, KVT_PG_GUP);
 		data = kmap_local_page(kp->page);
 		kp->crc = kvtier_crc32c(data, PAGE_SIZE);
 		kunmap_local(data);
@@ -435,6 +430,8 @@ static void kvtier_writeback_crcs(struct kvtier_page **kps, const int *errs,
 	struct kvtier_crc_part parts[KVT_CRC_PARTS];
 	unsigned int np, i, at = 0;
 
+	if (!nr)
+		return;
 	np = clamp_t(unsigned int, nr / KVT_CRC_PART_MIN, 1,
 		     min_t(unsigned int, num_online_cpus(), KVT_CRC_PARTS));
 	for (i = 0; i < np; i++) {
@@ -462,6 +459,48 @@ static void kvtier_writeback_crcs(struct kvtier_page **kps, const int *errs,
 		cancel_work_sync(&parts[i].work);
 		destroy_work_on_stack(&parts[i].work);
 	}
+}
+
+/*
+ * Which pages of a batch get a CRC, and which a GUP reference may change
+ * under the bio; returns how many need a CRC. Every page of a persistent
+ * region gets one, whatever the checksum knob says: its record keeps the
+ * CRC for whoever reads it later (after a reload, on another host), and a
+ * record has no room to say "none". An unnamed region lives only while it
+ * is open, so with checksum off its pages are written without a CRC and
+ * are never checked (KVT_PG_NOCRC, recorded by kvtier_crcs_set()).
+ */
+static unsigned int kvtier_writeback_plan(struct kvtier_tier *tier,
+					  struct kvtier_page **kps,
+					  const int *errs, unsigned int nr)
+{
+	bool checksum = READ_ONCE(tier->knobs.checksum);
+	unsigned int i, need = 0, skip = 0;
+
+	for (i = 0; i < nr; i++) {
+		struct kvtier_page *kp = kps[i];
+
+		if (errs[i])
+			continue;
+		/*
+		 * Stable under the page lock, unless DMA into a GUP
+		 * reference changes it: then it stays dirty. Unmapped and
+		 * locked, it gains no new GUP reference until unlocked.
+		 */
+		if (kvtier_page_gup_held(kp))
+			kvt_pg_set(kp, KVT_PG_GUP);
+		if (checksum || kp->region->persistent) {
+			kvt_pg_clear(kp, KVT_PG_NOCRC);
+			need++;
+		} else {
+			kvt_pg_set(kp, KVT_PG_NOCRC);
+			kp->crc = 0;
+			skip++;
+		}
+	}
+	if (skip)
+		kvtier_count(tier, KVT_STAT_WB_UNCHECKED, skip);
+	return need;
 }
 
 /*
@@ -509,7 +548,8 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 	err = kvtier_assign_slots(tier, kps, nr, errs);
 	if (err)
 		ret = err;
-	kvtier_writeback_crcs(kps, errs, nr);
+	if (kvtier_writeback_plan(tier, kps, errs, nr))
+		kvtier_writeback_crcs(kps, errs, nr);
 	for (i = 0; i < nr; i++) {
 		if (!errs[i])
 			wr[n++] = kps[i];
