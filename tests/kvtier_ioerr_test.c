@@ -22,7 +22,8 @@
  * - reads corrupted (flakey corrupt_bio_byte ... r): checksum_errors,
  *   EIO/SIGBUS, never wrong bytes; a direct read (pread into page-aligned
  *   memory, synchronous or through aio) is read again through the pool,
- *   then EIO.
+ *   then EIO. With checksum 0, unnamed regions' pages are written without
+ *   a CRC and read back unchecked; persistent regions' keep theirs.
  * - a slow device (dm-delay 100 ms): faults take the delay, nothing
  *   fails, and max_inflight_kb bounds the bytes in flight (debugfs
  *   inflight_bytes sampled while it runs).
@@ -444,6 +445,106 @@ TEST_F_TIMEOUT(wr, corrupted_reads_caught_by_checksum, 300)
 	ASSERT_EQ(-1, kvt_check(a, len, 0, 30));
 	munmap(a, len);
 	close(fa);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
+/*
+ * Every page of [0, @len) of @fd read one by one while reads are corrupted
+ * (byte 1 of each bio: readahead is off, so every page): some are EIO,
+ * none comes back with wrong bytes. Returns the EIO count.
+ */
+static int corrupted_preads(struct __test_metadata *_metadata, int fd,
+			    size_t len, unsigned long long seed)
+{
+	size_t off;
+	int r, eio = 0;
+
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, flakey("5 corrupt_bio_byte 1 r 90 0"));
+	for (off = 0; off < len; off += PAGE) {
+		r = kvt_pread_page(fd, off, seed);
+		EXPECT_NE(1, r);
+		EXPECT_NE(2, r);
+		eio += r == -EIO;
+	}
+	EXPECT_EQ(0, linear());
+	return eio;
+}
+
+/*
+ * checksum 0 covers writes of unnamed regions: their pages are written
+ * back without a CRC (writeback_unchecked), and read back right with the
+ * knob on again, through the pool and by a direct pread (which leaves
+ * them to the pool); rewritten with it on, they are checked again
+ * (corrupted reads are EIO). A persistent region's pages get their CRC
+ * with the knob off too: corrupted reads of them are EIO once it is on.
+ */
+TEST_F_TIMEOUT(wr, checksum_off_skips_crc_of_unnamed_writes, 300)
+{
+	size_t len = 1 * MiB, pages = len / PAGE;
+	long long u0, csum0, d0;
+	unsigned char *a, *buf;
+	int fa, fp, eio;
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	u0 = kvt_stat(0, "writeback_unchecked");
+	a = kvt_map_filled(&fa, len, 40);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "writeback_unchecked") - u0);
+
+	/* Knob on: read back whole, nothing to check them against. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	csum0 = kvt_stat(0, "checksum_errors");
+	d0 = kvt_stat(0, "direct_read_pages");
+	ASSERT_EQ((ssize_t)len, pread(fa, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 40));
+	ASSERT_EQ(0, kvt_stat(0, "direct_read_pages") - d0);
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 40));
+	ASSERT_EQ(0, kvt_stat(0, "checksum_errors") - csum0);
+
+	/* Rewritten with the knob on: CRCs again, corruption is EIO. */
+	kvt_fill(a, len, 0, 41);
+	u0 = kvt_stat(0, "writeback_unchecked");
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, kvt_stat(0, "writeback_unchecked") - u0);
+	eio = corrupted_preads(_metadata, fa, len, 41);
+	TH_LOG("unnamed, rewritten with checksum 1: %d of %zu pages EIO", eio, pages);
+	ASSERT_GT(eio, 0);
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	d0 = kvt_stat(0, "direct_read_pages");
+	ASSERT_EQ((ssize_t)len, pread(fa, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 41));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "direct_read_pages") - d0);
+	munmap(a, len);
+	close(fa);
+
+	/* A persistent region written with the knob off keeps its CRCs. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	fp = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fp, 0);
+	ASSERT_EQ(0, kvt_bind_name(fp, "csum-off", len,
+				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT, 0600));
+	kvt_fill(buf, len, 0, 42);
+	u0 = kvt_stat(0, "writeback_unchecked");
+	ASSERT_EQ((ssize_t)len, pwrite(fp, buf, len, 0));
+	ASSERT_EQ(0, fsync(fp));
+	ASSERT_EQ(0, kvt_stat(0, "writeback_unchecked") - u0);
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	eio = corrupted_preads(_metadata, fp, len, 42);
+	TH_LOG("persistent, written with checksum 0: %d of %zu pages EIO", eio, pages);
+	ASSERT_GT(eio, 0);
+	ASSERT_EQ(0, posix_fadvise(fp, 0, 0, POSIX_FADV_DONTNEED));
+	memset(buf, 0, len);
+	ASSERT_EQ((ssize_t)len, pread(fp, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 42));
+	ASSERT_EQ(0, kvt_unlink_name(fp, "csum-off"));
+	close(fp);
+	munmap(buf, len);
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 }
 
