@@ -25,7 +25,7 @@
 
 /*
  * 256 bytes: the CRCs, and which pages were written back with the checksum
- * knob off (an unnamed region's pages only: writeback.c). Such a page has
+ * knob off (a non-persistent region's pages only: writeback.c). Such a page has
  * no CRC to check; its bit is cleared when a later write-back records one.
  */
 struct kvtier_crc_chunk {
@@ -76,10 +76,11 @@ void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc,
 	struct kvtier_crc_chunk *chunk = kvtier_crcs_chunk(region, index);
 	unsigned int i = index % KVT_CRCS_PER_CHUNK;
 
-	if (WARN_ON_ONCE(!chunk))
+	/* A persistent region's records carry every CRC (writeback.c). */
+	if (WARN_ON_ONCE(!chunk || (unchecked && region->persistent)))
 		return;
 	chunk->crc[i] = crc;
-	/* Atomic bit ops: neighbours' write-backs complete concurrently. */
+	/* Atomic: a word shared with neighbours, whatever lock the caller holds. */
 	if (unchecked)
 		set_bit(i, chunk->unchecked);
 	else

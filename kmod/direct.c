@@ -41,7 +41,8 @@
  * copy racing a store may).
  *
  * With checksum on, every page's CRC32C is checked on the caller's buffer
- * against the CRC looked up with its slot: each run's by a work on
+ * against the CRC looked up with its slot (a page written without one is
+ * left to the pool): each run's by a work on
  * kvtier_wq queued by its completion, so the checks spread over CPUs and
  * overlap the runs still in flight; the reader takes those no work has
  * started (each run's check is claimed once), so it never waits for a

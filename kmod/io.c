@@ -224,8 +224,9 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 
 /*
  * With checksum on, a page read back must match the CRC32C recorded when
- * it was written; a mismatch is an error like a failed read: the data is
- * never handed out. The read completion only marks the page KVT_PG_VERIFY;
+ * it was written (unless it was written without one, checksum being off:
+ * crcs.c); a mismatch is an error like a failed read: the data is never
+ * handed out. The read completion only marks the page KVT_PG_VERIFY;
  * its first user checks it here, with the page lock held, before anything
  * maps or copies it (page.c, kvtier_page_ready()). So the CRC is
  * computed in process context, in parallel with the reads still in
@@ -236,12 +237,13 @@ static void kvtier_io_submit(struct kvtier_io *io, blk_opf_t opf,
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
 {
 	u32 crc, want = 0;
-	bool have = kvtier_crcs_get(kp->region, kp->index, &want);
+	bool have;
 	void *data;
 
 	/* Written with the checksum off: nothing to check it against. */
 	if (kvtier_crcs_unchecked(kp->region, kp->index))
 		return true;
+	have = kvtier_crcs_get(kp->region, kp->index, &want);
 	data = kmap_local_page(kp->page);
 	crc = kvtier_crc32c(data, PAGE_SIZE);
 	kunmap_local(data);
@@ -281,8 +283,9 @@ static void kvtier_verify_ahead(struct work_struct *work)
 			/* kp may be freed once unlocked: compare before using it. */
 			if (xa_load(&region->pages, io->index[i]) == kp &&
 			    kp->page == page && kvt_pg_test(kp, KVT_PG_VERIFY)) {
+				/* Count only the pages with a CRC to check. */
+				done += !kvtier_crcs_unchecked(region, kp->index);
 				kvtier_page_ready(kp);
-				done++;
 			}
 			unlock_page(page);
 		}

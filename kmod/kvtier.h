@@ -728,7 +728,7 @@ enum kvtier_page_flag {
 				 * zero-fill right after kvtier_page_new()
 				 */
 	KVT_PG_NOCRC,		/* the write-back in progress computed no
-				 * CRC (checksum off, unnamed region): valid
+				 * CRC (checksum off, not persistent): valid
 				 * with @crc, under the write-back
 				 */
 };

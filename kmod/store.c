@@ -1852,8 +1852,8 @@ int kvtier_store_close(struct kvtier_tier *tier)
 /*
  * What the tier's metadata costs in kernel memory now (struct
  * kvtier_meta_mem). A page xarray has a leaf node for each 64 pages it
- * maps at most, and a CRC chunk covers the same 64 pages, so the chunk
- * count stands in for the leaves; one node in 63 above them is the
+ * maps at most, and a CRC chunk covers 62 pages, so the chunk count
+ * stands in for the leaves (3 % high); one node in 63 above them is the
  * interior of a dense tree. No lock: gauges read with READ_ONCE.
  */
 void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)

@@ -430,8 +430,6 @@ static void kvtier_writeback_crcs(struct kvtier_page **kps, const int *errs,
 	struct kvtier_crc_part parts[KVT_CRC_PARTS];
 	unsigned int np, i, at = 0;
 
-	if (!nr)
-		return;
 	np = clamp_t(unsigned int, nr / KVT_CRC_PART_MIN, 1,
 		     min_t(unsigned int, num_online_cpus(), KVT_CRC_PARTS));
 	for (i = 0; i < np; i++) {
@@ -466,9 +464,10 @@ static void kvtier_writeback_crcs(struct kvtier_page **kps, const int *errs,
  * under the bio; returns how many need a CRC. Every page of a persistent
  * region gets one, whatever the checksum knob says: its record keeps the
  * CRC for whoever reads it later (after a reload, on another host), and a
- * record has no room to say "none". An unnamed region lives only while it
- * is open, so with checksum off its pages are written without a CRC and
- * are never checked (KVT_PG_NOCRC, recorded by kvtier_crcs_set()).
+ * record has no room to say "none". Other regions (unnamed, or named but
+ * volatile) end with the attach at the latest, so with checksum off their
+ * pages are written without a CRC and are never checked (KVT_PG_NOCRC,
+ * recorded by kvtier_crcs_set()).
  */
 static unsigned int kvtier_writeback_plan(struct kvtier_tier *tier,
 					  struct kvtier_page **kps,

@@ -1794,7 +1794,8 @@ static int toggle_pinned(int fd, const char *name, int *pinned)
 TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 {
 	const size_t len = 4 * MiB;
-	const long long crcs = len / PAGE * 4;	/* bytes of a region's CRCs */
+	/* Bytes of a region's CRCs: 256-byte chunks of 62 pages (crcs.c). */
+	const long long crcs = (len / PAGE + 61) / 62 * 256;
 	long long ckpts0, closed;
 	char name[32];
 	int i, fd, ret, pinned = 0;
