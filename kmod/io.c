@@ -492,19 +492,24 @@ static void kvtier_write_end_io(struct bio *bio)
 }
 
 /*
- * Write @nr locked pages, each to its wb_slot, and wait for all of them.
- * Pages whose slots are consecutive share a bio. errs[i] gets each page's
- * status. Returns the first error, or 0.
+ * Start writing @nr locked pages, each to its wb_slot; @b tracks them until
+ * kvtier_io_write_wait(). Pages whose slots are consecutive share a bio.
+ * @errs[i] gets each page's status (set at once for a page whose bio could
+ * not be made). Waits only for room under max_inflight_kb, never for
+ * these bios: the caller may prepare and start its next batch meanwhile.
  */
-int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
-		    unsigned int nr, int *errs)
+void kvtier_io_write_start(struct kvtier_tier *tier, struct kvtier_page **kps,
+			   unsigned int nr, int *errs,
+			   struct kvtier_io_batch *b)
 {
-	DECLARE_COMPLETION_ONSTACK(done);
-	atomic_t pending = ATOMIC_INIT(1);
-	unsigned int i = 0, j, k, bios = 0;
+	unsigned int i = 0, j, k;
 	struct blk_plug plug;
-	int ret = 0;
 
+	atomic_set(&b->pending, 1);
+	init_completion(&b->done);
+	b->nr = nr;
+	b->bios = 0;
+	b->errs = errs;
 	/* Another read-write attach owns the namespace now (lease.c). */
 	if (kvtier_fenced(tier)) {
 		for (k = 0; k < nr; k++)
@@ -527,24 +532,34 @@ int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
 		}
 		memcpy(io->kps, kps + i, (j - i) * sizeof(*kps));
 		io->slot = kps[i]->wb_slot;
-		io->pending = &pending;
-		io->done = &done;
+		io->pending = &b->pending;
+		io->done = &b->done;
 		io->errs = errs;
 		io->first = i;
-		atomic_inc(&pending);
+		atomic_inc(&b->pending);
 		kvtier_io_submit(io, REQ_OP_WRITE, kvtier_write_end_io);
-		bios++;
+		b->bios++;
 		i = j;
 	}
 	blk_finish_plug(&plug);
-	if (!atomic_dec_and_test(&pending))
-		wait_for_completion_io(&done);
+}
 
-	for (i = 0; i < nr; i++) {
-		if (errs[i] && !ret)
-			ret = errs[i];
+/*
+ * Wait for the writes kvtier_io_write_start() started with @b. Returns the
+ * first page's error, or 0.
+ */
+int kvtier_io_write_wait(struct kvtier_tier *tier, struct kvtier_io_batch *b)
+{
+	unsigned int i;
+	int ret = 0;
+
+	if (!atomic_dec_and_test(&b->pending))
+		wait_for_completion_io(&b->done);
+	for (i = 0; i < b->nr; i++) {
+		if (b->errs[i] && !ret)
+			ret = b->errs[i];
 	}
-	trace_kvtier_writeback(tier->id, nr, bios, ret);
+	trace_kvtier_writeback(tier->id, b->nr, b->bios, ret);
 	return ret;
 }
 

@@ -62,7 +62,10 @@
  *       full queues the store's room work (kvtier_store_need_room()). A
  *       budget stall waits for that work (flush_work) under the locks
  *       above it: mmap_lock, pin_lock, tier.lock (detach).
- *     page lock (PG_locked of a resident page; held across its I/O)
+ *     page lock (PG_locked of a resident page; held across its I/O).
+ *       Several are held at once by write-back batches; only the range
+ *       pass (writeback.c) waits for one while holding others, in index
+ *       order within one region; every other holder only tries them.
  *       kvtier_slots.lock (a mutex; only memory allocation under it)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
  *       kvtier_tier.regions_lock
@@ -991,9 +994,34 @@ void kvtier_page_free(struct kvtier_page *kp);
 void kvtier_page_zero(struct kvtier_page *kp);
 unsigned long kvtier_spare_free(struct kvtier_tier *tier, unsigned long nr);
 
+/* The bios of a write batch in flight (io.c, kvtier_io_write_start()). */
+struct kvtier_io_batch {
+	atomic_t pending;		/* bios in flight, + 1 until the wait */
+	struct completion done;
+	unsigned int nr, bios;
+	int *errs;			/* per page, set by the completions */
+};
+
+/*
+ * A write-back batch between kvtier_writeback_start() and
+ * kvtier_writeback_finish(): its pages stay locked throughout.
+ */
+struct kvtier_wb {
+	struct kvtier_tier *tier;
+	struct kvtier_page **kps;	/* the batch, sorted by start */
+	unsigned int nr;
+	struct kvtier_page **wr;	/* those submitted, and their count */
+	unsigned int n;
+	int *errs;			/* nr for kps, then n for wr */
+	int ret;			/* an error before submission */
+	struct kvtier_io_batch io;
+};
+
 /* writeback.c: where dirty pages go to the namespace */
-int kvtier_writeback_locked(struct kvtier_tier *tier,
+void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr);
+bool kvtier_writeback_written(struct kvtier_wb *wb);
+int kvtier_writeback_finish(struct kvtier_wb *wb);
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict);
 
@@ -1052,8 +1080,10 @@ bool kvtier_inflight_reserve(struct kvtier_tier *tier, long bytes);
 void kvtier_inflight_unreserve(struct kvtier_tier *tier, long bytes);
 void kvtier_io_user_done(struct bio *bio);
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp);
-int kvtier_io_write(struct kvtier_tier *tier, struct kvtier_page **kps,
-		    unsigned int nr, int *errs);
+void kvtier_io_write_start(struct kvtier_tier *tier, struct kvtier_page **kps,
+			   unsigned int nr, int *errs,
+			   struct kvtier_io_batch *b);
+int kvtier_io_write_wait(struct kvtier_tier *tier, struct kvtier_io_batch *b);
 int kvtier_io_flush(struct kvtier_tier *tier);
 #define KVT_META_QUIET	0x1	/* kvtier_io_meta(): the lease's own I/O */
 int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,

@@ -435,12 +435,21 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 			spin_unlock(&pool->lock);
 			continue;
 		}
+		page = kp->page;
+		/*
+		 * Locked: being written back, read or used. A reference taken
+		 * now would only be dropped again, and write-back counts
+		 * references to tell GUP's (writeback.c).
+		 */
+		if (PageLocked(page)) {
+			spin_unlock(&pool->lock);
+			continue;
+		}
 		region = kp->region;
 		if (!kvtier_region_tryget(region)) {
 			spin_unlock(&pool->lock);
 			continue;
 		}
-		page = kp->page;
 		index = kp->index;
 		get_page(page);
 		spin_unlock(&pool->lock);
@@ -467,19 +476,23 @@ static void kvtier_lru_putback(struct kvtier_page *kp)
 	kvtier_region_put(region);
 }
 
-static long kvtier_reclaim_batch(struct kvtier_tier *tier,
-				 struct kvtier_page **batch, unsigned int nr,
-				 int *err)
+/*
+ * Finish a batch of isolated dirty pages kvtier_writeback_start() started:
+ * evict those that came out clean, put the others back. Returns the pages
+ * freed; the first error goes to *@err.
+ */
+static long kvtier_reclaim_end(struct kvtier_wb *wb, int *err)
 {
+	struct kvtier_tier *tier = wb->tier;
 	unsigned int i;
 	long freed = 0;
 	int ret;
 
-	ret = kvtier_writeback_locked(tier, batch, nr);
+	ret = kvtier_writeback_finish(wb);
 	if (ret && !*err)
 		*err = ret;
-	for (i = 0; i < nr; i++) {
-		struct kvtier_page *kp = batch[i];
+	for (i = 0; i < wb->nr; i++) {
+		struct kvtier_page *kp = wb->kps[i];
 		struct kvtier_region *region = kp->region;
 
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
@@ -499,37 +512,67 @@ static long kvtier_reclaim_batch(struct kvtier_tier *tier,
 /*
  * Free up to @nr pages from the cold end of the LRU: clean pages are
  * dropped; with @writeback, dirty ones are written back in batches of
- * writeback_batch_kb and then dropped. Returns pages freed, or -ENOSPC /
- * -EIO if none could be freed because write-back failed so.
+ * writeback_batch_kb and then dropped, two batches in flight (the next is
+ * collected and started before the one before is finished, so the device
+ * is not idle in between). Returns pages freed, or -ENOSPC / -EIO if none
+ * could be freed because write-back failed so.
  */
+/*
+ * Reclaim's two write-back batches, with their page arrays after them: off
+ * the stack, which a budget stall reaches deep in a fault.
+ */
+struct kvtier_reclaim_wb {
+	struct kvtier_wb wb[2];
+	struct kvtier_page *kps[];
+};
+
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 {
 	unsigned int batch_max = kvtier_writeback_batch(tier);
 	unsigned long scan = 2 * READ_ONCE(tier->pool.nr_pages) + 16;
-	struct kvtier_page **batch = NULL;
+	unsigned int nb = 0, cur = 0, behind = 0;
+	struct kvtier_page **batch[2] = { NULL, NULL };
+	struct kvtier_reclaim_wb *r = NULL;
+	struct kvtier_wb *wb = NULL;
 	struct kvtier_page *kp;
-	unsigned int nb = 0;
 	long freed = 0;
 	int err = 0;
 
 	/* Without a batch, dirty pages are skipped (put back on the LRU). */
 	if (writeback)
-		batch = kmalloc_array(batch_max, sizeof(*batch), GFP_NOIO);
-	if (!batch)
+		r = kmalloc(struct_size(r, kps, 2 * batch_max), GFP_NOIO);
+	if (!r) {
 		batch_max = 0;
-	while (freed < nr && (kp = kvtier_lru_isolate(tier, &scan))) {
+	} else {
+		wb = r->wb;
+		batch[0] = r->kps;
+		batch[1] = r->kps + batch_max;
+	}
+	/* @behind: the pages of wb[!cur], in flight, to be freed too. */
+	while (freed + behind < nr && (kp = kvtier_lru_isolate(tier, &scan))) {
 		struct kvtier_region *region = kp->region;
 
 		cond_resched();
+		/* Written: free its pages now, not after the next batch. */
+		if (behind && kvtier_writeback_written(&wb[!cur])) {
+			freed += kvtier_reclaim_end(&wb[!cur], &err);
+			behind = 0;
+		}
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
 			if (nb >= batch_max) {
 				kvtier_lru_putback(kp);
 				continue;
 			}
-			batch[nb++] = kp;
+			batch[cur][nb++] = kp;
 			/* Enough dirty pages to free what was asked: write them. */
-			if (nb == batch_max || freed + nb >= nr) {
-				freed += kvtier_reclaim_batch(tier, batch, nb, &err);
+			if (nb == batch_max || freed + behind + nb >= nr) {
+				kvtier_writeback_start(&wb[cur], tier,
+						       batch[cur], nb);
+				if (behind)
+					freed += kvtier_reclaim_end(&wb[!cur],
+								    &err);
+				behind = nb;
+				cur = !cur;
 				nb = 0;
 			}
 			continue;
@@ -541,8 +584,12 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 		kvtier_region_put(region);
 	}
 	if (nb)
-		freed += kvtier_reclaim_batch(tier, batch, nb, &err);
-	kfree(batch);
+		kvtier_writeback_start(&wb[cur], tier, batch[cur], nb);
+	if (behind)
+		freed += kvtier_reclaim_end(&wb[!cur], &err);
+	if (nb)
+		freed += kvtier_reclaim_end(&wb[cur], &err);
+	kfree(r);
 	return freed ? freed : (err ? err : 0);
 }
 

@@ -2,16 +2,17 @@
 /*
  * Write-back: where dirty pages go to the namespace.
  *
- * kvtier_writeback_locked() writes a batch of locked pages (for reclaim
- * and the range pass): it sorts them, write-protects them by
- * unmapping, reserves room for their CRCs, gives each a slot (its own,
- * or a fresh one: copy-on-write for persistent regions, one run of slots
- * per run of indexes), computes the CRCs and submits the bios (io.c),
- * then records each written page's new slot and CRC.
+ * kvtier_writeback_start() starts a batch of locked pages: it sorts them,
+ * write-protects them by unmapping, reserves room for their CRCs, gives
+ * each a slot (its own, or a fresh one: copy-on-write for persistent
+ * regions, one run of slots per run of indexes), computes the CRCs and
+ * submits the bios (io.c); kvtier_writeback_finish() waits for them and
+ * records each written page's new slot and CRC. Reclaim (pool.c) and the
+ * range pass keep two batches in flight that way.
  *
  * The range pass (kvtier_region_writeback) walks a region's resident
  * pages for fsync, DONTNEED (which also drops what came out clean,
- * through pool.c's eviction) and detach.
+ * through pool.c's eviction) and detach, with two batches in flight.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -41,21 +42,23 @@ static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
 }
 
 /*
- * Write back a batch of locked dirty pages of a region; with @evict, drop
- * those that came out clean. Releases every page's lock and reference.
- * When a batch larger than writeback_batch_kb runs out of memory (its
- * arrays, a CRC chunk, a bio), the pages still dirty are written again in
- * batches of that size (those written already are clean and not again).
+ * Finish a batch of a region's locked dirty pages that
+ * kvtier_writeback_start() started; with @evict, drop those that came out
+ * clean. Releases every page's lock and reference. When a batch larger
+ * than writeback_batch_kb ran out of memory (its arrays, a CRC chunk, a
+ * bio), the pages still dirty are written again in batches of that size
+ * (those written already are clean and not again).
  */
-static int kvtier_region_flush_batch(struct kvtier_tier *tier,
-				     struct kvtier_page **batch,
-				     unsigned int nb, bool evict,
-				     unsigned int *busy)
+static int kvtier_region_batch_end(struct kvtier_wb *wb, bool evict,
+				   unsigned int *busy)
 {
-	unsigned int small = kvtier_writeback_batch(tier), i, n, nd = 0;
+	struct kvtier_tier *tier = wb->tier;
+	struct kvtier_page **batch = wb->kps;
+	unsigned int nb = wb->nr, small = kvtier_writeback_batch(tier);
+	unsigned int i, n, nd = 0;
 	int ret, err;
 
-	ret = kvtier_writeback_locked(tier, batch, nb);
+	ret = kvtier_writeback_finish(wb);
 	if (ret == -ENOMEM && nb > small) {
 		/* The dirty ones to the front (the order of @batch is free). */
 		for (i = 0; i < nb; i++) {
@@ -64,8 +67,11 @@ static int kvtier_region_flush_batch(struct kvtier_tier *tier,
 		}
 		ret = 0;
 		for (i = 0; i < nd; i += n) {
+			struct kvtier_wb retry;
+
 			n = min(small, nd - i);
-			err = kvtier_writeback_locked(tier, batch + i, n);
+			kvtier_writeback_start(&retry, tier, batch + i, n);
+			err = kvtier_writeback_finish(&retry);
 			if (err && !ret)
 				ret = err;
 		}
@@ -124,27 +130,75 @@ static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 	return kp;
 }
 
+/* Where the first range pass passed over pages another task held locked. */
+struct kvtier_skips {
+	unsigned int nr;
+	pgoff_t first, last;
+};
+
+/* Finish @wb (kvtier_region_batch_end()), keeping the first error in *@ret. */
+static void kvtier_range_end(struct kvtier_wb *wb, bool evict,
+			     unsigned int *busy, int *ret)
+{
+	int err = kvtier_region_batch_end(wb, evict, busy);
+
+	if (err && !*ret)
+		*ret = err;
+}
+
 /*
  * One pass over [first, last]: write back the dirty pages in batches;
- * with @evict, also drop every clean page. Returns the first error; *@busy
- * counts pages that could not be dropped for a transient reference.
+ * with @evict, also drop every clean page. Two batches are in flight: one
+ * is written while the next is collected, unmapped, given slots and CRCs
+ * and started, so the device is not idle between them; the one before is
+ * finished (its pages unlocked) as soon as its bios are done, and before
+ * the pass waits for another task's page lock. The pass locks pages in
+ * index order.
+ *
+ * With @skips, a page another task holds locked is passed over and noted
+ * there, for a later pass that waits: reclaim writes the pages just ahead
+ * of a range pass (the coldest dirty ones it has not locked), and waiting
+ * for each in turn would make the pass follow reclaim page by page, its
+ * batches made of the pages reclaim left, in bios of a page or two.
+ * Returns the first error; *@busy counts pages that could not be dropped
+ * for a transient reference.
  */
 static int kvtier_region_writeback_pass(struct kvtier_region *region,
 					pgoff_t first, pgoff_t last, bool evict,
-					struct kvtier_page **batch,
+					struct kvtier_page **batch[2],
 					unsigned int batch_max,
-					unsigned int *busy)
+					unsigned int *busy,
+					struct kvtier_skips *skips)
 {
 	struct kvtier_tier *tier = region->tier;
 	unsigned long index = first;
+	struct kvtier_wb wb[2];
 	struct kvtier_page *kp;
-	unsigned int nb = 0;
-	int ret = 0, err;
+	unsigned int nb = 0, cur = 0;
+	bool behind = false;		/* wb[!cur] is in flight */
+	int ret = 0;
 
 	while ((kp = kvtier_next_resident(region, &index, last))) {
 		struct page *page = kp->page;
 
-		lock_page(page);
+		if (behind && kvtier_writeback_written(&wb[!cur])) {
+			kvtier_range_end(&wb[!cur], evict, busy, &ret);
+			behind = false;
+		}
+		if (!trylock_page(page)) {
+			if (skips) {
+				put_page(page);
+				if (!skips->nr++)
+					skips->first = index;
+				skips->last = index;
+				goto next;
+			}
+			if (behind) {
+				kvtier_range_end(&wb[!cur], evict, busy, &ret);
+				behind = false;
+			}
+			lock_page(page);
+		}
 		if (xa_load(&region->pages, index) != kp || kp->page != page) {
 			/* Replaced while we waited: look at this index again. */
 			unlock_page(page);
@@ -152,12 +206,15 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 			continue;
 		}
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
-			batch[nb++] = kp;
+			batch[cur][nb++] = kp;
 			if (nb == batch_max) {
-				err = kvtier_region_flush_batch(tier, batch, nb,
-								evict, busy);
-				if (err && !ret)
-					ret = err;
+				kvtier_writeback_start(&wb[cur], tier,
+						       batch[cur], nb);
+				if (behind)
+					kvtier_range_end(&wb[!cur], evict,
+							 busy, &ret);
+				behind = true;
+				cur = !cur;
 				nb = 0;
 			}
 		} else if (evict) {
@@ -167,15 +224,17 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 			unlock_page(page);
 			put_page(page);
 		}
+next:
 		if (index == last)
 			break;
 		index++;
 	}
-	if (nb) {
-		err = kvtier_region_flush_batch(tier, batch, nb, evict, busy);
-		if (err && !ret)
-			ret = err;
-	}
+	if (nb)
+		kvtier_writeback_start(&wb[cur], tier, batch[cur], nb);
+	if (behind)
+		kvtier_range_end(&wb[!cur], evict, busy, &ret);
+	if (nb)
+		kvtier_range_end(&wb[cur], evict, busy, &ret);
 	return ret;
 }
 
@@ -183,17 +242,17 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 #define KVTIER_RANGE_BATCH_MAX	2048
 
 /*
- * The range pass's batch: half of max_inflight_kb (so several bios are in
- * flight at once: kvtier_io_write() submits a batch's bios and then waits
- * for them together), at least writeback_batch_kb, at most
- * KVTIER_RANGE_BATCH_MAX pages and an eighth of the budget (the batch's
- * pages stay locked while it is collected and written: faults on them
- * wait, and a budget stall cannot evict them).
+ * The range pass's batch: a quarter of max_inflight_kb (two batches are in
+ * flight at once, each of several bios; the other half is left to reads),
+ * at least writeback_batch_kb, at most KVTIER_RANGE_BATCH_MAX pages and a
+ * sixteenth of the budget (a batch's pages stay locked while it is
+ * collected and written: faults on them wait, and a budget stall cannot
+ * evict them; two batches, an eighth).
  */
 static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
 {
 	unsigned long inflight = kvtier_kb_pages(READ_ONCE(tier->knobs.max_inflight_kb));
-	unsigned long want = min3(inflight / 2, kvtier_budget_pages(tier) / 8,
+	unsigned long want = min3(inflight / 4, kvtier_budget_pages(tier) / 16,
 				  (unsigned long)KVTIER_RANGE_BATCH_MAX);
 
 	return max_t(unsigned long, want, kvtier_writeback_batch(tier));
@@ -201,43 +260,59 @@ static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
 
 /*
  * Write back the dirty pages of [first, last]; with @evict, also drop every
- * clean page of the range from the pool, going over the range again (a
- * few times at most) for pages a transient reference kept. Such a
- * reference is a task between unlock_page() and put_page() (the
- * background worker after a batch, a racing lookup): on a loaded host it
- * can be descheduled there for a while, so later passes first sleep a
- * jiffy rather than only yield.
+ * clean page of the range from the pool. The first pass passes over pages
+ * other tasks hold locked; if there were any, their span is gone over
+ * again waiting for each lock (a fatal signal does not end it: detach and
+ * seal rely on every page being written). With @evict, it is gone over again (a few times
+ * at most) for pages a transient reference kept. Such a reference is a
+ * task between unlock_page() and put_page() (the background worker after
+ * a batch, a racing lookup): on a loaded host it can be descheduled there
+ * for a while, so later passes first sleep a jiffy rather than only yield.
  */
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
 {
 	struct kvtier_tier *tier = region->tier;
 	unsigned int batch_max = kvtier_range_batch(tier);
-	struct kvtier_page **batch;
+	struct kvtier_page **batch[2];
+	struct kvtier_skips skips;
+	pgoff_t from = first, to = last;
 	unsigned int busy, pass;
 	int ret = 0, err;
 
-	batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL | __GFP_NOWARN);
-	if (!batch) {
+	/* Both batches in one allocation, the second after the first. */
+	batch[0] = kmalloc_array(2 * batch_max, sizeof(*batch[0]),
+				 GFP_KERNEL | __GFP_NOWARN);
+	if (!batch[0]) {
 		batch_max = kvtier_writeback_batch(tier);
-		batch = kmalloc_array(batch_max, sizeof(*batch), GFP_KERNEL);
+		batch[0] = kmalloc_array(2 * batch_max, sizeof(*batch[0]),
+					 GFP_KERNEL);
 	}
-	if (!batch)
+	if (!batch[0])
 		return -ENOMEM;
+	batch[1] = batch[0] + batch_max;
 	for (pass = 0; pass < 8; pass++) {
 		busy = 0;
-		err = kvtier_region_writeback_pass(region, first, last, evict,
-						   batch, batch_max, &busy);
+		skips.nr = 0;
+		err = kvtier_region_writeback_pass(region, from, to, evict,
+						   batch, batch_max, &busy,
+						   pass ? NULL : &skips);
 		if (err && !ret)
 			ret = err;
-		if (!busy || fatal_signal_pending(current))
+		if (!busy && !skips.nr)
 			break;
+		/* Skipped pages are gone over again whatever: fsync, detach. */
+		if (!skips.nr && fatal_signal_pending(current))
+			break;
+		/* Only the span that had skipped pages, unless some were busy. */
+		from = busy ? first : skips.first;
+		to = busy ? last : skips.last;
 		if (pass)
 			schedule_timeout_uninterruptible(1);
 		else
 			cond_resched();
 	}
-	kfree(batch);
+	kfree(batch[0]);
 	return ret;
 }
 
@@ -321,7 +396,10 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
  * fixed buffer. DMA may write the page during and after the write-back,
  * with no fault to mark it dirty again, so it stays dirty, as file systems
  * keep pinned pages: a later write-back writes what landed, and eviction
- * waits for it. Caller holds the page lock.
+ * waits for it. A transient reference of a kvtier walker (a fault or a
+ * range pass about to wait for the lock) looks the same: that page is
+ * written again later, which costs a write, never data. Caller holds the
+ * page lock.
  */
 static bool kvtier_page_gup_held(struct kvtier_page *kp)
 {
@@ -362,8 +440,15 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 		kvtier_slots_defer(&tier->slots, old, 1);
 	if (region->persistent)
 		atomic64_inc(&tier->store.changes);
-	/* DMA may have changed it under the bio, or may still: stays dirty. */
-	if (kvt_pg_test_and_clear(kp, KVT_PG_GUP) || kvtier_page_gup_held(kp))
+	/*
+	 * DMA may have changed it under the bio, or may still: stays dirty.
+	 * Only a reference held when the batch was planned can be GUP's: the
+	 * page was unmapped before, and is locked until now, so no GUP can
+	 * find it since. Counting references again here would take the
+	 * transient ones of kvtier's own walkers (an LRU scan, a range pass
+	 * waiting for this lock) for GUP and write the page twice.
+	 */
+	if (kvt_pg_test_and_clear(kp, KVT_PG_GUP))
 		return;
 	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 		atomic_long_dec(&tier->pool.nr_dirty);
@@ -488,6 +573,8 @@ static unsigned int kvtier_writeback_plan(struct kvtier_tier *tier,
 		 */
 		if (kvtier_page_gup_held(kp))
 			kvt_pg_set(kp, KVT_PG_GUP);
+		else
+			kvt_pg_clear(kp, KVT_PG_GUP);
 		if (checksum || kp->region->persistent) {
 			kvt_pg_clear(kp, KVT_PG_NOCRC);
 			need++;
@@ -503,29 +590,30 @@ static unsigned int kvtier_writeback_plan(struct kvtier_tier *tier,
 }
 
 /*
- * Write back a batch of dirty pages. The caller holds each page's lock (so
- * no write can change them while in flight: stable pages); their mappings
- * are write-protected here by unmapping, so a later write faults into
- * page_mkwrite and waits for the lock. @kps is reordered. On success a page
- * is clean; on failure it stays dirty and its region keeps the first error.
- * Pages stay locked. Returns the first error, or 0.
+ * Start writing back a batch of dirty pages. The caller holds each page's
+ * lock until kvtier_writeback_finish() (so no write can change them while
+ * in flight: stable pages); their mappings are write-protected here by
+ * unmapping, so a later write faults into page_mkwrite and waits for the
+ * lock. @kps is reordered. Returns once the bios are submitted; errors
+ * are reported by kvtier_writeback_finish().
  */
-int kvtier_writeback_locked(struct kvtier_tier *tier,
+void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr)
 {
-	struct kvtier_page **wr;
-	unsigned int i, j, n = 0;
-	int *errs, *wr_errs;
-	int ret = 0, err;
+	unsigned int i, j;
+	int *errs, err;
 
-	wr = kmalloc_array(nr, sizeof(*wr), GFP_NOIO);
-	errs = kcalloc(2 * nr, sizeof(*errs), GFP_NOIO);
-	if (!wr || !errs) {
-		kfree(wr);
-		kfree(errs);
-		return -ENOMEM;
+	*wb = (struct kvtier_wb){ .tier = tier, .kps = kps, .nr = nr };
+	wb->wr = kmalloc_array(nr, sizeof(*wb->wr), GFP_NOIO);
+	wb->errs = kcalloc(2 * nr, sizeof(*wb->errs), GFP_NOIO);
+	if (!wb->wr || !wb->errs) {
+		kfree(wb->wr);
+		kfree(wb->errs);
+		wb->errs = NULL;
+		wb->ret = -ENOMEM;
+		return;
 	}
-	wr_errs = errs + nr;
+	errs = wb->errs;
 
 	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
 	/* One unmap per run of consecutive indexes of a region, not per page. */
@@ -542,28 +630,54 @@ int kvtier_writeback_locked(struct kvtier_tier *tier,
 		errs[i] = kvtier_crcs_reserve(kps[i]->region, kps[i]->index,
 					      GFP_NOIO);
 		if (errs[i])
-			ret = errs[i];
+			wb->ret = errs[i];
 	}
 	err = kvtier_assign_slots(tier, kps, nr, errs);
 	if (err)
-		ret = err;
+		wb->ret = err;
 	if (kvtier_writeback_plan(tier, kps, errs, nr))
 		kvtier_writeback_crcs(kps, errs, nr);
 	for (i = 0; i < nr; i++) {
 		if (!errs[i])
-			wr[n++] = kps[i];
+			wb->wr[wb->n++] = kps[i];
 		else if (errs[i] != -ENOMEM)
 			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
 	}
-	if (n) {
-		int wret = kvtier_io_write(tier, wr, n, wr_errs);
+	if (wb->n)
+		kvtier_io_write_start(tier, wb->wr, wb->n, errs + nr, &wb->io);
+}
 
-		if (wret)
-			ret = wret;
+/*
+ * Have the bios of a batch kvtier_writeback_start() started all completed
+ * (or none was submitted)? Then kvtier_writeback_finish() does not wait.
+ */
+bool kvtier_writeback_written(struct kvtier_wb *wb)
+{
+	return !wb->errs || !wb->n || atomic_read(&wb->io.pending) == 1;
+}
+
+/*
+ * Wait for a batch kvtier_writeback_start() started and record what each
+ * page's write gave: on success a page is clean; on failure it stays
+ * dirty and its region keeps the first error. Pages stay locked. Returns
+ * an error of the batch (the I/O's over -ENOSPC over -ENOMEM: what the
+ * caller acts on), or 0.
+ */
+int kvtier_writeback_finish(struct kvtier_wb *wb)
+{
+	unsigned int i;
+	int ret = wb->ret, err;
+
+	if (!wb->errs)
+		return ret;
+	if (wb->n) {
+		err = kvtier_io_write_wait(wb->tier, &wb->io);
+		if (err)
+			ret = err;
 	}
-	for (i = 0; i < n; i++)
-		kvtier_writeback_done(tier, wr[i], wr_errs[i]);
-	kfree(wr);
-	kfree(errs);
+	for (i = 0; i < wb->n; i++)
+		kvtier_writeback_done(wb->tier, wb->wr[i], wb->errs[wb->nr + i]);
+	kfree(wb->wr);
+	kfree(wb->errs);
 	return ret;
 }
