@@ -263,11 +263,12 @@ static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
  * clean page of the range from the pool. The first pass passes over pages
  * other tasks hold locked; if there were any, their span is gone over
  * again waiting for each lock (a fatal signal does not end it: detach and
- * seal rely on every page being written). With @evict, it is gone over again (a few times
- * at most) for pages a transient reference kept. Such a reference is a
- * task between unlock_page() and put_page() (the background worker after
- * a batch, a racing lookup): on a loaded host it can be descheduled there
- * for a while, so later passes first sleep a jiffy rather than only yield.
+ * seal rely on every page being written). With @evict, the range is gone
+ * over again (a few times at most) for pages a transient reference kept.
+ * Such a reference is a task between unlock_page() and put_page() (the
+ * background worker after a batch, a racing lookup): on a loaded host it
+ * can be descheduled there for a while, so later passes first sleep a
+ * jiffy rather than only yield.
  */
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
