@@ -88,19 +88,21 @@ void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc,
 }
 
 /*
- * The CRC recorded for the page at @index. False if none was ever
- * recorded: only a page that was written back has one, so the caller,
- * which holds such a page, treats that as a mismatch. A page written
- * without one (kvtier_crcs_unchecked()) gets true and a CRC of 0.
+ * The CRC recorded for the page at @index. False if there is none to check
+ * against: none was ever recorded (only a page that was written back has
+ * one, so the caller, which holds such a page, treats that as a mismatch),
+ * or its copy was written without one (kvtier_crcs_unchecked(), which
+ * tells the two apart).
  */
 bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc)
 {
 	struct kvtier_crc_chunk *chunk = kvtier_crcs_chunk(region, index);
+	unsigned int i = index % KVT_CRCS_PER_CHUNK;
 
 	if (WARN_ON_ONCE(!chunk))
 		return false;
-	*crc = chunk->crc[index % KVT_CRCS_PER_CHUNK];
-	return true;
+	*crc = chunk->crc[i];
+	return !test_bit(i, chunk->unchecked);
 }
 
 /*

@@ -212,9 +212,7 @@ static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
 
 		if (!xa_is_value(entry))
 			break;
-		if (d->crc &&
-		    (kvtier_crcs_unchecked(region, d->index + n) ||
-		     !kvtier_crcs_get(region, d->index + n, &d->crcs[n])))
+		if (d->crc && !kvtier_crcs_get(region, d->index + n, &d->crcs[n]))
 			break;
 		slot = kvt_shadow_slot(entry);
 		if (ur && slot == ur->slot + ur->nr && ur->nr < BIO_MAX_VECS) {
