@@ -1017,11 +1017,31 @@ struct kvtier_wb {
 	struct kvtier_io_batch io;
 };
 
+/*
+ * Two write-back batches in flight (reclaim, the range pass): the next is
+ * collected in batch[cur] while wb[!cur] is written. One allocation holds
+ * it and both batches' arrays (kvtier_wb_pair_alloc(); kfree() frees it).
+ */
+struct kvtier_wb_pair {
+	struct kvtier_wb wb[2];
+	struct kvtier_page **batch[2];
+	unsigned int batch_max;		/* pages each batch array holds */
+	unsigned int cur;
+	bool behind;			/* wb[!cur] is in flight */
+	struct kvtier_page *kps[];
+};
+
 /* writeback.c: where dirty pages go to the namespace */
 void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr);
-bool kvtier_writeback_written(struct kvtier_wb *wb);
 int kvtier_writeback_finish(struct kvtier_wb *wb);
+struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp);
+struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,
+				       struct kvtier_tier *tier,
+				       unsigned int nr);
+struct kvtier_wb *kvtier_wb_pair_written(struct kvtier_wb_pair *p);
+struct kvtier_wb *kvtier_wb_pair_behind(struct kvtier_wb_pair *p);
+unsigned int kvtier_wb_pair_inflight(const struct kvtier_wb_pair *p);
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict);
 

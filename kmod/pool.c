@@ -514,65 +514,45 @@ static long kvtier_reclaim_end(struct kvtier_wb *wb, int *err)
  * dropped; with @writeback, dirty ones are written back in batches of
  * writeback_batch_kb and then dropped, two batches in flight (the next is
  * collected and started before the one before is finished, so the device
- * is not idle in between). Returns pages freed, or -ENOSPC / -EIO if none
- * could be freed because write-back failed so.
+ * is not idle in between; the pair is allocated, off the stack, which a
+ * budget stall reaches deep in a fault). Returns pages freed, or -ENOSPC /
+ * -EIO if none could be freed because write-back failed so.
  */
-/*
- * Reclaim's two write-back batches, with their page arrays after them: off
- * the stack, which a budget stall reaches deep in a fault.
- */
-struct kvtier_reclaim_wb {
-	struct kvtier_wb wb[2];
-	struct kvtier_page *kps[];
-};
-
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 {
-	unsigned int batch_max = kvtier_writeback_batch(tier);
 	unsigned long scan = 2 * READ_ONCE(tier->pool.nr_pages) + 16;
-	unsigned int nb = 0, cur = 0, behind = 0;
-	struct kvtier_page **batch[2] = { NULL, NULL };
-	struct kvtier_reclaim_wb *r = NULL;
-	struct kvtier_wb *wb = NULL;
+	struct kvtier_wb_pair *p = NULL;
 	struct kvtier_page *kp;
+	struct kvtier_wb *done;
+	unsigned int nb = 0;
 	long freed = 0;
 	int err = 0;
 
-	/* Without a batch, dirty pages are skipped (put back on the LRU). */
+	/* Without a pair, dirty pages are skipped (put back on the LRU). */
 	if (writeback)
-		r = kmalloc(struct_size(r, kps, 2 * batch_max), GFP_NOIO);
-	if (!r) {
-		batch_max = 0;
-	} else {
-		wb = r->wb;
-		batch[0] = r->kps;
-		batch[1] = r->kps + batch_max;
-	}
-	/* @behind: the pages of wb[!cur], in flight, to be freed too. */
-	while (freed + behind < nr && (kp = kvtier_lru_isolate(tier, &scan))) {
+		p = kvtier_wb_pair_alloc(kvtier_writeback_batch(tier), GFP_NOIO);
+	/* The pages in flight count as freed: they will be. */
+	while (freed + (p ? kvtier_wb_pair_inflight(p) : 0) < nr &&
+	       (kp = kvtier_lru_isolate(tier, &scan))) {
 		struct kvtier_region *region = kp->region;
 
 		cond_resched();
 		/* Written: free its pages now, not after the next batch. */
-		if (behind && kvtier_writeback_written(&wb[!cur])) {
-			freed += kvtier_reclaim_end(&wb[!cur], &err);
-			behind = 0;
-		}
+		done = p ? kvtier_wb_pair_written(p) : NULL;
+		if (done)
+			freed += kvtier_reclaim_end(done, &err);
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
-			if (nb >= batch_max) {
+			if (!p) {
 				kvtier_lru_putback(kp);
 				continue;
 			}
-			batch[cur][nb++] = kp;
+			p->batch[p->cur][nb++] = kp;
 			/* Enough dirty pages to free what was asked: write them. */
-			if (nb == batch_max || freed + behind + nb >= nr) {
-				kvtier_writeback_start(&wb[cur], tier,
-						       batch[cur], nb);
-				if (behind)
-					freed += kvtier_reclaim_end(&wb[!cur],
-								    &err);
-				behind = nb;
-				cur = !cur;
+			if (nb == p->batch_max ||
+			    freed + kvtier_wb_pair_inflight(p) + nb >= nr) {
+				done = kvtier_wb_pair_start(p, tier, nb);
+				if (done)
+					freed += kvtier_reclaim_end(done, &err);
 				nb = 0;
 			}
 			continue;
@@ -583,13 +563,15 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 		}
 		kvtier_region_put(region);
 	}
-	if (nb)
-		kvtier_writeback_start(&wb[cur], tier, batch[cur], nb);
-	if (behind)
-		freed += kvtier_reclaim_end(&wb[!cur], &err);
-	if (nb)
-		freed += kvtier_reclaim_end(&wb[cur], &err);
-	kfree(r);
+	if (nb) {
+		done = kvtier_wb_pair_start(p, tier, nb);
+		if (done)
+			freed += kvtier_reclaim_end(done, &err);
+	}
+	done = p ? kvtier_wb_pair_behind(p) : NULL;
+	if (done)
+		freed += kvtier_reclaim_end(done, &err);
+	kfree(p);
 	return freed ? freed : (err ? err : 0);
 }
 

@@ -8,7 +8,8 @@
  * regions, one run of slots per run of indexes), computes the CRCs and
  * submits the bios (io.c); kvtier_writeback_finish() waits for them and
  * records each written page's new slot and CRC. Reclaim (pool.c) and the
- * range pass keep two batches in flight that way.
+ * range pass keep two batches in flight that way (struct kvtier_wb_pair,
+ * at the end of this file).
  *
  * The range pass (kvtier_region_writeback) walks a region's resident
  * pages for fsync, DONTNEED (which also drops what came out clean,
@@ -165,26 +166,23 @@ static void kvtier_range_end(struct kvtier_wb *wb, bool evict,
  */
 static int kvtier_region_writeback_pass(struct kvtier_region *region,
 					pgoff_t first, pgoff_t last, bool evict,
-					struct kvtier_page **batch[2],
-					unsigned int batch_max,
+					struct kvtier_wb_pair *p,
 					unsigned int *busy,
 					struct kvtier_skips *skips)
 {
 	struct kvtier_tier *tier = region->tier;
 	unsigned long index = first;
-	struct kvtier_wb wb[2];
 	struct kvtier_page *kp;
-	unsigned int nb = 0, cur = 0;
-	bool behind = false;		/* wb[!cur] is in flight */
+	struct kvtier_wb *done;
+	unsigned int nb = 0;
 	int ret = 0;
 
 	while ((kp = kvtier_next_resident(region, &index, last))) {
 		struct page *page = kp->page;
 
-		if (behind && kvtier_writeback_written(&wb[!cur])) {
-			kvtier_range_end(&wb[!cur], evict, busy, &ret);
-			behind = false;
-		}
+		done = kvtier_wb_pair_written(p);
+		if (done)
+			kvtier_range_end(done, evict, busy, &ret);
 		if (!trylock_page(page)) {
 			if (skips) {
 				put_page(page);
@@ -193,10 +191,9 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 				skips->last = index;
 				goto next;
 			}
-			if (behind) {
-				kvtier_range_end(&wb[!cur], evict, busy, &ret);
-				behind = false;
-			}
+			done = kvtier_wb_pair_behind(p);
+			if (done)
+				kvtier_range_end(done, evict, busy, &ret);
 			lock_page(page);
 		}
 		if (xa_load(&region->pages, index) != kp || kp->page != page) {
@@ -206,15 +203,12 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 			continue;
 		}
 		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
-			batch[cur][nb++] = kp;
-			if (nb == batch_max) {
-				kvtier_writeback_start(&wb[cur], tier,
-						       batch[cur], nb);
-				if (behind)
-					kvtier_range_end(&wb[!cur], evict,
-							 busy, &ret);
-				behind = true;
-				cur = !cur;
+			p->batch[p->cur][nb++] = kp;
+			if (nb == p->batch_max) {
+				done = kvtier_wb_pair_start(p, tier, nb);
+				if (done)
+					kvtier_range_end(done, evict, busy,
+							 &ret);
 				nb = 0;
 			}
 		} else if (evict) {
@@ -229,12 +223,14 @@ next:
 			break;
 		index++;
 	}
-	if (nb)
-		kvtier_writeback_start(&wb[cur], tier, batch[cur], nb);
-	if (behind)
-		kvtier_range_end(&wb[!cur], evict, busy, &ret);
-	if (nb)
-		kvtier_range_end(&wb[cur], evict, busy, &ret);
+	if (nb) {
+		done = kvtier_wb_pair_start(p, tier, nb);
+		if (done)
+			kvtier_range_end(done, evict, busy, &ret);
+	}
+	done = kvtier_wb_pair_behind(p);
+	if (done)
+		kvtier_range_end(done, evict, busy, &ret);
 	return ret;
 }
 
@@ -274,30 +270,24 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
 {
 	struct kvtier_tier *tier = region->tier;
-	unsigned int batch_max = kvtier_range_batch(tier);
-	struct kvtier_page **batch[2];
+	struct kvtier_wb_pair *p;
 	struct kvtier_skips skips;
 	pgoff_t from = first, to = last;
 	unsigned int busy, pass;
 	int ret = 0, err;
 
-	/* Both batches in one allocation, the second after the first. */
-	batch[0] = kmalloc_array(2 * batch_max, sizeof(*batch[0]),
+	p = kvtier_wb_pair_alloc(kvtier_range_batch(tier),
 				 GFP_KERNEL | __GFP_NOWARN);
-	if (!batch[0]) {
-		batch_max = kvtier_writeback_batch(tier);
-		batch[0] = kmalloc_array(2 * batch_max, sizeof(*batch[0]),
+	if (!p)
+		p = kvtier_wb_pair_alloc(kvtier_writeback_batch(tier),
 					 GFP_KERNEL);
-	}
-	if (!batch[0])
+	if (!p)
 		return -ENOMEM;
-	batch[1] = batch[0] + batch_max;
 	for (pass = 0; pass < 8; pass++) {
 		busy = 0;
 		skips.nr = 0;
-		err = kvtier_region_writeback_pass(region, from, to, evict,
-						   batch, batch_max, &busy,
-						   pass ? NULL : &skips);
+		err = kvtier_region_writeback_pass(region, from, to, evict, p,
+						   &busy, pass ? NULL : &skips);
 		if (err && !ret)
 			ret = err;
 		if (!busy && !skips.nr)
@@ -313,7 +303,7 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 		else
 			cond_resched();
 	}
-	kfree(batch[0]);
+	kfree(p);
 	return ret;
 }
 
@@ -649,15 +639,6 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 }
 
 /*
- * Have the bios of a batch kvtier_writeback_start() started all completed
- * (or none was submitted)? Then kvtier_writeback_finish() does not wait.
- */
-bool kvtier_writeback_written(struct kvtier_wb *wb)
-{
-	return !wb->errs || !wb->n || atomic_read(&wb->io.pending) == 1;
-}
-
-/*
  * Wait for a batch kvtier_writeback_start() started and record what each
  * page's write gave: on success a page is clean; on failure it stays
  * dirty and its region keeps the first error. Pages stay locked. Returns
@@ -681,4 +662,70 @@ int kvtier_writeback_finish(struct kvtier_wb *wb)
 	kfree(wb->wr);
 	kfree(wb->errs);
 	return ret;
+}
+
+/*
+ * Two batches in flight. Whoever finishes a batch the functions below
+ * return owns its pages (kvtier_writeback_finish(), then each page's lock
+ * and reference): the older is always returned first.
+ */
+struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp)
+{
+	struct kvtier_wb_pair *p;
+
+	p = kmalloc(struct_size(p, kps, 2 * (size_t)batch_max), gfp);
+	if (!p)
+		return NULL;
+	p->batch[0] = p->kps;
+	p->batch[1] = p->kps + batch_max;
+	p->batch_max = batch_max;
+	p->cur = 0;
+	p->behind = false;
+	return p;
+}
+
+/*
+ * Start the @nr pages collected in p->batch[p->cur]; collecting goes on in
+ * the other array, once the batch returned is finished: the one started
+ * before (its array), to be finished now, or NULL.
+ */
+struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,
+				       struct kvtier_tier *tier,
+				       unsigned int nr)
+{
+	struct kvtier_wb *older = kvtier_wb_pair_behind(p);
+
+	kvtier_writeback_start(&p->wb[p->cur], tier, p->batch[p->cur], nr);
+	p->behind = true;
+	p->cur = !p->cur;
+	return older;
+}
+
+/*
+ * The batch in flight if its bios have all completed (or none was
+ * submitted), to be finished now without waiting; else NULL.
+ */
+struct kvtier_wb *kvtier_wb_pair_written(struct kvtier_wb_pair *p)
+{
+	struct kvtier_wb *wb = &p->wb[!p->cur];
+
+	if (!p->behind ||
+	    (wb->errs && wb->n && atomic_read(&wb->io.pending) != 1))
+		return NULL;
+	return kvtier_wb_pair_behind(p);
+}
+
+/* The batch in flight, to be finished now (before a wait, or at the end). */
+struct kvtier_wb *kvtier_wb_pair_behind(struct kvtier_wb_pair *p)
+{
+	if (!p->behind)
+		return NULL;
+	p->behind = false;
+	return &p->wb[!p->cur];
+}
+
+/* Pages of the batch in flight. */
+unsigned int kvtier_wb_pair_inflight(const struct kvtier_wb_pair *p)
+{
+	return p->behind ? p->wb[!p->cur].nr : 0;
 }
