@@ -73,7 +73,7 @@ while read -r short kver; do
 	rm -rf "$bout"
 	vm_phase "blkdebug errors on $short" "$bout" "$kver: blkdebug error injection" \
 		"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$bout" \
-		--nvme-count 2 --nvme-size 512M --timeout 600 \
+		--nvme-count 2 --nvme-size 512M --timeout 600 --resume-after-stall \
 		--blkdebug 1:"$top/tests/vm/blkdebug-ioerr.conf" -- \
 		"$top/tests/run-suite.sh" "$build" "$bout" "$build/tests/kvtier_blkdebug_test"
 

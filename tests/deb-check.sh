@@ -143,7 +143,7 @@ if [[ -n $ksrc ]] && cc -O0 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE \
 		"$top/tests/vm/prepare.sh" "$kver" "$build/cache" >/dev/null 2>&1
 		quiet "$out/vm-$kver.log" "$top/tests/vm/run.sh" --kver "$kver" \
 			--cache "$build/cache" --out "$vout" --nvme-count 1 \
-			--nvme-size 256M --timeout 300 -- \
+			--nvme-size 256M --timeout 300 --resume-after-stall -- \
 			"$top/tests/run-suite.sh" "$out" "$vout" "$out/kvtier_deb_test"
 		rc=$?
 		if ((rc == 0)) && grep -q '^ok 1 global.installed_packages_round_trip$' "$vout/tap.log"; then

@@ -62,15 +62,17 @@
 # $KVTIER_VM_BOOT_HANG_S seconds after qemu started (default 150 times the
 # scale) is taken for a boot hang and booted again, as a boot crash is.
 #
-# --resume-after-stall: for a command that can resume (tests/run-suite.sh).
-# A guest that started the command and then reports an RCU stall whose
-# cause is a vCPU that takes no timer interrupt ("timer wakeup didn't
-# happen" + "Possible timer handling issue", and no CPU listed as stalled
-# by another: QEMU 7.2's TCG left an idle vCPU unwoken; see
+# Timer stalls: a guest that started the command and then reports an RCU
+# stall whose cause is a vCPU that takes no timer interrupt ("timer wakeup
+# didn't happen" + "Possible timer handling issue", and no CPU listed as
+# stalled by another: QEMU 7.2's TCG left an idle vCPU unwoken; see
 # Documentation/admin-guide/kvtier-testing.rst) is killed at once rather
-# than at --timeout, its console kept as console-stall.log, and booted once more
-# with <outdir>/resume-suite created, so the command goes on after what had
-# finished. A second stall fails the run.
+# than at --timeout, and run.sh exits 75, so a caller whose boot can be
+# repeated (tests/persist/run.sh) runs it again.
+# --resume-after-stall: for a command that can resume (tests/run-suite.sh):
+# after such a stall the console is kept as console-stall.log and the
+# guest booted once more with <outdir>/resume-suite created, so the command
+# goes on after what had finished. A second stall fails the run (124).
 #
 # When the kernel has kmemleak (the debug kernel), the guest scans for
 # leaks after the command (two scans) and writes <outdir>/kmemleak.log; a
@@ -84,7 +86,8 @@
 #
 # Exit status: the guest command's status; 1 if the guest recorded no status
 # or the kernel log shows a BUG/WARNING/Oops/lockdep report/...; 124 if the
-# VM hit --timeout.
+# VM hit --timeout; 75 if the guest hit the timer stall above (without
+# --resume-after-stall).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -299,7 +302,8 @@ boot_watchdog() {
 
 # stall_watchdog: kill our qemu when the guest, after starting the
 # command, reports the timer stall --resume-after-stall describes, and
-# leave .guest-stalled. Any other stall is left to the kernel-log gate.
+# leave .guest-stalled (exit 75 below, or the resumed boot). Any other
+# stall is left to the kernel-log gate.
 stall_watchdog() {
 	local log=$out/console.log
 	while sleep 2; do
@@ -330,10 +334,8 @@ boot_vm() {
 		boot_watchdog &
 		wpid=$!
 	fi
-	if ((resume_after_stall)); then
-		stall_watchdog &
-		spid=$!
-	fi
+	stall_watchdog &
+	spid=$!
 	timeout -k 10 "$timeout_s" "${qemu_cmd[@]}" "${nvme_args[@]}" </dev/null 2>&1 |
 		tee "$out/console.log"
 	st=("${PIPESTATUS[@]}")
@@ -341,10 +343,8 @@ boot_vm() {
 		kill "$wpid" 2>/dev/null
 		wait "$wpid" 2>/dev/null
 	fi
-	if [[ -n $spid ]]; then
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-	fi
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
 	set -e
 	qemu_rc=${st[0]}
 	boot_hung=0
@@ -388,6 +388,10 @@ for attempt in 1 2; do
 	make_nvme
 	boot_vm
 done
+if ((guest_stalled && !resume_after_stall)); then
+	echo "run.sh: $kver: a vCPU took no timer interrupt (RCU: timer wakeup didn't happen); the boot was ended at once, not at the timeout; see $out/console.log" >&2
+	exit 75
+fi
 if ((guest_stalled)); then
 	mv "$out/console.log" "$out/console-stall.log"
 	echo "run.sh: $kver: a vCPU took no timer interrupt (RCU: timer wakeup didn't happen; kept in console-stall.log); booting again to resume the command" >&2
