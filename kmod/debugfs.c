@@ -52,6 +52,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_DIRECT_RETRY] = "direct_read_retries",
 	[KVT_STAT_DIRECT_ASYNC] = "direct_read_async",
 	[KVT_STAT_WB_UNCHECKED] = "writeback_unchecked",
+	[KVT_STAT_WB_BACKGROUND] = "writeback_background",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

@@ -179,7 +179,8 @@ struct kvtier_backing {
  * @room_asked: bumped by every request for room; a waiter compares it with
  *              the value before its write-back (kvtier_store_room_ticket())
  * @room_err: what @room_work's last run did (kvtier_store_wait_room())
- * @closing: detach's final commit is under way: @room_work does nothing
+ * @closing: detach's final commit is under way: @room_work does nothing,
+ *           and background write-back is not queued (pool.clean_work)
  * @dropping: persistent regions are being forgotten, not deleted: their
  *            slots are freed in memory only (detach, failed attach); set
  *            only while kvtier_store_drop_regions() runs
@@ -314,6 +315,7 @@ enum kvtier_stat {
 	KVT_STAT_DIRECT_RETRY,
 	KVT_STAT_DIRECT_ASYNC,
 	KVT_STAT_WB_UNCHECKED,
+	KVT_STAT_WB_BACKGROUND,
 	KVT_STAT_NR,
 };
 
@@ -393,6 +395,7 @@ struct kvtier_knobs {
 	unsigned int host_budget_mb;
 	unsigned int watermark_high;	/* percent of budget */
 	unsigned int watermark_low;	/* percent of budget */
+	unsigned int dirty_background_pct; /* percent of budget; 0: off */
 	unsigned int readahead_kb;
 	unsigned int writeback_batch_kb;
 	unsigned int max_inflight_kb;
@@ -420,6 +423,10 @@ struct kvtier_knobs {
  * @shrink_to: pages the shrinker asked the worker to get down to (it could
  *             not write dirty pages back itself); ULONG_MAX when none
  * @shrinker: gives pages back under global memory pressure
+ * @clean_work: background write-back while more than dirty_background_pct
+ *              of the budget is dirty (writeback.c)
+ * @clean_after: jiffies before which no page dirtied queues @clean_work (a
+ *               run fell short of its goal); READ/WRITE_ONCE
  */
 struct kvtier_pool {
 	spinlock_t lock;		/* protects lru, nr_pages, KVT_PG_LRU */
@@ -428,6 +435,8 @@ struct kvtier_pool {
 	atomic_long_t nr_dirty;
 	wait_queue_head_t wait;
 	struct work_struct reclaim_work;
+	struct work_struct clean_work;
+	unsigned long clean_after;
 	unsigned long shrink_to;
 	struct shrinker *shrinker;
 	spinlock_t spare_lock;		/* protects spare, nr_spare */
@@ -723,7 +732,9 @@ enum kvtier_page_flag {
 	KVT_PG_GUP,		/* a GUP reference was held when write-back
 				 * took its snapshot: DMA may change the
 				 * page under the bio, so it stays dirty
-				 * (writeback.c, under the page lock)
+				 * (writeback.c, under the page lock); kept
+				 * until the next write-back plans it, so
+				 * background write-back passes it over
 				 */
 	KVT_PG_ZEROED,		/* new from the page allocator, which zeroed
 				 * it (init_on_alloc): a zero-fill need not
@@ -987,6 +998,7 @@ void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp);
 void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp);
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback);
 void kvtier_pool_kick(struct kvtier_tier *tier);
+bool kvtier_pool_reclaiming(struct kvtier_tier *tier);
 int kvtier_evict_page(struct kvtier_page *kp, bool unmapped);
 struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 				    pgoff_t index, bool may_wait);
@@ -1044,6 +1056,8 @@ struct kvtier_wb *kvtier_wb_pair_behind(struct kvtier_wb_pair *p);
 unsigned int kvtier_wb_pair_inflight(const struct kvtier_wb_pair *p);
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict);
+long kvtier_dirty_excess(struct kvtier_tier *tier, unsigned int div);
+void kvtier_writeback_background(struct work_struct *work);
 
 /* direct.c: pread straight into the caller's memory */
 struct iov_iter;

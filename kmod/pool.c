@@ -27,14 +27,38 @@
 
 static bool kvtier_pool_above(struct kvtier_tier *tier, unsigned int pct)
 {
-	return tier->pool.nr_pages * 100 > kvtier_budget_pages(tier) * pct;
+	return READ_ONCE(tier->pool.nr_pages) * 100 >
+		kvtier_budget_pages(tier) * pct;
 }
 
-/* Queue background reclaim if the pool is above watermark_high. */
+/*
+ * Above watermark_high the reclaim worker writes back what it evicts, and
+ * background write-back stands aside (writeback.c).
+ */
+bool kvtier_pool_reclaiming(struct kvtier_tier *tier)
+{
+	return kvtier_pool_above(tier, READ_ONCE(tier->knobs.watermark_high));
+}
+
+/* Queue background write-back if the dirty pages are over their share. */
+static void kvtier_pool_kick_dirty(struct kvtier_tier *tier)
+{
+	if (kvtier_dirty_excess(tier, 1) > 0 &&
+	    time_after_eq(jiffies, READ_ONCE(tier->pool.clean_after)) &&
+	    !kvtier_pool_reclaiming(tier) && !READ_ONCE(tier->store.closing))
+		queue_work(kvtier_wq, &tier->pool.clean_work);
+}
+
+/*
+ * Queue background reclaim if the pool is above watermark_high, and
+ * background write-back if too much of it is dirty.
+ */
 void kvtier_pool_kick(struct kvtier_tier *tier)
 {
-	if (kvtier_pool_above(tier, READ_ONCE(tier->knobs.watermark_high)))
+	if (kvtier_pool_reclaiming(tier))
 		queue_work(kvtier_wq, &tier->pool.reclaim_work);
+	else
+		kvtier_pool_kick_dirty(tier);
 }
 
 /* Charge one page to the budget without waiting. */
@@ -198,6 +222,7 @@ void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp)
 	if (!kvt_pg_test_and_set(kp, KVT_PG_DIRTY)) {
 		atomic_long_inc(&tier->pool.nr_dirty);
 		atomic_long_inc(&kp->region->nr_dirty);
+		kvtier_pool_kick_dirty(tier);
 	}
 }
 
@@ -660,6 +685,8 @@ int kvtier_pool_init(struct kvtier_tier *tier)
 	INIT_LIST_HEAD(&pool->lru);
 	init_waitqueue_head(&pool->wait);
 	INIT_WORK(&pool->reclaim_work, kvtier_reclaim_work);
+	INIT_WORK(&pool->clean_work, kvtier_writeback_background);
+	pool->clean_after = jiffies;
 	pool->shrink_to = ULONG_MAX;
 	spin_lock_init(&pool->spare_lock);
 	INIT_LIST_HEAD(&pool->spare);
@@ -676,6 +703,7 @@ void kvtier_pool_exit(struct kvtier_tier *tier)
 {
 	kvtier_shrinker_destroy(tier->pool.shrinker);
 	cancel_work_sync(&tier->pool.reclaim_work);
+	cancel_work_sync(&tier->pool.clean_work);
 	kvtier_spare_free(tier, ULONG_MAX);
 	WARN_ON_ONCE(tier->pool.nr_pages || !list_empty(&tier->pool.lru));
 }

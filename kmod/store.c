@@ -1825,11 +1825,13 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	}
 	kfree(v);
 	/*
-	 * No room or unload work from here on: a run behind the final
-	 * commit would commit again, after the lease is given back.
+	 * No room, unload or background write-back work from here on: a run
+	 * behind the final commit would commit again, or write, after the
+	 * lease is given back.
 	 */
 	WRITE_ONCE(tier->store.closing, true);
 	cancel_work_sync(&tier->store.room_work);
+	cancel_work_sync(&tier->pool.clean_work);
 	cancel_delayed_work_sync(&tier->store.unload_work);
 	/* Left with an empty journal: the next attach replays nothing. */
 	if (tier->store.journal_blocks &&

@@ -235,6 +235,8 @@ static struct kvtier_knob kvtier_knobs[] = {
 	{ KNOB_ATTR(watermark_low), KNOB_OFF(watermark_low),
 	  .def = 75, .min = 0, .max = 99, .align = 1, .unit = "percent",
 	  .check = knob_check_wm_low },
+	{ KNOB_ATTR(dirty_background_pct), KNOB_OFF(dirty_background_pct),
+	  .def = 50, .min = 0, .max = 99, .align = 1, .unit = "percent" },
 	{ KNOB_ATTR(readahead_kb), KNOB_OFF(readahead_kb),
 	  .def = 512, .min = 0, .max = 1024, .align = KB_ALIGN, .unit = "KiB" },
 	{ KNOB_ATTR(writeback_batch_kb), KNOB_OFF(writeback_batch_kb),

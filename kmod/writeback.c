@@ -14,6 +14,9 @@
  * The range pass (kvtier_region_writeback) walks a region's resident
  * pages for fsync, DONTNEED (which also drops what came out clean,
  * through pool.c's eviction) and detach, with two batches in flight.
+ * Background write-back (kvtier_writeback_background) is one range pass
+ * at a time over the least recently used dirty region, started when the
+ * dirty pages pass dirty_background_pct of the budget.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,12 +28,37 @@
 
 #include "kvtier.h"
 
-/*
- * Evict a clean page for DONTNEED; counts in *@busy a page some transient
- * reference (an LRU scan, a lookup) kept in place. Pinned pages stay.
+/**
+ * struct kvtier_range - what a range pass does, and what it found
+ * @evict: drop the pages that are (or came out) clean (DONTNEED)
+ * @background: background write-back: only pages kvtier_cleanable() that
+ *              no other task holds locked; stops when reclaim starts
+ * @skips: pass over pages other tasks hold locked, noting them
+ * @nr_skipped: pages passed over for their lock
+ * @skip_first: the first of them
+ * @skip_last: the last of them
+ * @quota: dirty pages it may still take (background write-back); a pass
+ *         ends when it reaches 0
+ * @busy: pages not dropped for a transient reference (an LRU scan, a
+ *        lookup); they are tried again
+ * @cleaned: pages written back and clean now
+ * @ret: the first error
  */
+struct kvtier_range {
+	bool evict;
+	bool background;
+	bool skips;
+	unsigned long quota;
+	unsigned int nr_skipped;
+	pgoff_t skip_first, skip_last;
+	unsigned int busy;
+	unsigned long cleaned;
+	int ret;
+};
+
+/* Evict a clean page for DONTNEED. Pinned pages stay. */
 static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
-			     enum kvtier_stat stat, unsigned int *busy,
+			     enum kvtier_stat stat, struct kvtier_range *rg,
 			     bool unmapped)
 {
 	bool pinned = kvt_pg_test(kp, KVT_PG_PINNED);
@@ -39,19 +67,20 @@ static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
 	if (!err)
 		kvtier_count(tier, stat, 1);
 	else if (err == -EBUSY && !pinned)
-		(*busy)++;
+		rg->busy++;
 }
 
 /*
  * Finish a batch of a region's locked dirty pages that
- * kvtier_writeback_start() started; with @evict, drop those that came out
- * clean. Releases every page's lock and reference. When a batch larger
+ * kvtier_writeback_start() started; with @rg->evict, drop those that came
+ * out clean. Releases every page's lock and reference. When a batch larger
  * than writeback_batch_kb ran out of memory (its arrays, a CRC chunk, a
  * bio), the pages still dirty are written again in batches of that size
- * (those written already are clean and not again).
+ * (those written already are clean and not again). The first error goes
+ * to @rg->ret.
  */
-static int kvtier_region_batch_end(struct kvtier_wb *wb, bool evict,
-				   unsigned int *busy)
+static void kvtier_region_batch_end(struct kvtier_wb *wb,
+				    struct kvtier_range *rg)
 {
 	struct kvtier_tier *tier = wb->tier;
 	struct kvtier_page **batch = wb->kps;
@@ -79,31 +108,50 @@ static int kvtier_region_batch_end(struct kvtier_wb *wb, bool evict,
 	}
 	for (i = 0; i < nb; i++) {
 		struct kvtier_page *kp = batch[i];
+		bool clean = !kvt_pg_test(kp, KVT_PG_DIRTY);
 
-		if (evict && !kvt_pg_test(kp, KVT_PG_DIRTY)) {
+		rg->cleaned += clean;
+		if (rg->evict && clean) {
 			/* Written back with the lock held: unmapped still. */
-			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, busy,
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, rg,
 					 true);
 			continue;
 		}
 		unlock_page(kp->page);
 		put_page(kp->page);
 	}
-	return ret;
+	if (ret && !rg->ret)
+		rg->ret = ret;
 }
 
 /* Entries a walk looks at under one hold of the xa_lock. */
 #define KVTIER_WALK_BATCH	1024
 
 /*
+ * Can background write-back take @kp? Dirty, and neither pinned nor kept
+ * dirty by a GUP reference at its last write-back (it would come out
+ * dirty again). Hints, read under the xa_lock; the page lock decides.
+ */
+static bool kvtier_cleanable(struct kvtier_page *kp)
+{
+	return kvt_pg_test(kp, KVT_PG_DIRTY) &&
+		!kvt_pg_test(kp, KVT_PG_PINNED) && !kvt_pg_test(kp, KVT_PG_GUP);
+}
+
+/*
  * The next resident page of @region at or after *@index, up to @last, with
- * a reference; NULL when there is none. A mostly evicted region holds
- * mostly slot entries: the walk lets go of the xa_lock (faults wait on it)
- * and of the CPU every KVTIER_WALK_BATCH of them.
+ * a reference; NULL when there is none. With @clean (background
+ * write-back), only a page kvtier_cleanable() that nobody holds locked,
+ * returned locked: the lock is tried under the xa_lock, before any
+ * reference is taken, so the background pass never holds a transient
+ * reference to a page another write-back has locked (its plan would take
+ * that for a GUP reference and leave the page dirty). A mostly evicted
+ * region holds mostly slot entries: the walk lets go of the xa_lock
+ * (faults wait on it) and of the CPU every KVTIER_WALK_BATCH of them.
  */
 static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 						unsigned long *index,
-						pgoff_t last)
+						pgoff_t last, bool clean)
 {
 	XA_STATE(xas, &region->pages, *index);
 	struct kvtier_page *kp = NULL;
@@ -114,7 +162,9 @@ static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 	xas_for_each(&xas, entry, last) {
 		if (xas_retry(&xas, entry))
 			continue;
-		if (!xa_is_value(entry)) {
+		if (!xa_is_value(entry) &&
+		    (!clean || (kvtier_cleanable(entry) &&
+				trylock_page(((struct kvtier_page *)entry)->page)))) {
 			kp = entry;
 			get_page(kp->page);
 			*index = xas.xa_index;
@@ -131,69 +181,55 @@ static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 	return kp;
 }
 
-/* Where the first range pass passed over pages another task held locked. */
-struct kvtier_skips {
-	unsigned int nr;
-	pgoff_t first, last;
-};
-
-/* Finish @wb (kvtier_region_batch_end()), keeping the first error in *@ret. */
-static void kvtier_range_end(struct kvtier_wb *wb, bool evict,
-			     unsigned int *busy, int *ret)
-{
-	int err = kvtier_region_batch_end(wb, evict, busy);
-
-	if (err && !*ret)
-		*ret = err;
-}
-
 /*
  * One pass over [first, last]: write back the dirty pages in batches;
- * with @evict, also drop every clean page. Two batches are in flight: one
+ * with @rg->evict, also drop every clean page. Two batches are in flight: one
  * is written while the next is collected, unmapped, given slots and CRCs
  * and started, so the device is not idle between them; the one before is
  * finished (its pages unlocked) as soon as its bios are done, and before
  * the pass waits for another task's page lock. The pass locks pages in
  * index order.
  *
- * With @skips, a page another task holds locked is passed over and noted
- * there, for a later pass that waits: reclaim writes the pages just ahead
- * of a range pass (the coldest dirty ones it has not locked), and waiting
- * for each in turn would make the pass follow reclaim page by page, its
- * batches made of the pages reclaim left, in bios of a page or two.
- * Returns the first error; *@busy counts pages that could not be dropped
- * for a transient reference.
+ * With @rg->skips, a page another task holds locked is passed over and
+ * noted in @rg, for a later pass that waits: reclaim writes the pages just
+ * ahead of a range pass (the coldest dirty ones it has not locked), and
+ * waiting for each in turn would make the pass follow reclaim page by
+ * page, its batches made of the pages reclaim left, in bios of a page or
+ * two.
  */
-static int kvtier_region_writeback_pass(struct kvtier_region *region,
-					pgoff_t first, pgoff_t last, bool evict,
-					struct kvtier_wb_pair *p,
-					unsigned int *busy,
-					struct kvtier_skips *skips)
+static void kvtier_region_writeback_pass(struct kvtier_region *region,
+					 pgoff_t first, pgoff_t last,
+					 struct kvtier_wb_pair *p,
+					 struct kvtier_range *rg)
 {
 	struct kvtier_tier *tier = region->tier;
 	unsigned long index = first;
 	struct kvtier_page *kp;
 	struct kvtier_wb *done;
 	unsigned int nb = 0;
-	int ret = 0;
 
-	while ((kp = kvtier_next_resident(region, &index, last))) {
+	while (rg->quota &&
+	       (kp = kvtier_next_resident(region, &index, last,
+					  rg->background))) {
 		struct page *page = kp->page;
 
 		done = kvtier_wb_pair_written(p);
 		if (done)
-			kvtier_range_end(done, evict, busy, &ret);
-		if (!trylock_page(page)) {
-			if (skips) {
+			kvtier_region_batch_end(done, rg);
+		/* Background write-back stands aside once reclaim runs. */
+		if (rg->background && kvtier_pool_reclaiming(tier))
+			rg->quota = 0;
+		if (!rg->background && !trylock_page(page)) {
+			if (rg->skips) {
 				put_page(page);
-				if (!skips->nr++)
-					skips->first = index;
-				skips->last = index;
+				if (!rg->nr_skipped++)
+					rg->skip_first = index;
+				rg->skip_last = index;
 				goto next;
 			}
 			done = kvtier_wb_pair_behind(p);
 			if (done)
-				kvtier_range_end(done, evict, busy, &ret);
+				kvtier_region_batch_end(done, rg);
 			lock_page(page);
 		}
 		if (xa_load(&region->pages, index) != kp || kp->page != page) {
@@ -202,17 +238,18 @@ static int kvtier_region_writeback_pass(struct kvtier_region *region,
 			put_page(page);
 			continue;
 		}
-		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
+		if (kvt_pg_test(kp, KVT_PG_DIRTY) && rg->quota &&
+		    !(rg->background && kvt_pg_test(kp, KVT_PG_PINNED))) {
 			p->batch[p->cur][nb++] = kp;
+			rg->quota--;
 			if (nb == p->batch_max) {
 				done = kvtier_wb_pair_start(p, tier, nb);
 				if (done)
-					kvtier_range_end(done, evict, busy,
-							 &ret);
+					kvtier_region_batch_end(done, rg);
 				nb = 0;
 			}
-		} else if (evict) {
-			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, busy,
+		} else if (rg->evict) {
+			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, rg,
 					 false);
 		} else {
 			unlock_page(page);
@@ -226,12 +263,11 @@ next:
 	if (nb) {
 		done = kvtier_wb_pair_start(p, tier, nb);
 		if (done)
-			kvtier_range_end(done, evict, busy, &ret);
+			kvtier_region_batch_end(done, rg);
 	}
 	done = kvtier_wb_pair_behind(p);
 	if (done)
-		kvtier_range_end(done, evict, busy, &ret);
-	return ret;
+		kvtier_region_batch_end(done, rg);
 }
 
 /* Pages the range pass writes back at once, at most (8 MiB). */
@@ -254,6 +290,19 @@ static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
 	return max_t(unsigned long, want, kvtier_writeback_batch(tier));
 }
 
+/* Two batches of kvtier_range_batch(), or smaller ones if memory is short. */
+static struct kvtier_wb_pair *kvtier_range_pair(struct kvtier_tier *tier)
+{
+	struct kvtier_wb_pair *p;
+
+	p = kvtier_wb_pair_alloc(kvtier_range_batch(tier),
+				 GFP_KERNEL | __GFP_NOWARN);
+	if (!p)
+		p = kvtier_wb_pair_alloc(kvtier_writeback_batch(tier),
+					 GFP_KERNEL);
+	return p;
+}
+
 /*
  * Write back the dirty pages of [first, last]; with @evict, also drop every
  * clean page of the range from the pool. The first pass passes over pages
@@ -269,35 +318,31 @@ static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
 {
-	struct kvtier_tier *tier = region->tier;
-	struct kvtier_wb_pair *p;
-	struct kvtier_skips skips;
+	struct kvtier_range rg = { .evict = evict };
 	pgoff_t from = first, to = last;
-	unsigned int busy, pass;
-	int ret = 0, err;
+	struct kvtier_wb_pair *p;
+	unsigned int pass;
+	int ret = 0;
 
-	p = kvtier_wb_pair_alloc(kvtier_range_batch(tier),
-				 GFP_KERNEL | __GFP_NOWARN);
-	if (!p)
-		p = kvtier_wb_pair_alloc(kvtier_writeback_batch(tier),
-					 GFP_KERNEL);
+	p = kvtier_range_pair(region->tier);
 	if (!p)
 		return -ENOMEM;
 	for (pass = 0; pass < 8; pass++) {
-		busy = 0;
-		skips.nr = 0;
-		err = kvtier_region_writeback_pass(region, from, to, evict, p,
-						   &busy, pass ? NULL : &skips);
-		if (err && !ret)
-			ret = err;
-		if (!busy && !skips.nr)
+		rg.busy = 0;
+		rg.nr_skipped = 0;
+		rg.skips = !pass;
+		rg.quota = ULONG_MAX;
+		kvtier_region_writeback_pass(region, from, to, p, &rg);
+		if (rg.ret && !ret)
+			ret = rg.ret;
+		if (!rg.busy && !rg.nr_skipped)
 			break;
 		/* Skipped pages are gone over again whatever: fsync, detach. */
-		if (!skips.nr && fatal_signal_pending(current))
+		if (!rg.nr_skipped && fatal_signal_pending(current))
 			break;
 		/* Only the span that had skipped pages, unless some were busy. */
-		from = busy ? first : skips.first;
-		to = busy ? last : skips.last;
+		from = rg.busy ? first : rg.skip_first;
+		to = rg.busy ? last : rg.skip_last;
 		if (pass)
 			schedule_timeout_uninterruptible(1);
 		else
@@ -305,6 +350,160 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 	}
 	kfree(p);
 	return ret;
+}
+
+/*
+ * Background write-back (pool.clean_work): when more than
+ * dirty_background_pct of the budget is dirty, write dirty pages back,
+ * leaving them resident and clean, until at most half that is dirty. The
+ * budget's eviction then drops clean pages at once instead of writing
+ * while a fault waits, and fsync finds less to write. The least recently
+ * used dirty region goes first, its pages in index order (runs of slots,
+ * large bios); pages other tasks hold locked are passed over (never
+ * waited for: the worker is not what anyone waits on), and so are pinned
+ * pages (never evicted: writing them early would spare no eviction).
+ * Above watermark_high it stands aside: the reclaim worker then writes back
+ * what it evicts, and two writers over the same run of pages would
+ * interleave their slots, which the runs that later read them back pay
+ * for. It never takes the namespace's last free space
+ * (KVTIER_CLEAN_ROOM_DIV): an error here is the region's sticky write-back
+ * error, as reclaim's would be, and filling the namespace early would make
+ * one where fsync might later succeed. A page kept dirty by a GUP
+ * reference at its last write-back is passed over too (KVT_PG_GUP): it
+ * would come out dirty again at every run.
+ */
+
+/* Slots the worker leaves free: 1/64 of the namespace. */
+#define KVTIER_CLEAN_ROOM_DIV	64
+/*
+ * How long a run that fell short of its goal keeps the worker off; after
+ * a write-back error (a failing device), longer.
+ */
+#define KVTIER_CLEAN_BACKOFF	(HZ / 10)
+#define KVTIER_CLEAN_ERR_BACKOFF	HZ
+
+/*
+ * Dirty pages above dirty_background_pct of the budget (over @div). The
+ * worker leaves pinned pages, so they are not counted: all pinned pages
+ * are taken off, dirty or not, which errs towards writing later. Counted
+ * in, dirty pinned pages could keep the count over the line for good, and
+ * then every page dirtied would wake the worker for a write of its own.
+ */
+long kvtier_dirty_excess(struct kvtier_tier *tier, unsigned int div)
+{
+	unsigned int pct = READ_ONCE(tier->knobs.dirty_background_pct);
+
+	if (!pct)
+		return 0;
+	return atomic_long_read(&tier->pool.nr_dirty) -
+		atomic_long_read(&tier->nr_pinned) -
+		(long)(kvtier_budget_pages(tier) * pct / 100 / div);
+}
+
+/* Regions one run of the worker passes over once they gave it nothing. */
+#define KVTIER_CLEAN_TRIED	8
+
+/*
+ * The least recently used region with dirty pages, with a reference; not
+ * one of @tried (compared, never dereferenced: they may be gone).
+ */
+static struct kvtier_region *
+kvtier_clean_pick(struct kvtier_tier *tier, struct kvtier_region **tried,
+		  unsigned int nt)
+{
+	struct kvtier_region *r, *best = NULL;
+	unsigned int i;
+
+	spin_lock(&tier->regions_lock);
+	list_for_each_entry(r, &tier->regions, node) {
+		if (atomic_long_read(&r->nr_dirty) <=
+		    atomic_long_read(&r->nr_pinned) || !refcount_read(&r->ref))
+			continue;
+		for (i = 0; i < nt && tried[i] != r; i++)
+			;
+		if (i < nt)
+			continue;
+		if (!best || time_before(READ_ONCE(r->last_use),
+					 READ_ONCE(best->last_use)))
+			best = r;
+	}
+	if (best && !kvtier_region_tryget(best))
+		best = NULL;
+	spin_unlock(&tier->regions_lock);
+	return best;
+}
+
+/* Free slots beyond the reserve, for @nr more pages? */
+static bool kvtier_clean_room(struct kvtier_tier *tier, unsigned long nr)
+{
+	unsigned long total = READ_ONCE(tier->slots.nr);
+	unsigned long used = READ_ONCE(tier->slots.used);
+
+	return used < total &&
+		total - used >= nr + total / KVTIER_CLEAN_ROOM_DIV;
+}
+
+void kvtier_writeback_background(struct work_struct *work)
+{
+	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+						pool.clean_work);
+	struct kvtier_region *tried[KVTIER_CLEAN_TRIED], *region;
+	unsigned long pause = KVTIER_CLEAN_BACKOFF;
+	struct kvtier_wb_pair *p = NULL;
+	unsigned int nt = 0;
+	long excess;
+
+	while ((excess = kvtier_dirty_excess(tier, 2)) > 0 &&
+	       !kvtier_pool_reclaiming(tier) &&
+	       !READ_ONCE(tier->store.closing)) {
+		struct kvtier_range rg = { .background = true,
+					   .quota = excess };
+
+		if (kvtier_fenced(tier) || !kvtier_clean_room(tier, excess))
+			goto backoff;
+		region = kvtier_clean_pick(tier, tried, nt);
+		if (!region)
+			goto backoff;
+		/*
+		 * Two batches of this stay locked across their I/O, where a
+		 * budget stall cannot evict them: a sixteenth of the budget
+		 * each at most, whatever writeback_batch_kb says.
+		 */
+		if (!p)
+			p = kvtier_wb_pair_alloc(min(kvtier_range_batch(tier),
+						     max(kvtier_budget_pages(tier) / 16, 1UL)),
+						 GFP_KERNEL | __GFP_NOWARN);
+		if (p)
+			kvtier_region_writeback_pass(region, 0,
+						     region->nr_pages - 1, p,
+						     &rg);
+		kvtier_region_put(region);
+		if (rg.cleaned)
+			kvtier_count(tier, KVT_STAT_WB_BACKGROUND, rg.cleaned);
+		if (rg.ret)
+			pause = KVTIER_CLEAN_ERR_BACKOFF;
+		if (!p || rg.ret)
+			goto backoff;
+		/*
+		 * Its dirty pages were all locked, or stay dirty for a GUP
+		 * pin: the next region; after a few, a pause.
+		 */
+		if (!rg.cleaned) {
+			if (nt == KVTIER_CLEAN_TRIED)
+				goto backoff;
+			tried[nt++] = region;
+		}
+		cond_resched();
+	}
+	kfree(p);
+	return;
+backoff:
+	/*
+	 * Short of its goal for want of room, of pages it could write or of
+	 * memory: a run per page dirtied would only repeat that.
+	 */
+	WRITE_ONCE(tier->pool.clean_after, jiffies + pause);
+	kfree(p);
 }
 
 static int kvtier_page_cmp(const void *a, const void *b)
@@ -437,9 +636,11 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 	 * page was unmapped before, and is locked until now, so no GUP can
 	 * find it since. Counting references again here would take the
 	 * transient ones of kvtier's own walkers (an LRU scan, a range pass
-	 * waiting for this lock) for GUP and write the page twice.
+	 * waiting for this lock) for GUP and write the page twice. The flag
+	 * stays until the next plan: background write-back passes the page
+	 * over rather than write it again and again.
 	 */
-	if (kvt_pg_test_and_clear(kp, KVT_PG_GUP))
+	if (kvt_pg_test(kp, KVT_PG_GUP))
 		return;
 	if (kvt_pg_test_and_clear(kp, KVT_PG_DIRTY)) {
 		atomic_long_dec(&tier->pool.nr_dirty);

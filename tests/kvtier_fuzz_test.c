@@ -1205,6 +1205,7 @@ static const struct knob knobs[] = {
 	{ "host_budget_mb", 1, 0, 1 },
 	{ "watermark_high", 1, 100, 1 },
 	{ "watermark_low", 0, 99, 1 },
+	{ "dirty_background_pct", 0, 99, 1 },
 	{ "readahead_kb", 0, 1024, 4 },
 	{ "writeback_batch_kb", 4, 65536, 4 },
 	{ "max_inflight_kb", 4, 1048576, 4 },

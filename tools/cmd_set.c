@@ -20,6 +20,7 @@ const struct knob knobs[] = {
 	{ "host_budget_mb", 1, 0, 1, 0 },
 	{ "watermark_high", 1, 100, 1, 0 },
 	{ "watermark_low", 0, 99, 1, 0 },
+	{ "dirty_background_pct", 0, 99, 1, 0 },
 	{ "readahead_kb", 0, 1024, 4, 0 },
 	{ "writeback_batch_kb", 4, 65536, 4, 0 },
 	{ "max_inflight_kb", 4, 1048576, 4, 0 },

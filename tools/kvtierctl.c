@@ -75,6 +75,7 @@ static const struct cmd cmds[] = {
 	  "  host_budget_mb       1..RAM in MiB\n"
 	  "  watermark_high       1..100, above watermark_low\n"
 	  "  watermark_low        0..99, below watermark_high\n"
+	  "  dirty_background_pct 0 (off)..99, dirty share that starts write-back\n"
 	  "  readahead_kb         0..1024, multiple of 4\n"
 	  "  writeback_batch_kb   4..65536, multiple of 4\n"
 	  "  max_inflight_kb      4..1048576, multiple of 4\n"
