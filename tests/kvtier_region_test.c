@@ -1495,8 +1495,9 @@ TEST_F_TIMEOUT(tier, pin_keeps_pages_resident, 300)
 
 /*
  * Dirty pinned pages are written back by fsync, not by the background
- * worker, which writes back only to free memory and never frees a pinned
- * page (userspace-api: KVTIER_IOC_PIN).
+ * workers: reclaim writes back only to free memory and never frees a
+ * pinned page (userspace-api: KVTIER_IOC_PIN), and background write-back
+ * passes pinned pages over.
  */
 TEST_F_TIMEOUT(tier, pinned_dirty_pages_wait_for_fsync, 300)
 {
@@ -1522,6 +1523,111 @@ TEST_F_TIMEOUT(tier, pinned_dirty_pages_wait_for_fsync, 300)
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
 	ASSERT_EQ(-1, kvt_check(p, MiB, 0, 131));
+	munmap(p, len);
+}
+
+/* Poll (10 s at most) until the background write-back wrote @want pages. */
+static long long wait_background(long long from, long long want)
+{
+	long long n = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		n = kvt_stat(0, "writeback_background") - from;
+		if (n >= want)
+			break;
+		usleep(10000);
+	}
+	return n;
+}
+
+/*
+ * Background write-back: past dirty_background_pct of the budget (pinned
+ * pages not counted), the worker writes dirty pages back without evicting
+ * them, down to half of it, and leaves pinned pages dirty; 0 turns it off.
+ * 3 MiB of 4 stays under watermark_high, so nothing else writes. The bytes
+ * read back through the pool and, after a DONTNEED, from the namespace.
+ */
+TEST_F_TIMEOUT(tier, background_writeback_cleans_dirty_pages, 300)
+{
+	size_t len = 3 * MiB, pages = len / PAGE, pinned = MiB / PAGE;
+	struct kvtier_region_create rc = { .size = len };
+	struct kvtier_pin pin = { .offset = 0, .length = MiB };
+	long long wb0, ev0, wbp0, n;
+	unsigned char *buf;
+
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 0));
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_PIN, &pin));
+	buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	wb0 = kvt_stat(0, "writeback_background");
+	wbp0 = kvt_stat(0, "writeback_pages");
+	ev0 = kvt_stat(0, "evictions_clean") + kvt_stat(0, "evictions_dirty");
+	kvt_fill(buf, len, 0, 141);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+
+	/* Off: 75 % of the budget dirty, and nothing written. */
+	usleep(300000);
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(wb0, kvt_stat(0, "writeback_background"));
+	ASSERT_EQ(wbp0, kvt_stat(0, "writeback_pages"));
+
+	/*
+	 * 25 % (256 pages): 512 unpinned dirty pages are over it, and the
+	 * write of the knob wakes the worker, which writes down to 128.
+	 */
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
+	n = wait_background(wb0, pages - pinned - 128);
+	ASSERT_EQ((long long)(pages - pinned - 128), n);
+	usleep(300000);
+	ASSERT_EQ(n, kvt_stat(0, "writeback_background") - wb0);
+	ASSERT_EQ((long long)(pinned + 128), kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(n, kvt_stat(0, "writeback_pages") - wbp0);
+	/* Written, not evicted. */
+	ASSERT_EQ((long long)len, kvt_tier_num(0, "resident"));
+	ASSERT_EQ(ev0, kvt_stat(0, "evictions_clean") +
+		  kvt_stat(0, "evictions_dirty"));
+	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 141));
+
+	/* fsync writes only what is left; then back from the namespace. */
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "writeback_pages") - wbp0);
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_UNPIN, &pin));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 141));
+	free(buf);
+}
+
+/*
+ * Background write-back and reclaim share a fill of twice the budget
+ * through the mapping (the worker cleans the oldest dirty pages while the
+ * pool is under watermark_high, reclaim writes what it evicts above it),
+ * then fsync: each page is written once (at most 1/64 more: a page
+ * dirtied again after the worker took it), and every byte reads back.
+ */
+TEST_F_TIMEOUT(tier, background_writeback_with_reclaim_writes_once, 300)
+{
+	size_t len = 2 * BUDGET_MB * MiB;
+	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
+	long long wb0, bg0, wb;
+
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(50, kvt_tier_num(0, "dirty_background_pct"));
+	wb0 = kvt_stat(0, "writeback_pages");
+	bg0 = kvt_stat(0, "writeback_background");
+	kvt_fill(p, len, 0, 151);
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	wb = kvt_stat(0, "writeback_pages") - wb0;
+	TH_LOG("%lld pages written back for %zu, %lld by the background worker",
+	       wb, len / PAGE, kvt_stat(0, "writeback_background") - bg0);
+	ASSERT_GE(wb, (long long)(len / PAGE));
+	ASSERT_LE(wb, (long long)(len / PAGE + len / PAGE / 64));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 151));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 151));
 	munmap(p, len);
 }
 
@@ -1725,6 +1831,9 @@ TEST_F_TIMEOUT(tier, knob_errors, 300)
 		{ "max_inflight_kb", "0" }, { "discard", "maybe" },
 		{ "discard", "2" }, { "checksum", "2" }, { "checksum", "on" },
 		{ "pin_budget_mb", "-1" }, { "pin_budget_mb", "99999999" },
+		{ "dirty_background_pct", "100" },
+		{ "dirty_background_pct", "-1" },
+		{ "dirty_background_pct", "half" },
 	};
 	char before[64], after[64];
 	size_t i;
@@ -1740,6 +1849,7 @@ TEST_F_TIMEOUT(tier, knob_errors, 300)
 	ASSERT_EQ(90, kvt_tier_num(0, "watermark_high"));
 	ASSERT_EQ(75, kvt_tier_num(0, "watermark_low"));
 	ASSERT_EQ(512, kvt_tier_num(0, "readahead_kb"));
+	ASSERT_EQ(50, kvt_tier_num(0, "dirty_background_pct"));
 	ASSERT_EQ(0, kvt_knob(0, "watermark_low", 50));
 	ASSERT_EQ(0, kvt_knob(0, "watermark_high", 60));
 	ASSERT_EQ(0, kvt_knob(0, "readahead_kb", 0));

@@ -124,14 +124,16 @@ static int workload(unsigned long long *id)
 /*
  * The tier the workload runs on: the background worker only starts at a
  * full pool (watermark_high 100), so the fill's charges find it full and
- * stall, every run.
+ * stall, every run; and no background write-back cleans pages ahead of
+ * the stalls (it would stand aside only above watermark_high).
  */
 static int tier_start(void)
 {
 	int fd = kvt_start("", BUDGET_MB);
 
 	if (fd >= 0 && (kvt_knob(0, "watermark_high", 100) ||
-			kvt_knob(0, "watermark_low", 99))) {
+			kvt_knob(0, "watermark_low", 99) ||
+			kvt_knob(0, "dirty_background_pct", 0))) {
 		close(fd);
 		return -1;
 	}
