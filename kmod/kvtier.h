@@ -629,6 +629,8 @@ struct kvtier_region_map {
  *           continues a sequential run and gets the full readahead window
  * @ra_pos: index of the last access of a sequential run (the reader's
  *          position, for @ra_work)
+ * @clean_next: where background write-back's next pass over the region
+ *              starts (after the last page it took; a hint, READ/WRITE_ONCE)
  * @ra_seq: the last miss continued a sequential run: @ra_work may read
  *          ahead of the reader
  * @ra_start: index of the first miss of the current sequential run
@@ -692,6 +694,7 @@ struct kvtier_region {
 	kgid_t gid;
 	time64_t created;
 	pgoff_t ra_next;
+	pgoff_t clean_next;
 	pgoff_t ra_pos;
 	pgoff_t ra_start;
 	bool ra_seq;

@@ -42,6 +42,7 @@
  * @busy: pages not dropped for a transient reference (an LRU scan, a
  *        lookup); they are tried again
  * @cleaned: pages written back and clean now
+ * @next: the index after the last dirty page taken
  * @ret: the first error
  */
 struct kvtier_range {
@@ -53,6 +54,7 @@ struct kvtier_range {
 	pgoff_t skip_first, skip_last;
 	unsigned int busy;
 	unsigned long cleaned;
+	pgoff_t next;
 	int ret;
 };
 
@@ -242,6 +244,7 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 		    !(rg->background && kvt_pg_test(kp, KVT_PG_PINNED))) {
 			p->batch[p->cur][nb++] = kp;
 			rg->quota--;
+			rg->next = index + 1;
 			if (nb == p->batch_max) {
 				done = kvtier_wb_pair_start(p, tier, nb);
 				if (done)
@@ -443,6 +446,25 @@ static bool kvtier_clean_room(struct kvtier_tier *tier, unsigned long nr)
 		total - used >= nr + total / KVTIER_CLEAN_ROOM_DIV;
 }
 
+/*
+ * One background pass over @region: from where the last one stopped to
+ * the end, then from the start, so a region written in order is not walked
+ * from its first page (clean, or only on the namespace) at every round.
+ */
+static void kvtier_clean_region(struct kvtier_region *region,
+				struct kvtier_wb_pair *p, struct kvtier_range *rg)
+{
+	pgoff_t from = READ_ONCE(region->clean_next);
+
+	if (from >= region->nr_pages)
+		from = 0;
+	rg->next = from;
+	kvtier_region_writeback_pass(region, from, region->nr_pages - 1, p, rg);
+	if (from && rg->quota)
+		kvtier_region_writeback_pass(region, 0, from - 1, p, rg);
+	WRITE_ONCE(region->clean_next, rg->next);
+}
+
 void kvtier_writeback_background(struct work_struct *work)
 {
 	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
@@ -474,9 +496,7 @@ void kvtier_writeback_background(struct work_struct *work)
 						     max(kvtier_budget_pages(tier) / 16, 1UL)),
 						 GFP_KERNEL | __GFP_NOWARN);
 		if (p)
-			kvtier_region_writeback_pass(region, 0,
-						     region->nr_pages - 1, p,
-						     &rg);
+			kvtier_clean_region(region, p, &rg);
 		kvtier_region_put(region);
 		if (rg.cleaned)
 			kvtier_count(tier, KVT_STAT_WB_BACKGROUND, rg.cleaned);
