@@ -408,6 +408,12 @@ static const enum kvtier_stat kvtier_stat_columns[] = {
 	KVT_STAT_BUDGET_STALL, KVT_STAT_CSUM_ERROR, KVT_STAT_IO_ERROR,
 };
 
+/* Columns 17 on, appended after the gauge (column 16) in December 2026. */
+static const enum kvtier_stat kvtier_stat_columns_more[] = {
+	KVT_STAT_WB_BACKGROUND, KVT_STAT_WB_UNCHECKED, KVT_STAT_DIRECT_READ,
+	KVT_STAT_PAGE_REUSED,
+};
+
 static ssize_t stat_show(struct device *dev, struct device_attribute *attr,
 			 char *buf)
 {
@@ -418,7 +424,11 @@ static ssize_t stat_show(struct device *dev, struct device_attribute *attr,
 	for (i = 0; i < ARRAY_SIZE(kvtier_stat_columns); i++)
 		n += sysfs_emit_at(buf, n, "%lld ",
 				   atomic64_read(&tier->stats[kvtier_stat_columns[i]]));
-	n += sysfs_emit_at(buf, n, "%ld\n", atomic_long_read(&tier->inflight_bytes));
+	n += sysfs_emit_at(buf, n, "%ld", atomic_long_read(&tier->inflight_bytes));
+	for (i = 0; i < ARRAY_SIZE(kvtier_stat_columns_more); i++)
+		n += sysfs_emit_at(buf, n, " %lld",
+				   atomic64_read(&tier->stats[kvtier_stat_columns_more[i]]));
+	n += sysfs_emit_at(buf, n, "\n");
 	return n;
 }
 static DEVICE_ATTR_RO(stat);

@@ -625,15 +625,21 @@ KVTIER_EXPORT int kvtier_gpu_unregister(struct kvtier_tier *tier, uint64_t va)
 /*
  * The columns of /sys/class/kvtier/kvtierN/stat, in their order
  * (Documentation/ABI/testing/sysfs-class-kvtier). The module only ever
- * appends columns: those past this list are a newer module's, skipped.
+ * appends columns: those past this list are a newer module's, skipped;
+ * those past the first STAT_COLUMNS_MIN an older module's line lacks, and
+ * they are left out.
  */
 static const char *const stat_columns[] = {
 	"faults_minor", "faults_major", "faults_zero_fill", "refaults",
 	"evictions_clean", "evictions_dirty", "writeback_pages",
 	"writeback_bytes", "read_pages", "read_bytes", "readahead_pages",
 	"prefetch_pages", "budget_stalls", "checksum_errors", "io_errors",
-	"inflight_bytes",
+	"inflight_bytes", "writeback_background", "writeback_unchecked",
+	"direct_read_pages", "pages_reused",
 };
+
+/* The columns every module has written (up to inflight_bytes). */
+#define STAT_COLUMNS_MIN	16
 
 #define NR_STAT_COLUMNS	(sizeof(stat_columns) / sizeof(stat_columns[0]))
 
@@ -694,6 +700,8 @@ KVTIER_EXPORT int kvtier_tier_stats(unsigned int id, struct kvtier_stat **statsp
 		return -ENOMEM;
 	p = buf;
 	for (i = 0; i < NR_STAT_COLUMNS; i++) {
+		if (i >= STAT_COLUMNS_MIN && !p[strspn(p, " \n")])
+			break;
 		ret = next_number(&p, &v);
 		if (ret)
 			goto out;

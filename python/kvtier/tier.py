@@ -136,7 +136,9 @@ def stats(tier_id: int = 0) -> dict[str, int]:
     faults_zero_fill, refaults, evictions_clean, evictions_dirty,
     writeback_pages, writeback_bytes, read_pages, read_bytes,
     readahead_pages, prefetch_pages, budget_stalls, checksum_errors,
-    io_errors, inflight_bytes), then the gauges resident_bytes,
+    io_errors, inflight_bytes, writeback_background, writeback_unchecked,
+    direct_read_pages, pages_reused; the last four from a module of
+    December 2026 on), then the gauges resident_bytes,
     pinned_bytes, used_bytes, capacity_bytes and budget_bytes. Any user
     may read them.
     """

@@ -29,7 +29,9 @@ STAT_NAMES = [
     "evictions_clean", "evictions_dirty", "writeback_pages",
     "writeback_bytes", "read_pages", "read_bytes", "readahead_pages",
     "prefetch_pages", "budget_stalls", "checksum_errors", "io_errors",
-    "inflight_bytes", "resident_bytes", "pinned_bytes", "used_bytes",
+    "inflight_bytes", "writeback_background", "writeback_unchecked",
+    "direct_read_pages", "pages_reused", "resident_bytes", "pinned_bytes",
+    "used_bytes",
     "capacity_bytes", "budget_bytes",
 ]
 
