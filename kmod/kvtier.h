@@ -1043,12 +1043,16 @@ struct kvtier_wb_pair {
 	unsigned int batch_max;		/* pages each batch array holds */
 	unsigned int cur;
 	bool behind;			/* wb[!cur] is in flight */
+	bool background;		/* background write-back's: a full
+					 * namespace asks for no room
+					 */
 	struct kvtier_page *kps[];
 };
 
 /* writeback.c: where dirty pages go to the namespace */
 void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
-			    struct kvtier_page **kps, unsigned int nr);
+			    struct kvtier_page **kps, unsigned int nr,
+			    bool ask_room);
 int kvtier_writeback_finish(struct kvtier_wb *wb);
 struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp);
 struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,

@@ -173,6 +173,8 @@ long kvtier_file_pin(struct file *file, const struct kvtier_pin *pin, bool pin_i
 	if (!pin_it) {
 		kvtier_pin_uncharge(tier, file,
 				    kvtier_unpin_range(kf, first, first + nr - 1));
+		/* Its dirty pages count for background write-back again. */
+		kvtier_pool_kick(tier);
 		goto out;
 	}
 

@@ -102,7 +102,8 @@ static void kvtier_region_batch_end(struct kvtier_wb *wb,
 			struct kvtier_wb retry;
 
 			n = min(small, nd - i);
-			kvtier_writeback_start(&retry, tier, batch + i, n);
+			kvtier_writeback_start(&retry, tier, batch + i, n,
+					       !rg->background);
 			err = kvtier_writeback_finish(&retry);
 			if (err && !ret)
 				ret = err;
@@ -369,11 +370,12 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
  * what it evicts, and two writers over the same run of pages would
  * interleave their slots, which the runs that later read them back pay
  * for. It never takes the namespace's last free space
- * (KVTIER_CLEAN_ROOM_DIV): an error here is the region's sticky write-back
- * error, as reclaim's would be, and filling the namespace early would make
- * one where fsync might later succeed. A page kept dirty by a GUP
- * reference at its last write-back is passed over too (KVT_PG_GUP): it
- * would come out dirty again at every run.
+ * (KVTIER_CLEAN_ROOM_DIV), and a full namespace does not make it ask for
+ * room (kvtier_store_need_room()): making room may reclaim unused
+ * persistent regions, which only writes that must happen (eviction,
+ * fsync) should cause; its pages stay dirty for those. A page kept dirty
+ * by a GUP reference at its last write-back is passed over too
+ * (KVT_PG_GUP): it would come out dirty again at every run.
  */
 
 /* Slots the worker leaves free: 1/64 of the namespace. */
@@ -495,8 +497,10 @@ void kvtier_writeback_background(struct work_struct *work)
 			p = kvtier_wb_pair_alloc(min(kvtier_range_batch(tier),
 						     max(kvtier_budget_pages(tier) / 16, 1UL)),
 						 GFP_KERNEL | __GFP_NOWARN);
-		if (p)
+		if (p) {
+			p->background = true;
 			kvtier_clean_region(region, p, &rg);
+		}
 		kvtier_region_put(region);
 		if (rg.cleaned)
 			kvtier_count(tier, KVT_STAT_WB_BACKGROUND, rg.cleaned);
@@ -557,12 +561,13 @@ static bool kvtier_needs_slot(const struct kvtier_page *kp)
  * fit get -ENOSPC and the store's room work is queued (a commit, then
  * capacity reclaim, the writing region's owner's regions first); it runs
  * outside these pages' locks, and the caller waits for it if it must
- * (kvtier_store_wait_room()). Pages with errs[i] set already are skipped.
- * Returns -ENOSPC if a page could not be placed, 0 otherwise.
+ * (kvtier_store_wait_room()); without @ask_room (background write-back,
+ * which nobody waits for) it is not. Pages with errs[i] set already are
+ * skipped. Returns -ENOSPC if a page could not be placed, 0 otherwise.
  */
 static int kvtier_assign_slots(struct kvtier_tier *tier,
 			       struct kvtier_page **kps, unsigned int nr,
-			       int *errs)
+			       int *errs, bool ask_room)
 {
 	unsigned long slot, got;
 	unsigned int i = 0, j;
@@ -584,7 +589,7 @@ static int kvtier_assign_slots(struct kvtier_tier *tier,
 			;
 		slot = kvtier_slots_alloc(&tier->slots, j - i, &got);
 		if (slot == KVTIER_NO_SLOT) {
-			if (!ret)
+			if (!ret && ask_room)
 				kvtier_store_need_room(tier,
 						       kps[i]->region->owner);
 			for (; i < j; i++)
@@ -810,7 +815,8 @@ static unsigned int kvtier_writeback_plan(struct kvtier_tier *tier,
  * are reported by kvtier_writeback_finish().
  */
 void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
-			    struct kvtier_page **kps, unsigned int nr)
+			    struct kvtier_page **kps, unsigned int nr,
+			    bool ask_room)
 {
 	unsigned int i, j;
 	int *errs, err;
@@ -844,7 +850,7 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 		if (errs[i])
 			wb->ret = errs[i];
 	}
-	err = kvtier_assign_slots(tier, kps, nr, errs);
+	err = kvtier_assign_slots(tier, kps, nr, errs, ask_room);
 	if (err)
 		wb->ret = err;
 	if (kvtier_writeback_plan(tier, kps, errs, nr))
@@ -902,6 +908,7 @@ struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp)
 	p->batch_max = batch_max;
 	p->cur = 0;
 	p->behind = false;
+	p->background = false;
 	return p;
 }
 
@@ -916,7 +923,8 @@ struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,
 {
 	struct kvtier_wb *older = kvtier_wb_pair_behind(p);
 
-	kvtier_writeback_start(&p->wb[p->cur], tier, p->batch[p->cur], nr);
+	kvtier_writeback_start(&p->wb[p->cur], tier, p->batch[p->cur], nr,
+			       !p->background);
 	p->behind = true;
 	p->cur = !p->cur;
 	return older;

@@ -1543,7 +1543,8 @@ static long long wait_background(long long from, long long want)
 /*
  * Background write-back: past dirty_background_pct of the budget (pinned
  * pages not counted), the worker writes dirty pages back without evicting
- * them, down to half of it, and leaves pinned pages dirty; 0 turns it off.
+ * them, down to half of it, and leaves pinned pages dirty until they are
+ * unpinned; 0 turns it off.
  * 3 MiB of 4 stays under watermark_high, so nothing else writes. The bytes
  * read back through the pool and, after a DONTNEED, from the namespace.
  */
@@ -1589,11 +1590,21 @@ TEST_F_TIMEOUT(tier, background_writeback_cleans_dirty_pages, 300)
 		  kvt_stat(0, "evictions_dirty"));
 	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 141));
 
+	/*
+	 * Unpinned, the 256 pinned pages count again (384 dirty, over 256):
+	 * the unpin wakes the worker, which writes down to 128 again.
+	 */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_UNPIN, &pin));
+	n = wait_background(wb0, pages - 128);
+	ASSERT_EQ((long long)(pages - 128), n);
+	usleep(300000);
+	ASSERT_EQ(n, kvt_stat(0, "writeback_background") - wb0);
+	ASSERT_EQ(128, kvt_stat(0, "dirty_pages"));
+
 	/* fsync writes only what is left; then back from the namespace. */
 	ASSERT_EQ(0, fsync(self->fd));
 	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
 	ASSERT_EQ((long long)pages, kvt_stat(0, "writeback_pages") - wbp0);
-	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_UNPIN, &pin));
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
 	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 141));
