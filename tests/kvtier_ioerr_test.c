@@ -663,6 +663,14 @@ TEST_F_TIMEOUT(wr, slow_device_bounded_inflight, 300)
 		SKIP(return, "no dm-delay target");
 	ASSERT_EQ(0, kvt_knob(0, "max_inflight_kb", INFLIGHT_KB));
 	ASSERT_EQ(0, kvt_knob(0, "writeback_batch_kb", BATCH_KB));
+	/*
+	 * Reclaim's and fsync's write-back only: the faults below must find
+	 * the first half evicted, and a page the background worker held
+	 * locked across a 100 ms write when reclaim scanned it was moved to
+	 * the LRU's hot end and could stay (its own tests are in
+	 * kvtier_region_test).
+	 */
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 0));
 	ASSERT_EQ(0, kvt_dm_table(DM_NAME, kvt_ns("KVTIER_NS1"), "delay %s 0 %d", kvt_ns("KVTIER_NS1"), DELAY_MS));
 	ASSERT_EQ(0, pthread_create(&th, NULL, sample_inflight, &s));
 
