@@ -424,9 +424,10 @@ struct kvtier_knobs {
  *             not write dirty pages back itself); ULONG_MAX when none
  * @shrinker: gives pages back under global memory pressure
  * @clean_work: background write-back while more than dirty_background_pct
- *              of the budget is dirty (writeback.c)
- * @clean_after: jiffies before which no page dirtied queues @clean_work (a
- *               run fell short of its goal); READ/WRITE_ONCE
+ *              of the budget is dirty (writeback.c); a run that falls short
+ *              of its goal queues itself again, delayed
+ * @clean_pause: that delay, in jiffies: doubled at every run short of its
+ *               goal, 0 after one that reached it; the worker's own
  */
 struct kvtier_pool {
 	spinlock_t lock;		/* protects lru, nr_pages, KVT_PG_LRU */
@@ -435,8 +436,8 @@ struct kvtier_pool {
 	atomic_long_t nr_dirty;
 	wait_queue_head_t wait;
 	struct work_struct reclaim_work;
-	struct work_struct clean_work;
-	unsigned long clean_after;
+	struct delayed_work clean_work;
+	unsigned long clean_pause;
 	unsigned long shrink_to;
 	struct shrinker *shrinker;
 	spinlock_t spare_lock;		/* protects spare, nr_spare */

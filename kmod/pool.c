@@ -40,13 +40,19 @@ bool kvtier_pool_reclaiming(struct kvtier_tier *tier)
 	return kvtier_pool_above(tier, READ_ONCE(tier->knobs.watermark_high));
 }
 
-/* Queue background write-back if the dirty pages are over their share. */
+/*
+ * Queue background write-back if the dirty pages are over their share. A
+ * run pending already, at once or after a pause (writeback.c), is left as
+ * it is: the pause is what keeps a worker that cannot reach its goal from
+ * running once per page charged.
+ */
 static void kvtier_pool_kick_dirty(struct kvtier_tier *tier)
 {
 	if (kvtier_dirty_excess(tier, 1) > 0 &&
-	    time_after_eq(jiffies, READ_ONCE(tier->pool.clean_after)) &&
-	    !kvtier_pool_reclaiming(tier) && !READ_ONCE(tier->store.closing))
-		queue_work(kvtier_wq, &tier->pool.clean_work);
+	    !delayed_work_pending(&tier->pool.clean_work) &&
+	    !kvtier_pool_reclaiming(tier) && !READ_ONCE(tier->store.closing) &&
+	    !kvtier_fenced(tier))
+		queue_delayed_work(kvtier_wq, &tier->pool.clean_work, 0);
 }
 
 /*
@@ -622,6 +628,8 @@ static void kvtier_reclaim_work(struct work_struct *work)
 		cond_resched();
 	} while (freed > 0);
 	WRITE_ONCE(tier->pool.shrink_to, ULONG_MAX);
+	/* Background write-back stood aside while the pool was this full. */
+	kvtier_pool_kick_dirty(tier);
 }
 
 static unsigned long kvtier_shrink_count(struct shrinker *s,
@@ -685,8 +693,7 @@ int kvtier_pool_init(struct kvtier_tier *tier)
 	INIT_LIST_HEAD(&pool->lru);
 	init_waitqueue_head(&pool->wait);
 	INIT_WORK(&pool->reclaim_work, kvtier_reclaim_work);
-	INIT_WORK(&pool->clean_work, kvtier_writeback_background);
-	pool->clean_after = jiffies;
+	INIT_DELAYED_WORK(&pool->clean_work, kvtier_writeback_background);
 	pool->shrink_to = ULONG_MAX;
 	spin_lock_init(&pool->spare_lock);
 	INIT_LIST_HEAD(&pool->spare);
@@ -703,7 +710,7 @@ void kvtier_pool_exit(struct kvtier_tier *tier)
 {
 	kvtier_shrinker_destroy(tier->pool.shrinker);
 	cancel_work_sync(&tier->pool.reclaim_work);
-	cancel_work_sync(&tier->pool.clean_work);
+	cancel_delayed_work_sync(&tier->pool.clean_work);
 	kvtier_spare_free(tier, ULONG_MAX);
 	WARN_ON_ONCE(tier->pool.nr_pages || !list_empty(&tier->pool.lru));
 }

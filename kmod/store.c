@@ -1831,7 +1831,7 @@ int kvtier_store_close(struct kvtier_tier *tier)
 	 */
 	WRITE_ONCE(tier->store.closing, true);
 	cancel_work_sync(&tier->store.room_work);
-	cancel_work_sync(&tier->pool.clean_work);
+	cancel_delayed_work_sync(&tier->pool.clean_work);
 	cancel_delayed_work_sync(&tier->store.unload_work);
 	/* Left with an empty journal: the next attach replays nothing. */
 	if (tier->store.journal_blocks &&

@@ -125,6 +125,9 @@ static void kvtier_region_batch_end(struct kvtier_wb *wb,
 	}
 	if (ret && !rg->ret)
 		rg->ret = ret;
+	/* Background write-back stops at an error: it comes back later. */
+	if (ret && rg->background)
+		rg->quota = 0;
 }
 
 /* Entries a walk looks at under one hold of the xa_lock. */
@@ -376,16 +379,27 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
  * fsync) should cause; its pages stay dirty for those. A page kept dirty
  * by a GUP reference at its last write-back is passed over too
  * (KVT_PG_GUP): it would come out dirty again at every run.
+ *
+ * A run that falls short of its goal (no room, the pages it found locked
+ * or kept dirty, a write error, no memory) queues itself
+ * again after a pause, so the dirty pages are cleaned once what stopped it
+ * passes, whether or not anything is dirtied meanwhile; pages dirtied
+ * during the pause do not wake it sooner. The pause doubles at every such
+ * run, up to KVTIER_CLEAN_BACKOFF_MAX, so a device that keeps failing is
+ * tried every few seconds, not at every page. A fenced or detaching tier
+ * stops it for good (store_close() cancels it). A run that stood aside
+ * for reclaim is queued again by the reclaim worker when it is done.
  */
 
 /* Slots the worker leaves free: 1/64 of the namespace. */
 #define KVTIER_CLEAN_ROOM_DIV	64
 /*
- * How long a run that fell short of its goal keeps the worker off; after
- * a write-back error (a failing device), longer.
+ * The pause after a run that fell short of its goal, at least; after a
+ * write-back error (a failing device), longer; and at most.
  */
-#define KVTIER_CLEAN_BACKOFF	(HZ / 10)
+#define KVTIER_CLEAN_BACKOFF		(HZ / 10)
 #define KVTIER_CLEAN_ERR_BACKOFF	HZ
+#define KVTIER_CLEAN_BACKOFF_MAX	(8 * HZ)
 
 /*
  * Dirty pages above dirty_background_pct of the budget (over @div). The
@@ -467,9 +481,25 @@ static void kvtier_clean_region(struct kvtier_region *region,
 	WRITE_ONCE(region->clean_next, rg->next);
 }
 
+/*
+ * Queue the worker again after a pause of at least @least jiffies, twice
+ * the last one if that is more; not on a fenced or detaching tier.
+ */
+static void kvtier_clean_again(struct kvtier_tier *tier, unsigned long least)
+{
+	struct kvtier_pool *pool = &tier->pool;
+
+	if (READ_ONCE(tier->store.closing) || kvtier_fenced(tier))
+		return;
+	pool->clean_pause = clamp(2 * pool->clean_pause, least,
+				  (unsigned long)KVTIER_CLEAN_BACKOFF_MAX);
+	queue_delayed_work(kvtier_wq, &pool->clean_work, pool->clean_pause);
+}
+
 void kvtier_writeback_background(struct work_struct *work)
 {
-	struct kvtier_tier *tier = container_of(work, struct kvtier_tier,
+	struct kvtier_tier *tier = container_of(to_delayed_work(work),
+						struct kvtier_tier,
 						pool.clean_work);
 	struct kvtier_region *tried[KVTIER_CLEAN_TRIED], *region;
 	unsigned long pause = KVTIER_CLEAN_BACKOFF;
@@ -477,13 +507,15 @@ void kvtier_writeback_background(struct work_struct *work)
 	unsigned int nt = 0;
 	long excess;
 
-	while ((excess = kvtier_dirty_excess(tier, 2)) > 0 &&
-	       !kvtier_pool_reclaiming(tier) &&
-	       !READ_ONCE(tier->store.closing)) {
+	while ((excess = kvtier_dirty_excess(tier, 2)) > 0) {
 		struct kvtier_range rg = { .background = true,
 					   .quota = excess };
 
-		if (kvtier_fenced(tier) || !kvtier_clean_room(tier, excess))
+		/* Reclaim's turn: its worker queues this one when done. */
+		if (kvtier_pool_reclaiming(tier))
+			goto out;
+		if (READ_ONCE(tier->store.closing) || kvtier_fenced(tier) ||
+		    !kvtier_clean_room(tier, excess))
 			goto backoff;
 		region = kvtier_clean_pick(tier, tried, nt);
 		if (!region)
@@ -519,15 +551,13 @@ void kvtier_writeback_background(struct work_struct *work)
 		}
 		cond_resched();
 	}
+	tier->pool.clean_pause = 0;
+out:
 	kfree(p);
 	return;
 backoff:
-	/*
-	 * Short of its goal for want of room, of pages it could write or of
-	 * memory: a run per page dirtied would only repeat that.
-	 */
-	WRITE_ONCE(tier->pool.clean_after, jiffies + pause);
 	kfree(p);
+	kvtier_clean_again(tier, pause);
 }
 
 static int kvtier_page_cmp(const void *a, const void *b)
