@@ -15,7 +15,9 @@
  * - writes fail (flakey error_writes): fsync returns EIO and keeps
  *   returning it (REGION_INFO error, sticky), the pages stay dirty and
  *   readable from memory, another region is not marked; after the device
- *   recovers the bytes reach it; detach works.
+ *   recovers the bytes reach it; detach works. Background write-back
+ *   stops at the error, pauses, and comes back by itself once the device
+ *   works.
  * - writes silently dropped (flakey drop_writes): fsync cannot know, the
  *   CRC32C of each page catches it on read-back (EIO/SIGBUS, never the
  *   older bytes).
@@ -639,6 +641,89 @@ static void *sample_inflight(void *arg)
 		usleep(2000);
 	}
 	return NULL;
+}
+
+/* Poll (@secs at most) until @stat is past @from by @want; the difference. */
+static long long wait_stat(const char *stat, long long from, long long want,
+			   int secs)
+{
+	long long n = 0;
+
+	for (int i = 0; i < secs * 100; i++) {
+		n = kvt_stat(0, stat) - from;
+		if (n >= want)
+			break;
+		usleep(10000);
+	}
+	return n;
+}
+
+/*
+ * Background write-back meets a failing device: its writes fail, the pages
+ * stay dirty with the bytes the process wrote, and it pauses. Once the
+ * device works again it comes back by itself, with nothing dirtied,
+ * charged or unpinned to wake it, and cleans down to its goal. 3 MiB of
+ * the 4 MiB budget stays under watermark_high, so nothing else writes.
+ */
+TEST_F_TIMEOUT(wr, background_writeback_retries_after_errors, 300)
+{
+	size_t len = 3 * MiB, pages = len / PAGE;
+	long long bg0, wbp0, errs0, n;
+	struct kvtier_region_info ri;
+	unsigned char *a;
+	int fa;
+
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 0));
+	a = kvt_map_filled(&fa, len, 50);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	bg0 = kvt_stat(0, "writeback_background");
+	wbp0 = kvt_stat(0, "writeback_pages");
+	errs0 = kvt_stat(0, "io_errors");
+	ASSERT_EQ(0, flakey("1 error_writes"));
+
+	/* 25 % (256 pages): the worker wakes and tries to write 640 pages. */
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
+	ASSERT_GT(wait_stat("io_errors", errs0, 1, 10), 0);
+	/*
+	 * It stopped at the error (the batch in flight beside it may fail
+	 * too: a bio or two each) and pauses a second, instead of going on
+	 * through its ten batches of 64 pages, each failing.
+	 */
+	usleep(300000);
+	ASSERT_LE(kvt_stat(0, "io_errors") - errs0, 4);
+	ASSERT_EQ(0, kvt_stat(0, "writeback_background") - bg0);
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 50));
+	ASSERT_EQ(0, kvt_pread_page(fa, len - PAGE, 50));
+	ASSERT_EQ(0, kvt_region_info(fa, &ri));
+	ASSERT_EQ(-EIO, ri.error);
+
+	/*
+	 * The device is back. The worker's pause has doubled at most twice
+	 * (1, 2, 4 s) while the checks above ran: it is back within seconds.
+	 */
+	ASSERT_EQ(0, linear());
+	n = wait_stat("writeback_background", bg0, pages - 128, 30);
+	TH_LOG("after the device came back: %lld pages cleaned by the worker, %lld I/O errors before",
+	       n, kvt_stat(0, "io_errors") - errs0);
+	ASSERT_EQ((long long)(pages - 128), n);
+	usleep(300000);
+	ASSERT_EQ(n, kvt_stat(0, "writeback_background") - bg0);
+	ASSERT_EQ(128, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ((long long)len, kvt_tier_num(0, "resident"));
+
+	/* The region keeps its error (sticky); the bytes are on the device. */
+	ASSERT_EQ(-1, fsync(fa));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_GE(kvt_stat(0, "writeback_pages") - wbp0, (long long)pages);
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 50));
+	munmap(a, len);
+	close(fa);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 }
 
 static double now_ms(void)
