@@ -1648,6 +1648,8 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
 	st->closing = false;
+	/* Background write-back was cancelled at the last close: no pause. */
+	tier->pool.clean_pause = 0;
 	st->bad_copy = -1;
 	st->gen_min = 0;
 	st->lease_block = 0;

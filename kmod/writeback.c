@@ -381,14 +381,16 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
  * (KVT_PG_GUP): it would come out dirty again at every run.
  *
  * A run that falls short of its goal (no room, the pages it found locked
- * or kept dirty, a write error, no memory) queues itself
- * again after a pause, so the dirty pages are cleaned once what stopped it
- * passes, whether or not anything is dirtied meanwhile; pages dirtied
- * during the pause do not wake it sooner. The pause doubles at every such
- * run, up to KVTIER_CLEAN_BACKOFF_MAX, so a device that keeps failing is
- * tried every few seconds, not at every page. A fenced or detaching tier
- * stops it for good (store_close() cancels it). A run that stood aside
- * for reclaim is queued again by the reclaim worker when it is done.
+ * or kept dirty, a write error, at which it stops, no memory) queues
+ * itself again after a pause, so the dirty pages are cleaned once what
+ * stopped it passes, whether or not anything is dirtied meanwhile; pages
+ * dirtied during the pause do not wake it sooner. The pause doubles at
+ * every such run, up to KVTIER_CLEAN_BACKOFF_MAX, so a device that keeps
+ * failing is tried every few seconds, not at every page, and pages it can
+ * never take (kept dirty by GUP) cost a look every 8 s. A fenced tier
+ * stops it; so does detach (kvtier_store_close() cancels it) until the
+ * next attach. A run that stood aside for reclaim is queued again when
+ * the reclaim worker is done, if the dirty pages are over their share.
  */
 
 /* Slots the worker leaves free: 1/64 of the namespace. */
@@ -483,7 +485,10 @@ static void kvtier_clean_region(struct kvtier_region *region,
 
 /*
  * Queue the worker again after a pause of at least @least jiffies, twice
- * the last one if that is more; not on a fenced or detaching tier.
+ * the last one if that is more; not on a fenced or detaching tier. A kick
+ * (a page dirtied) while this run went on may have queued it already, to
+ * run at once: the pause replaces that, or a worker that keeps falling
+ * short on a busy tier would run back to back.
  */
 static void kvtier_clean_again(struct kvtier_tier *tier, unsigned long least)
 {
@@ -493,7 +498,7 @@ static void kvtier_clean_again(struct kvtier_tier *tier, unsigned long least)
 		return;
 	pool->clean_pause = clamp(2 * pool->clean_pause, least,
 				  (unsigned long)KVTIER_CLEAN_BACKOFF_MAX);
-	queue_delayed_work(kvtier_wq, &pool->clean_work, pool->clean_pause);
+	mod_delayed_work(kvtier_wq, &pool->clean_work, pool->clean_pause);
 }
 
 void kvtier_writeback_background(struct work_struct *work)
