@@ -63,8 +63,11 @@ static int kvtier_open(struct inode *inode, struct file *file)
 	xa_init(&kf->pins);
 	file->f_mapping = kf->inode->i_mapping;
 	file->private_data = kf;
-	/* read_iter/write_iter honour IOCB_NOWAIT (io_uring's inline try). */
-	file->f_mode |= FMODE_NOWAIT;
+	/*
+	 * read_iter/write_iter honour IOCB_NOWAIT (io_uring's inline try),
+	 * and O_DIRECT (kvtier_file_write_iter()).
+	 */
+	file->f_mode |= FMODE_NOWAIT | FMODE_CAN_ODIRECT;
 
 	mutex_lock(&tier->lock);
 	tier->nr_open++;
@@ -547,6 +550,38 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /*
+ * Write the dirty pages of bytes [@start, @end] of @region back to the
+ * namespace; with @evict, drop every page of the range from the pool too
+ * (pinned pages stay); with @flush, then make them durable - a commit for
+ * a persistent region (which makes every other persistent change durable
+ * too), a flush of the device's write cache otherwise - and report the
+ * region's sticky write error. Returns 0 or the first -errno.
+ */
+static int kvtier_file_sync(struct kvtier_region *region, loff_t start,
+			    loff_t end, bool evict, bool flush)
+{
+	pgoff_t first, last;
+	int ret = 0, err;
+
+	if (start < (loff_t)region->nr_pages << PAGE_SHIFT) {
+		first = start >> PAGE_SHIFT;
+		last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
+		ret = kvtier_store_writeback(region, first, last, evict);
+	}
+	if (!flush)
+		return ret;
+	if (region->persistent)
+		err = kvtier_store_commit(region->tier);
+	else
+		err = kvtier_io_flush(region->tier);
+	if (!ret)
+		ret = err;
+	if (!ret)
+		ret = READ_ONCE(region->err);
+	return ret;
+}
+
+/*
  * The slow way for a piece whose copy under the page lock keeps faulting:
  * the source is a mapping of this tier that reclaim takes away between the
  * fault-in and the copy (a pool with little else to evict). Copy it into a
@@ -594,6 +629,17 @@ static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
  * make it spin. A page written whole is not read back or zero-filled first
  * (kvtier_get_page_blank()). Writing at or past the end: -EFBIG; bound
  * read-only: -EACCES.
+ *
+ * O_DIRECT (IOCB_DIRECT) writes through: the pages written reach the
+ * namespace and leave the pool before the call returns, as a block
+ * device's O_DIRECT write leaves nothing in the page cache. The bytes go
+ * through pool pages all the same: a CRC32C computed on the caller's
+ * buffer would not be that of what the device reads from it if the caller
+ * (another thread) changed it during the DMA, and a page copied under its
+ * lock is stable. O_DSYNC (IOCB_DSYNC, also O_SYNC, RWF_DSYNC) makes the
+ * write durable before it returns, as fdatasync() of the range after it
+ * would. Either fails the call with the write-back's error although the
+ * bytes were copied (as generic_write_sync() does).
  */
 static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
@@ -683,8 +729,17 @@ next:
 		}
 		cond_resched();
 	}
-	if (done > 0)
-		iocb->ki_pos = pos;
+	if (done <= 0)
+		return done;
+	iocb->ki_pos = pos;
+	if (iocb->ki_flags & (IOCB_DIRECT | IOCB_DSYNC)) {
+		int err = kvtier_file_sync(region, pos - done, pos - 1,
+					   iocb->ki_flags & IOCB_DIRECT,
+					   iocb->ki_flags & IOCB_DSYNC);
+
+		if (err)
+			return err;
+	}
 	return done;
 }
 
@@ -699,25 +754,10 @@ static int kvtier_file_fsync(struct file *file, loff_t start, loff_t end,
 			     int datasync)
 {
 	struct kvtier_region *region = kvtier_file_region(file);
-	pgoff_t first, last;
-	int ret = 0, err;
 
 	if (!region)
 		return 0;
-	if (start < (loff_t)region->nr_pages << PAGE_SHIFT) {
-		first = start >> PAGE_SHIFT;
-		last = min_t(loff_t, end >> PAGE_SHIFT, region->nr_pages - 1);
-		ret = kvtier_store_writeback(region, first, last, false);
-	}
-	if (region->persistent)
-		err = kvtier_store_commit(region->tier);
-	else
-		err = kvtier_io_flush(region->tier);
-	if (!ret)
-		ret = err;
-	if (!ret)
-		ret = READ_ONCE(region->err);
-	return ret;
+	return kvtier_file_sync(region, start, end, false, true);
 }
 
 /*
