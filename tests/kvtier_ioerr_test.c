@@ -41,6 +41,7 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "kselftest_harness.h"
@@ -283,6 +284,17 @@ TEST_F_TIMEOUT(wr, write_errors_are_sticky, 300)
 	ASSERT_NE(NULL, a);
 
 	ASSERT_EQ(0, flakey("1 error_writes"));
+	/* A write with RWF_DSYNC copies, then fails as fsync does. */
+	{
+		unsigned char *pg = aligned_alloc(PAGE, PAGE);
+		struct iovec iov = { .iov_base = pg, .iov_len = PAGE };
+
+		ASSERT_NE(NULL, pg);
+		kvt_fill(pg, PAGE, alen - PAGE, 10);
+		ASSERT_EQ(-1, pwritev2(fa, &iov, 1, alen - PAGE, RWF_DSYNC));
+		ASSERT_EQ(EIO, errno);
+		free(pg);
+	}
 	ASSERT_EQ(-1, fsync(fa));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_EQ(0, kvt_region_info(fa, &ri));

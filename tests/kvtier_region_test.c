@@ -1526,6 +1526,124 @@ TEST_F_TIMEOUT(tier, pinned_dirty_pages_wait_for_fsync, 300)
 	munmap(p, len);
 }
 
+/* @len bytes of pattern @seed (offsets from @base) written at @off. */
+static ssize_t pwrite_flags(int fd, size_t off, size_t len,
+			    unsigned long long base, unsigned long long seed,
+			    int flags)
+{
+	unsigned char *buf = malloc(len + PAGE);
+	struct iovec iov;
+	ssize_t ret;
+
+	if (!buf)
+		return -1;
+	/* Page-aligned when @off is: as an O_DIRECT caller's buffer. */
+	iov.iov_base = buf + off % PAGE;
+	iov.iov_len = len;
+	kvt_fill(iov.iov_base, len, base, seed);
+	ret = pwritev2(fd, &iov, 1, off, flags);
+	free(buf);
+	return ret;
+}
+
+/*
+ * O_DIRECT writes through: the file opens (and fcntl sets the flag), and
+ * a pwrite returns with its pages written to the namespace and gone from
+ * the pool, whole or partial pages, over never-written, resident-dirty and
+ * mapped pages; a pinned page is written and stays. RWF_DSYNC (O_DSYNC)
+ * returns with the pages written and the pages resident, and for a
+ * persistent region after a commit. The bytes read back through pread
+ * and the mapping.
+ */
+TEST_F_TIMEOUT(tier, odirect_and_dsync_writes_write_through, 300)
+{
+	size_t len = 2 * MiB;
+	struct kvtier_region_create rc = { .size = len };
+	struct kvtier_pin pin = { .offset = MiB, .length = PAGE };
+	long long wb0, commits0;
+	unsigned char *p;
+	int fd, pfd, fl;
+
+	fd = kvt_tier_open(0, O_RDWR | O_DIRECT);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_CREATE, &rc));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+
+	/* Whole pages, never written: written, not resident. */
+	wb0 = kvt_stat(0, "writeback_pages");
+	ASSERT_EQ((ssize_t)MiB, pwrite_flags(fd, 0, MiB, 0, 161, 0));
+	ASSERT_EQ(MiB / PAGE, kvt_stat(0, "writeback_pages") - wb0);
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_TRUE(region_has(fd, 0, MiB, 0, 161));
+
+	/*
+	 * Over pages dirtied through the mapping (and one pinned), partly:
+	 * the mapping sees the new bytes; the pinned page stays, clean.
+	 */
+	kvt_fill(p + MiB, MiB, MiB, 162);
+	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_PIN, &pin));
+	ASSERT_EQ((long long)(MiB / PAGE), kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ((ssize_t)(3 * PAGE + 96),
+		  pwrite_flags(fd, MiB + 48, 3 * PAGE + 96, MiB + 48, 163, 0));
+	ASSERT_EQ((long long)(MiB / PAGE - 4), kvt_stat(0, "dirty_pages"));
+	/* The first MiB, read back through the pool; 4 pages gone, 1 pinned. */
+	ASSERT_EQ((long long)(2 * MiB - 4 * PAGE + PAGE),
+		  kvt_tier_num(0, "resident"));
+	ASSERT_EQ(-1, kvt_check(p + MiB, 48, MiB, 162));
+	ASSERT_EQ(-1, kvt_check(p + MiB + 48, 3 * PAGE + 96, MiB + 48, 163));
+	ASSERT_EQ(-1, kvt_check(p + MiB + 3 * PAGE + 144, MiB - 3 * PAGE - 144,
+				MiB + 3 * PAGE + 144, 162));
+	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_UNPIN, &pin));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(fd, MiB + 48, 3 * PAGE + 96, MiB + 48, 163));
+	ASSERT_TRUE(region_has(fd, MiB + 3 * PAGE + 144, MiB - 3 * PAGE - 144,
+			       MiB + 3 * PAGE + 144, 162));
+	ASSERT_TRUE(region_has(fd, 0, MiB, 0, 161));
+
+	/* fcntl takes O_DIRECT off and on; off, a pwrite stays dirty. */
+	fl = fcntl(fd, F_GETFL);
+	ASSERT_TRUE(fl & O_DIRECT);
+	ASSERT_EQ(0, fcntl(fd, F_SETFL, fl & ~O_DIRECT));
+	ASSERT_EQ((ssize_t)PAGE, pwrite_flags(fd, 0, PAGE, 0, 164, 0));
+	ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, fcntl(fd, F_SETFL, fl));
+	ASSERT_EQ((ssize_t)PAGE, pwrite_flags(fd, PAGE, PAGE, PAGE, 164, 0));
+	ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, fcntl(fd, F_SETFL, fl & ~O_DIRECT));
+
+	/* RWF_DSYNC: written, and resident still. */
+	wb0 = kvt_stat(0, "writeback_pages");
+	ASSERT_EQ((ssize_t)(4 * PAGE),
+		  pwrite_flags(fd, 8 * PAGE, 4 * PAGE, 8 * PAGE, 165, RWF_DSYNC));
+	ASSERT_EQ(4, kvt_stat(0, "writeback_pages") - wb0);
+	ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(-1, kvt_check(p + 8 * PAGE, 4 * PAGE, 8 * PAGE, 165));
+	ASSERT_EQ(-1, kvt_check(p, PAGE, 0, 164));
+	munmap(p, len);
+	close(fd);
+
+	/* A persistent region: O_DSYNC commits before the write returns. */
+	pfd = kvt_tier_open(0, O_RDWR | O_DSYNC);
+	ASSERT_GE(pfd, 0);
+	ASSERT_EQ(0, kvt_bind_name(pfd, "dsync", MiB,
+				   KVTIER_OPEN_CREATE | KVTIER_OPEN_PERSISTENT,
+				   0600));
+	commits0 = kvt_stat(0, "commits");
+	ASSERT_EQ((ssize_t)(2 * PAGE),
+		  pwrite_flags(pfd, 0, 2 * PAGE, 0, 166, 0));
+	ASSERT_GT(kvt_stat(0, "commits"), commits0);
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_TRUE(region_has(pfd, 0, 2 * PAGE, 0, 166));
+	ASSERT_EQ(0, kvt_unlink_name(pfd, "dsync"));
+	close(pfd);
+	/* Its slots go back after a commit of their own (teardown checks). */
+	for (int i = 0; i < 1000 && kvt_tier_num(0, "used"); i++)
+		usleep(10000);
+}
+
 /* Poll (10 s at most) until the background write-back wrote @want pages. */
 static long long wait_background(long long from, long long want)
 {
