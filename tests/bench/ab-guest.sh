@@ -101,7 +101,7 @@ run() {
 		writeback) set -- --ratio 2 writeback ;;
 		decode) set -- --ratio 2 --nseq 4 --steps 2 decode ;;
 		churn) set -- --ratio 2 --nseq 8 --tokens 128 churn ;;
-		pwrite | pread)
+		pwrite | pwrite-direct | pread)
 			set -- --restore-mb "$restore_mb" --chunk-kb 4096 "$w" ;;
 		pread-uring)
 			# Four times pread's bytes: 32 requests in flight need

@@ -185,7 +185,7 @@ if insmod "$ko" num_tiers=1; then
 	# default) and off: kvtier-crc1 and kvtier-crc0.
 	[[ $mode == full ]] && for c in 1 0; do
 		echo $c >$sys/checksum || fail=1
-		for w in restore pread pwrite; do
+		for w in restore pread pwrite pwrite-direct; do
 			bench kvtier-crc$c kvtier:/dev/kvtier0 --chunk-kb 4096 $w
 		done
 		bench kvtier-crc$c kvtier:/dev/kvtier0 --chunk-kb 1024 --qd 32 --restore-mb 128 pread-uring

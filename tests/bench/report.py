@@ -38,14 +38,16 @@ COLD = ("restore", "pread", "pread-uring", "restore-mmap", "restore-pread",
         "restore-fault")
 
 # Each kvtier workload's raw-namespace shape in the same boot: restore
-# touches 64 KiB at a time in order; pread and pwrite (with its fsync)
-# move 4 MiB per call; pread-uring keeps 32 reads of 1 MiB in flight;
+# touches 64 KiB at a time in order; pread and pwrite (with its fsync;
+# pwrite-direct: O_DIRECT) move 4 MiB per call; pread-uring keeps 32 reads
+# of 1 MiB in flight;
 # write-back is judged against the best sequential write at depth.
 SHAPE = {
     "restore": "fio-read-64k-qd1",
     "pread": "fio-read-4M-qd1",
     "pread-uring": "fio-read-1M-qd32",
     "pwrite": "fio-write-4M-qd1",
+    "pwrite-direct": "fio-write-4M-qd1",
     "writeback": "fio-write-1M-qd32",
 }
 
@@ -190,8 +192,9 @@ def ab_table(rows):
     best = {"restore": max([g for n, g in fio.items() if "-read-" in n] or [0]),
             "writeback": max([g for n, g in fio.items() if "-write-" in n] or [0]),
             "pread": fio.get("fio-read-1M-qd1") or 0,
-            "pwrite": fio.get("fio-write-1M-qd1") or 0}
-    print("%-10s %-10s %9s %9s %9s %9s %9s %9s" % (
+            "pwrite": fio.get("fio-write-1M-qd1") or 0,
+            "pwrite-direct": fio.get("fio-write-1M-qd1") or 0}
+    print("%-10s %-13s %9s %9s %9s %9s %9s %9s" % (
         "module", "workload", "GB/s", "vs fio", "p50 us", "p99 us",
         "majflt", "read MiB"))
     mean = {}
@@ -200,18 +203,18 @@ def ab_table(rows):
             continue
         m, w, g = r["system"][7:], r["workload"], num(r, "gbps")
         ref = best.get(w)
-        print("%-10s %-10s %9.4g %8.3fx %9s %9s %9s %9s%s" % (
+        print("%-10s %-13s %9.4g %8.3fx %9s %9s %9s %9s%s" % (
             m, w, g, g / ref if ref else 0, r["p50_us"], r["p99_us"],
             r["majflt"], r["mod_read_mib"],
             "  REJECTED: " + warm(r) if warm(r) else ""))
         if not warm(r):
             mean.setdefault((m, w), []).append(g)
-    for w in ("restore", "writeback", "pwrite", "pread"):
+    for w in ("restore", "writeback", "pwrite", "pwrite-direct", "pread"):
         a, b = mean.get(("A", w)), mean.get(("B", w))
         if a and b:
             ma, mb = sum(a) / len(a), sum(b) / len(b)
             ref = best[w]
-            print("%-10s mean A %.4g GB/s (%.3fx fio), B %.4g GB/s (%.3fx fio): B/A %.2fx" % (
+            print("%-13s mean A %.4g GB/s (%.3fx fio), B %.4g GB/s (%.3fx fio): B/A %.2fx" % (
                 w, ma, ma / ref if ref else 0, mb, mb / ref if ref else 0,
                 mb / ma if ma else 0))
     print("\n".join(shape_lines(rows, ("kvtier-",)) + cost_lines(rows)))

@@ -709,27 +709,30 @@ static char *xbuf(size_t len)
 /*
  * The explicit path, written: opt.restore bytes (budget / 2) by pwrite in
  * opt.chunk pieces from a user buffer, then fsync; both timed (one sample
- * per chunk, the fsync in the total).
+ * per chunk, the fsync in the total). With @direct (pwrite-direct), the
+ * file is O_DIRECT: each call writes its chunk through.
  */
-static void wl_pwrite(void)
+static void wl_pwrite(int direct)
 {
 	size_t len = (opt.restore ? opt.restore : opt.budget / 2) / PAGE * PAGE;
 	char *buf = xbuf(len);
 	struct run r;
 	struct map m;
 
-	run_begin(&r, "pwrite");
+	run_begin(&r, direct ? "pwrite-direct" : "pwrite");
 	r.region = len;
 	r.nseq = 1;
 	r.ratio = (double)len / (double)opt.budget;
 	map_new(&m, len);
+	if (direct && fcntl(m.fd, F_SETFL, fcntl(m.fd, F_GETFL) | O_DIRECT))
+		die("O_DIRECT: %s", strerror(errno));
 	xfill(buf, len, 0, 1);
 	run_start(&r);
 	xio(m.fd, buf, len, &r, 1);
 	map_sync(&m);
 	r.bytes = len;
-	snprintf(r.note, sizeof(r.note), "pwrite %zu KiB chunks + fsync",
-		 opt.chunk >> 10);
+	snprintf(r.note, sizeof(r.note), "pwrite %zu KiB chunks%s + fsync",
+		 opt.chunk >> 10, direct ? " O_DIRECT" : "");
 	run_end(&r);
 	map_free(&m);
 	munmap(buf, len);
@@ -1525,7 +1528,8 @@ static void usage(void)
 	fprintf(stderr,
 "usage: kvbench --target kvtier:/dev/kvtierN|anon|file:PATH [options] WORKLOAD...\n"
 "       kvbench --header\n"
-"workloads: restore decode churn writeback hot pwrite pread pread-uring all\n"
+"workloads: restore decode churn writeback hot pwrite pwrite-direct pread\n"
+"           pread-uring all\n"
 "  kvtier only, one persistent region across a module reload:\n"
 "           persist drop restore-mmap restore-pread restore-fault unlink\n"
 "  --model NAME        llama-3.1-8b (default) or llama-70b\n"
@@ -1545,7 +1549,7 @@ static void usage(void)
 "  --tiny              smallest useful run (steps 1, tokens 16)\n"
 "  --seed N            also the reuse pattern's seed\n"
 "  --name NAME         reuse: the persistent region's name (kvbench-reuse)\n"
-"  --chunk-kb N        reuse, pwrite, pread: chunk of each call (1024)\n"
+"  --chunk-kb N        reuse, pwrite(-direct), pread: chunk of each call (1024)\n"
 "  --qd N              pread-uring: requests in flight (32)\n"
 "  --note TEXT         reuse: appended to the note column\n"
 "  --dev NAME          the namespace in /sys/block (nvme0n1): its reads,\n"
@@ -1674,7 +1678,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(w, "hot"))
 			wl_hot();
 		else if (!strcmp(w, "pwrite"))
-			wl_pwrite();
+			wl_pwrite(0);
+		else if (!strcmp(w, "pwrite-direct"))
+			wl_pwrite(1);
 		else if (!strcmp(w, "pread"))
 			wl_pread(0);
 		else if (!strcmp(w, "pread-uring"))
