@@ -407,6 +407,7 @@ TEST_F_TIMEOUT(lease, fenced, 120)
 	struct kvtier_disk_super sb, sb2;
 	unsigned long long b;
 	unsigned char *buf = malloc(MiB);
+	long long wb;
 	char err[32];
 	pid_t pid;
 	int fd, i;
@@ -442,9 +443,20 @@ TEST_F_TIMEOUT(lease, fenced, 120)
 	ASSERT_EQ(0, kvt_run("dmesg | grep -q 'kvtier0: %s: ownership lease taken over (thief-host, kvtier7'",
 			 PATH_A));
 
-	/* New data is not written back, nothing is committed. */
+	/*
+	 * New data is not written back, nothing is committed: not by the
+	 * background worker (a fenced tier does not run it: 256 dirty pages
+	 * are far over 1 % of a 16 MiB budget), not by fsync.
+	 */
 	kvt_fill(buf, MiB, 0, 63);
 	ASSERT_EQ((ssize_t)MiB, pwrite(fd, buf, MiB, 0));
+	wb = kvt_stat(0, "writeback_pages");
+	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 1));
+	usleep(500000);
+	ASSERT_EQ(wb, kvt_stat(0, "writeback_pages"));
+	ASSERT_EQ(0, kvt_stat(0, "writeback_background"));
+	ASSERT_EQ(MiB / PAGE, kvt_stat(0, "dirty_pages"));
 	ASSERT_EQ(-1, fsync(fd));
 	ASSERT_EQ(EBUSY, errno);
 	close(fd);

@@ -1730,6 +1730,74 @@ TEST_F_TIMEOUT(tier, background_writeback_cleans_dirty_pages, 300)
 }
 
 /*
+ * Background write-back leaves the namespace's last 1/64 free: with less
+ * than its pages and that reserve free it writes nothing and pauses. Room
+ * freed later (another region closed) brings it back by itself, with
+ * nothing dirtied, charged or unpinned to wake it, and it cleans down to
+ * its goal. The filler is written with O_DIRECT (written through, so it
+ * leaves nothing dirty in the pool).
+ */
+TEST_F_TIMEOUT(tier, background_writeback_waits_for_room, 300)
+{
+	size_t len = 3 * MiB, pages = len / PAGE, chunk = 4 * MiB, off;
+	long long total = kvt_stat(0, "slots_total"), bg0, n;
+	struct kvtier_region_create rc = { .size = len };
+	struct kvtier_region_create xc = { 0 };
+	unsigned char *buf;
+	int xfd;
+
+	ASSERT_GT(total, 8192);
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 0));
+	/* The filler: all but 1536 slots (6 MiB), less than 640 + total/64. */
+	xc.size = (unsigned long long)(total - 1536) * PAGE;
+	xfd = kvt_tier_open(0, O_RDWR | O_DIRECT);
+	ASSERT_GE(xfd, 0);
+	ASSERT_EQ(0, ioctl(xfd, KVTIER_IOC_REGION_CREATE, &xc));
+	buf = aligned_alloc(PAGE, chunk);
+	ASSERT_NE(NULL, buf);
+	for (off = 0; off < xc.size; off += chunk) {
+		size_t n = xc.size - off < chunk ? xc.size - off : chunk;
+
+		kvt_fill(buf, n, off, 171);
+		ASSERT_EQ((ssize_t)n, pwrite(xfd, buf, n, off));
+	}
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(total - 1536, kvt_stat(0, "slots_used"));
+
+	/* 3 MiB dirty; at 25 % the worker would write 640 pages. */
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	kvt_fill(buf, len, 0, 172);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	bg0 = kvt_stat(0, "writeback_background");
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
+	usleep(1000000);
+	ASSERT_EQ(0, kvt_stat(0, "writeback_background") - bg0);
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, kvt_stat(0, "nospace_errors"));
+
+	/*
+	 * The filler goes. Its last MiB first, read back into the aligned
+	 * buffer: direct reads, which take nothing into the pool (a pool
+	 * read would fill the budget, and reclaim would write back some of
+	 * the dirty pages the worker is waiting to write).
+	 */
+	ASSERT_EQ((ssize_t)MiB, pread(xfd, buf, MiB, xc.size - MiB));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, xc.size - MiB, 171));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ((long long)len, kvt_tier_num(0, "resident"));
+	close(xfd);
+	for (int i = 0; i < 1000 && kvt_stat(0, "slots_used") >= total - 1536; i++)
+		usleep(10000);
+	ASSERT_LT(kvt_stat(0, "slots_used"), total - 1536);
+	n = wait_background(bg0, pages - 128);
+	ASSERT_EQ((long long)(pages - 128), n);
+	ASSERT_EQ(128, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 172));
+	free(buf);
+}
+
+/*
  * Background write-back and reclaim share a fill of twice the budget
  * through the mapping (the worker cleans the oldest dirty pages while the
  * pool is under watermark_high, reclaim writes what it evicts above it),
