@@ -340,8 +340,7 @@ static int kvtier_replay_delete(struct kvtier_tier *tier,
 		return ret;
 	}
 	spin_lock(&tier->regions_lock);
-	was = r->linked;
-	r->linked = false;
+	was = kvtier_name_unhash(r);
 	spin_unlock(&tier->regions_lock);
 	if (was)
 		kvtier_region_put_user(r);	/* the name's */

@@ -90,6 +90,7 @@
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <linux/rhashtable.h>
 #include <linux/xarray.h>
 
 #include <linux/kvtier.h>
@@ -518,8 +519,9 @@ struct kvtier_tier {
 	atomic64_t io_pages[2];
 	atomic_long_t evict_clock;
 	int first_error;
-	spinlock_t regions_lock;	/* regions, nr_regions, users */
+	spinlock_t regions_lock;	/* regions, nr_regions, users, names */
 	struct list_head regions;
+	struct rhashtable names;	/* linked regions by name (names.c) */
 	unsigned long nr_regions;
 	atomic_long_t crc_chunks;
 	struct xarray users;
@@ -622,7 +624,8 @@ struct kvtier_region_map {
  * @users: files bound to the region, plus one while it is named (linked);
  *         the region is destroyed when it drops to zero
  * @name: "" for an unnamed region
- * @linked: the name can be found (under tier->regions_lock)
+ * @linked: the name can be found: in tier->names (under tier->regions_lock)
+ * @name_node: in tier->names while @linked
  * @mode: permission bits of a named region
  * @gid: fsgid of the creator
  * @created: creation time, seconds since the epoch
@@ -691,6 +694,7 @@ struct kvtier_region {
 	refcount_t users;
 	char name[KVTIER_NAME_MAX];
 	bool linked;
+	struct rhash_head name_node;
 	umode_t mode;
 	kgid_t gid;
 	time64_t created;
@@ -984,8 +988,12 @@ long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 			      struct kvtier_region_list __user *uarg);
 long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 				  struct kvtier_region_flags __user *uarg);
+int kvtier_names_init(struct kvtier_tier *tier);
+void kvtier_names_exit(struct kvtier_tier *tier);
 void kvtier_names_drop_all(struct kvtier_tier *tier);
 int kvtier_name_valid(const char *name);
+int kvtier_name_hash(struct kvtier_region *region);
+bool kvtier_name_unhash(struct kvtier_region *region);
 u64 kvtier_nr_persistent(struct kvtier_tier *tier);
 int kvtier_name_unlink(struct kvtier_region *region);
 bool kvtier_name_relink(struct kvtier_region *region);

@@ -2,7 +2,7 @@
 /*
  * Named regions: a file binds to a region by name (KVTIER_IOC_REGION_OPEN)
  * instead of creating an unnamed one, so processes that are not related
- * share KV bytes. Names live in the tier's region list; a named region
+ * share KV bytes. Names live in the tier's name table; a named region
  * holds one "user" reference while it is linked, so it outlives the files
  * that used it until it is unlinked. A volatile name goes with the module
  * (or the detach); a persistent one (KVTIER_OPEN_PERSISTENT) is in every
@@ -12,6 +12,12 @@
  *
  * Names are untrusted input: bounded, printable, never a path, never used
  * as a format string.
+ *
+ * A linked region is found by its name in tier->names, a hash table keyed
+ * by the whole name array (the name padded with NULs, as every region's
+ * is), so an open by name costs the same with a million regions as with
+ * one. The table changes, and is looked up, under tier->regions_lock,
+ * together with region->linked.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -43,18 +49,70 @@ int kvtier_name_valid(const char *name)
 	return 0;
 }
 
+static const struct rhashtable_params kvtier_name_params = {
+	.head_offset = offsetof(struct kvtier_region, name_node),
+	.key_offset = offsetof(struct kvtier_region, name),
+	.key_len = KVTIER_NAME_MAX,
+	.automatic_shrinking = true,
+};
+
+int kvtier_names_init(struct kvtier_tier *tier)
+{
+	return rhashtable_init(&tier->names, &kvtier_name_params);
+}
+
+/* Every name is unlinked by now (kvtier_tier_destroy()). */
+void kvtier_names_exit(struct kvtier_tier *tier)
+{
+	WARN_ON_ONCE(atomic_read(&tier->names.nelems));
+	rhashtable_destroy(&tier->names);
+}
+
 /* The linked region called @name, or NULL. Caller holds tier->regions_lock. */
 static struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
 					      const char *name)
 {
-	struct kvtier_region *r;
+	char key[KVTIER_NAME_MAX];
 
 	lockdep_assert_held(&tier->regions_lock);
-	list_for_each_entry(r, &tier->regions, node) {
-		if (r->linked && !strcmp(r->name, name))
-			return r;
-	}
-	return NULL;
+	strscpy_pad(key, name, sizeof(key));
+	return rhashtable_lookup_fast(&tier->names, key, kvtier_name_params);
+}
+
+/*
+ * Link @region: make it found by its name (NUL-padded). Caller holds
+ * tier->regions_lock. Errors: -EEXIST (a linked region has the name),
+ * -ENOMEM, -E2BIG, -EBUSY (the table could not grow).
+ */
+int kvtier_name_hash(struct kvtier_region *region)
+{
+	int ret;
+
+	lockdep_assert_held(&region->tier->regions_lock);
+	if (WARN_ON_ONCE(region->linked))
+		return -EEXIST;
+	ret = rhashtable_lookup_insert_fast(&region->tier->names,
+					    &region->name_node,
+					    kvtier_name_params);
+	if (!ret)
+		region->linked = true;
+	return ret;
+}
+
+/*
+ * Unlink @region, if it was linked: its name is found no more. Caller
+ * holds tier->regions_lock. Returns whether it was linked.
+ */
+bool kvtier_name_unhash(struct kvtier_region *region)
+{
+	lockdep_assert_held(&region->tier->regions_lock);
+	if (!region->linked)
+		return false;
+	WARN_ON_ONCE(rhashtable_remove_fast(&region->tier->names,
+					    &region->name_node,
+					    kvtier_name_params));
+	region->linked = false;
+	return true;
 }
 
 /*
@@ -79,9 +137,7 @@ bool kvtier_name_relink(struct kvtier_region *region)
 	bool vacant;
 
 	spin_lock(&tier->regions_lock);
-	vacant = !kvtier_name_find(tier, region->name);
-	if (vacant)
-		region->linked = true;
+	vacant = !kvtier_name_hash(region);
 	spin_unlock(&tier->regions_lock);
 	return vacant;
 }
@@ -158,8 +214,7 @@ int kvtier_name_unlink(struct kvtier_region *region)
 		}
 	}
 	spin_lock(&tier->regions_lock);
-	was = region->linked;
-	region->linked = false;
+	was = kvtier_name_unhash(region);
 	if (was && region->persistent) {
 		kvtier_journal_unlinked(region, del);
 		del = NULL;
@@ -203,10 +258,9 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 				   round_up(arg->size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return region;
-	strscpy(region->name, arg->name, sizeof(region->name));
+	strscpy_pad(region->name, arg->name, sizeof(region->name));
 	region->mode = arg->mode;
 	region->persistent = persistent;
-	region->linked = true;
 	kvtier_journal_region_changed(region);
 	refcount_inc(&region->users);		/* the name's reference */
 
@@ -219,11 +273,12 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 		ret = kvtier_region_admit(tier, region->owner, region->nr_pages,
 					  exempt);
 	if (!ret && !other)
+		ret = kvtier_name_hash(region);
+	if (!ret && !other)
 		kvtier_region_list_add(region);
 	spin_unlock(&tier->regions_lock);
 	if (ret || other) {
 		/* Never visible: drop both references without a list. */
-		region->linked = false;
 		kvtier_region_put_user(region);
 		kvtier_region_put_user(region);
 		*created = false;
@@ -569,7 +624,7 @@ void kvtier_names_drop_all(struct kvtier_tier *tier)
 			spin_unlock(&tier->regions_lock);
 			return;
 		}
-		r->linked = false;
+		kvtier_name_unhash(r);
 		spin_unlock(&tier->regions_lock);
 		kvtier_region_put_user(r);
 	}

@@ -936,7 +936,7 @@ static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
 		}
 	}
 	if (victim) {
-		victim->linked = false;
+		kvtier_name_unhash(victim);
 		kvtier_journal_unlinked(victim, del);
 		del = NULL;
 	}
@@ -1278,20 +1278,24 @@ struct kvtier_region *kvtier_region_from_record(struct kvtier_tier *tier, bool u
 		iput(inode);
 	if (IS_ERR(r))
 		return r;
-	strscpy(r->name, name, sizeof(r->name));
+	strscpy_pad(r->name, name, sizeof(r->name));
 	kvtier_record_attrs(r, rec);
 	r->persistent = true;
 	/* The only user is the name: this is the creator's reference. */
 	ret = kvtier_region_publish(r);
+	if (!ret) {
+		spin_lock(&tier->regions_lock);
+		ret = kvtier_name_hash(r);
+		spin_unlock(&tier->regions_lock);
+	}
 	if (ret) {
-		kvtier_region_put_user(r);	/* never visible */
-		return ERR_PTR(ret);
+		kvtier_region_put_user(r);	/* never linked */
+		return ERR_PTR(ret == -EEXIST ? -EUCLEAN : ret);
 	}
 	if (unloaded) {
 		r->map.unloaded = true;
 		atomic_long_inc(&tier->store.nr_unloaded);
 	}
-	r->linked = true;
 	return r;
 }
 
@@ -1792,7 +1796,7 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 			spin_unlock(&tier->regions_lock);
 			break;
 		}
-		r->linked = false;
+		kvtier_name_unhash(r);
 		spin_unlock(&tier->regions_lock);
 		kvtier_region_put_user(r);
 	}

@@ -21,6 +21,7 @@ static void kvtier_tier_release(struct device *dev)
 	struct kvtier_tier *tier = dev_to_tier(dev);
 
 	kvtier_users_destroy(tier);
+	kvtier_names_exit(tier);
 	cleanup_srcu_struct(&tier->direct_srcu);
 	kfree(tier);
 }
@@ -35,6 +36,12 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 		return ERR_PTR(-ENOMEM);
 	ret = init_srcu_struct(&tier->direct_srcu);
 	if (ret) {
+		kfree(tier);
+		return ERR_PTR(ret);
+	}
+	ret = kvtier_names_init(tier);
+	if (ret) {
+		cleanup_srcu_struct(&tier->direct_srcu);
 		kfree(tier);
 		return ERR_PTR(ret);
 	}
