@@ -23,6 +23,7 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -61,14 +62,20 @@ int kvtier_names_init(struct kvtier_tier *tier)
 	return rhashtable_init(&tier->names, &kvtier_name_params);
 }
 
-/* Every name is unlinked by now (kvtier_tier_destroy()). */
+/*
+ * At the tier's release. Names a detach could not drop are leaked with
+ * their regions, as before there was a table; the table itself is freed.
+ */
 void kvtier_names_exit(struct kvtier_tier *tier)
 {
-	WARN_ON_ONCE(atomic_read(&tier->names.nelems));
 	rhashtable_destroy(&tier->names);
 }
 
-/* The linked region called @name, or NULL. Caller holds tier->regions_lock. */
+/*
+ * The linked region called @name, or NULL. Caller holds tier->regions_lock,
+ * which is also what keeps a region found from being freed: regions are not
+ * freed after an RCU grace period, so no lookup may go without the lock.
+ */
 static struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
 					      const char *name)
 {
@@ -82,7 +89,8 @@ static struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
 /*
  * Link @region: make it found by its name (NUL-padded). Caller holds
  * tier->regions_lock. Errors: -EEXIST (a linked region has the name),
- * -ENOMEM, -E2BIG, -EBUSY (the table could not grow).
+ * -ENOMEM (the table could not grow under the spinlock - GFP_ATOMIC, or a
+ * resize under way - and grows in its worker: a later try succeeds).
  */
 int kvtier_name_hash(struct kvtier_region *region)
 {
@@ -96,7 +104,7 @@ int kvtier_name_hash(struct kvtier_region *region)
 					    kvtier_name_params);
 	if (!ret)
 		region->linked = true;
-	return ret;
+	return ret == -EEXIST ? ret : ret ? -ENOMEM : 0;
 }
 
 /*
@@ -130,16 +138,23 @@ static struct kvtier_region *kvtier_name_lookup(struct kvtier_tier *tier,
 /*
  * Link @region, whose name was taken away (kvtier_store_make_room()), again
  * if no region took the name meanwhile. Returns true if it was linked.
+ * Only a name another region took keeps it out: the caller destroys a
+ * region that is not linked again, so a table short of memory for a moment
+ * (kvtier_name_hash()) is waited out, never taken for that. May sleep.
  */
 bool kvtier_name_relink(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
-	bool vacant;
+	int ret;
 
-	spin_lock(&tier->regions_lock);
-	vacant = !kvtier_name_hash(region);
-	spin_unlock(&tier->regions_lock);
-	return vacant;
+	for (;;) {
+		spin_lock(&tier->regions_lock);
+		ret = kvtier_name_hash(region);
+		spin_unlock(&tier->regions_lock);
+		if (ret != -ENOMEM)
+			return !ret;
+		usleep_range(1000, 2000);
+	}
 }
 
 /* kvtier_name_lookup() for callers that do not hold tier->regions_lock. */
