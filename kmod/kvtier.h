@@ -84,13 +84,13 @@
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
 #include <linux/refcount.h>
+#include <linux/rhashtable.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/srcu.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
-#include <linux/rhashtable.h>
 #include <linux/xarray.h>
 
 #include <linux/kvtier.h>
@@ -428,7 +428,8 @@ struct kvtier_knobs {
  *              of the budget is dirty (writeback.c); a run that falls short
  *              of its goal queues itself again, delayed
  * @clean_pause: that delay, in jiffies: doubled at every run short of its
- *               goal, 0 after one that reached it; the worker's own
+ *               goal, 0 after one that reached it; the worker's own (and
+ *               the attach's, which resets it while no worker can run)
  */
 struct kvtier_pool {
 	spinlock_t lock;		/* protects lru, nr_pages, KVT_PG_LRU */
@@ -519,9 +520,10 @@ struct kvtier_tier {
 	atomic64_t io_pages[2];
 	atomic_long_t evict_clock;
 	int first_error;
-	spinlock_t regions_lock;	/* regions, nr_regions, users, names */
+	spinlock_t regions_lock;	/* regions, names, nr_*, users */
 	struct list_head regions;
 	struct rhashtable names;	/* linked regions by name (names.c) */
+	unsigned long nr_persistent;	/* of those, persistent */
 	unsigned long nr_regions;
 	atomic_long_t crc_chunks;
 	struct xarray users;

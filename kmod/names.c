@@ -102,9 +102,11 @@ int kvtier_name_hash(struct kvtier_region *region)
 	ret = rhashtable_lookup_insert_fast(&region->tier->names,
 					    &region->name_node,
 					    kvtier_name_params);
-	if (!ret)
-		region->linked = true;
-	return ret == -EEXIST ? ret : ret ? -ENOMEM : 0;
+	if (ret)
+		return ret == -EEXIST ? ret : -ENOMEM;
+	region->linked = true;
+	region->tier->nr_persistent += region->persistent;
+	return 0;
 }
 
 /*
@@ -120,6 +122,7 @@ bool kvtier_name_unhash(struct kvtier_region *region)
 					    &region->name_node,
 					    kvtier_name_params));
 	region->linked = false;
+	region->tier->nr_persistent -= region->persistent;
 	return true;
 }
 
@@ -196,12 +199,8 @@ static int kvtier_region_permission(struct kvtier_region *r, bool write)
 /* Persistent regions linked in the tier. Caller holds tier->regions_lock. */
 u64 kvtier_nr_persistent(struct kvtier_tier *tier)
 {
-	struct kvtier_region *r;
-	u64 n = 0;
-
-	list_for_each_entry(r, &tier->regions, node)
-		n += r->linked && r->persistent;
-	return n;
+	lockdep_assert_held(&tier->regions_lock);
+	return tier->nr_persistent;
 }
 
 /*
