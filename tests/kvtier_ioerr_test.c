@@ -655,21 +655,6 @@ static void *sample_inflight(void *arg)
 	return NULL;
 }
 
-/* Poll (@secs at most) until @stat is past @from by @want; the difference. */
-static long long wait_stat(const char *stat, long long from, long long want,
-			   int secs)
-{
-	long long n = 0;
-
-	for (int i = 0; i < secs * 100; i++) {
-		n = kvt_stat(0, stat) - from;
-		if (n >= want)
-			break;
-		usleep(10000);
-	}
-	return n;
-}
-
 /*
  * Background write-back meets a failing device: its writes fail, the pages
  * stay dirty with the bytes the process wrote, and it pauses. Once the
@@ -696,7 +681,7 @@ TEST_F_TIMEOUT(wr, background_writeback_retries_after_errors, 300)
 
 	/* 25 % (256 pages): the worker wakes and tries to write 640 pages. */
 	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
-	ASSERT_GT(wait_stat("io_errors", errs0, 1, 10), 0);
+	ASSERT_GT(kvt_wait_stat(0, "io_errors", errs0, 1, 10), 0);
 	/*
 	 * It stopped at the error (the batch in flight beside it may fail
 	 * too: a bio or two each) and pauses a second, instead of going on
@@ -716,7 +701,7 @@ TEST_F_TIMEOUT(wr, background_writeback_retries_after_errors, 300)
 	 * (1, 2, 4 s) while the checks above ran: it is back within seconds.
 	 */
 	ASSERT_EQ(0, linear());
-	n = wait_stat("writeback_background", bg0, pages - 128, 30);
+	n = kvt_wait_stat(0, "writeback_background", bg0, pages - 128, 30);
 	TH_LOG("after the device came back: %lld pages cleaned by the worker, %lld I/O errors before",
 	       n, kvt_stat(0, "io_errors") - errs0);
 	ASSERT_EQ((long long)(pages - 128), n);

@@ -1651,18 +1651,10 @@ TEST_F_TIMEOUT(tier, odirect_and_dsync_writes_write_through, 300)
 		usleep(10000);
 }
 
-/* Poll (10 s at most) until the background write-back wrote @want pages. */
+/* kvt_wait_stat() of writeback_background, 10 s at most. */
 static long long wait_background(long long from, long long want)
 {
-	long long n = 0;
-
-	for (int i = 0; i < 1000; i++) {
-		n = kvt_stat(0, "writeback_background") - from;
-		if (n >= want)
-			break;
-		usleep(10000);
-	}
-	return n;
+	return kvt_wait_stat(0, "writeback_background", from, want, 10);
 }
 
 /*

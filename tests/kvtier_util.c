@@ -191,6 +191,20 @@ long long kvt_stat(int id, const char *name)
 	return ret;
 }
 
+long long kvt_wait_stat(int id, const char *name, long long from,
+			long long want, int secs)
+{
+	long long n = 0;
+
+	for (int i = 0; i < secs * 100; i++) {
+		n = kvt_stat(id, name) - from;
+		if (n >= want)
+			break;
+		usleep(10000);
+	}
+	return n;
+}
+
 long long kvt_tier_num(int id, const char *attr)
 {
 	char buf[64];

@@ -97,6 +97,14 @@ int kvt_start(const char *params, int budget_mb);
 /* Counter @name of tier @id from debugfs stats, or -1. */
 long long kvt_stat(int id, const char *name);
 
+/*
+ * Poll counter @name of tier @id every 10 ms, @secs at most, until it has
+ * grown by @want from @from: by how much it grew (less than @want when
+ * the time ran out).
+ */
+long long kvt_wait_stat(int id, const char *name, long long from,
+			long long want, int secs);
+
 /* Numeric sysfs attribute of tier @id, or -1. */
 long long kvt_tier_num(int id, const char *attr);
 
