@@ -66,6 +66,20 @@ int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp)
 	return 0;
 }
 
+/* kvtier_crcs_reserve() for the @nr pages from @index. */
+int kvtier_crcs_reserve_range(struct kvtier_region *region, pgoff_t index,
+			      pgoff_t nr, gfp_t gfp)
+{
+	pgoff_t end = index + nr;
+	int ret = 0;
+
+	while (index < end && !ret) {
+		ret = kvtier_crcs_reserve(region, index, gfp);
+		index = (index / KVT_CRCS_PER_CHUNK + 1) * KVT_CRCS_PER_CHUNK;
+	}
+	return ret;
+}
+
 /*
  * Record the CRC of the page at @index, or with @unchecked that its copy
  * has none (written with the checksum knob off); its room was reserved.

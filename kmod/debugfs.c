@@ -51,6 +51,8 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_DIRECT_READ] = "direct_read_pages",
 	[KVT_STAT_DIRECT_RETRY] = "direct_read_retries",
 	[KVT_STAT_DIRECT_ASYNC] = "direct_read_async",
+	[KVT_STAT_DIRECT_WRITE] = "direct_write_pages",
+	[KVT_STAT_DIRECT_WRITE_RETRY] = "direct_write_retries",
 	[KVT_STAT_WB_UNCHECKED] = "writeback_unchecked",
 	[KVT_STAT_WB_BACKGROUND] = "writeback_background",
 };

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
+ * Direct I/O between the namespace and the caller's memory.
+ *
  * Direct reads: a pread of pages that are only on the namespace moves them
  * straight into the caller's memory, in bios into its pinned pages as a
  * block device's O_DIRECT does: no pool page, no charge, no clearing and
@@ -72,6 +74,47 @@
  * with BLK_STS_AGAIN would count as an I/O error here); the one wait for
  * I/O is the rare start whose recheck found a page changed after some
  * runs went out, which waits for those before it gives -EAGAIN.
+ *
+ * Direct writes: with the checksum knob off, a pwrite to a region that is
+ * not persistent, at a page-aligned offset from page-aligned memory,
+ * writes the pages that are not in the pool straight from the caller's
+ * pages (kvtier_direct_write()). Only then: with the checksum on, the CRC
+ * recorded must be that of the bytes the device stores, and one computed
+ * on a buffer the caller may change during the DMA need not be (the pool
+ * path copies into pages it locks instead); a persistent region's page
+ * records carry every page's CRC. Resident pages and every page this path
+ * gives back are written through the pool (file.c). The rules:
+ *
+ * W1. Plan under the region's xa_lock, from the request's next page: runs
+ *     of pages only on the namespace at consecutive slots (written in
+ *     place: a region that is not persistent overwrites a page's slot),
+ *     and runs of pages never written, which get consecutive fresh slots
+ *     from the allocator (and their CRC chunks) outside the lock. A
+ *     resident page, or no free slot, ends the plan.
+ * W2. Pin the caller's pages of each run into its bio, as a read does.
+ * W3. Under the xa_lock, check that each page of the run is still where
+ *     the plan found it, and mark the pages written in place as having no
+ *     CRC before the bio can change their bytes: a reader racing the
+ *     write never checks them against the old copy's CRC.
+ * W4. Submit, outside direct_srcu: the slots written in place are freed
+ *     only when the region goes, which the open file prevents, and fresh
+ *     slots are named by nothing until W5.
+ * W5. Once every bio completed, under the xa_lock, each page still where
+ *     the plan found it becomes the region's, without a CRC (a fresh
+ *     slot is stored in its entry). The first page that is not (a fault
+ *     or a pool write made it resident meanwhile), or a run whose write
+ *     failed, ends what is kept: the pool writes that run again, so the
+ *     bytes land in the resident copy, or in a pool page marked dirty
+ *     whatever the failed bio left in the slot; the next direct write
+ *     takes the runs after it. Fresh slots no page took are freed.
+ *
+ * So a read or fault racing a direct write sees the bytes of before or
+ * after, or, for a page written in place, part of each (as a page cache
+ * copy racing a block device's O_DIRECT write may); a copy it brought into
+ * the pool during the write is overwritten at W5, so nothing read after
+ * the pwrite returns is older than it. A failed write loses no byte: the
+ * pool holds them, dirty, and its write-back reports errors (fsync, or at
+ * once for O_DIRECT and O_DSYNC, file.c).
  */
 #include <linux/bio.h>
 #include <linux/completion.h>
@@ -92,11 +135,14 @@
 
 /*
  * One direct read: its bios, the CRCs its pages must have, and for an
- * asynchronous one the request it completes (@iocb, by @end_work).
+ * asynchronous one the request it completes (@iocb, by @end_work). Or one
+ * direct write (@write): its bios, and for each the slots it allocated
+ * (@fresh; 0 for a run written in place).
  */
 struct kvtier_direct {
 	struct kvtier_region *region;
 	pgoff_t index;
+	bool write;
 	bool crc;
 	unsigned int retry_to;
 	atomic_t pending;
@@ -104,8 +150,11 @@ struct kvtier_direct {
 	struct kiocb *iocb;
 	struct work_struct end_work;
 	unsigned int nr_runs;
-	struct kvtier_uread runs[KVT_DIRECT_RUNS];
-	u32 crcs[KVT_DIRECT_PAGES];
+	struct kvtier_ubio runs[KVT_DIRECT_RUNS];
+	union {
+		u32 crcs[KVT_DIRECT_PAGES];		/* a read's */
+		unsigned int fresh[KVT_DIRECT_RUNS];	/* a write's */
+	};
 };
 
 /* Whether a pread at @pos into @to may read pages directly. */
@@ -116,7 +165,7 @@ bool kvtier_direct_ok(loff_t pos, const struct iov_iter *to)
 }
 
 /* The @i-th page the bio of @ur reads into (the caller's, pinned). */
-static struct page *kvtier_direct_page(struct kvtier_uread *ur, unsigned int i)
+static struct page *kvtier_direct_page(struct kvtier_ubio *ur, unsigned int i)
 {
 	struct bvec_iter_all iter;
 	struct bio_vec *bv;
@@ -127,7 +176,7 @@ static struct page *kvtier_direct_page(struct kvtier_uread *ur, unsigned int i)
 	return NULL;
 }
 
-static struct kvtier_direct *kvtier_direct_of(struct kvtier_uread *ur)
+static struct kvtier_direct *kvtier_direct_of(struct kvtier_ubio *ur)
 {
 	return container_of(ur->pending, struct kvtier_direct, pending);
 }
@@ -136,7 +185,7 @@ static struct kvtier_direct *kvtier_direct_of(struct kvtier_uread *ur)
  * Check the CRCs of the pages read into @ur's bio (the caller's, pinned),
  * unless the other side (its work, or the reader) claimed it first.
  */
-static void kvtier_direct_crcs(struct kvtier_uread *ur)
+static void kvtier_direct_crcs(struct kvtier_ubio *ur)
 {
 	const u32 *crcs = kvtier_direct_of(ur)->crcs + ur->first;
 	struct bvec_iter_all iter;
@@ -161,11 +210,11 @@ static void kvtier_direct_crcs(struct kvtier_uread *ur)
 /* A run's bio completed: check its CRCs on whichever CPU is free. */
 static void kvtier_direct_verify(struct work_struct *work)
 {
-	kvtier_direct_crcs(container_of(work, struct kvtier_uread, work));
+	kvtier_direct_crcs(container_of(work, struct kvtier_ubio, work));
 }
 
 /* Every bio of @d completed: wake the reader or queue the async end. */
-static void kvtier_direct_ended(struct kvtier_uread *ur)
+static void kvtier_direct_ended(struct kvtier_ubio *ur)
 {
 	struct kvtier_direct *d = kvtier_direct_of(ur);
 
@@ -176,7 +225,7 @@ static void kvtier_direct_ended(struct kvtier_uread *ur)
 }
 
 static struct kvtier_direct *kvtier_direct_new(struct kvtier_region *region,
-					       pgoff_t index)
+					       pgoff_t index, bool write)
 {
 	struct kvtier_direct *d = kmalloc(sizeof(*d), GFP_KERNEL);
 
@@ -184,8 +233,10 @@ static struct kvtier_direct *kvtier_direct_new(struct kvtier_region *region,
 		return NULL;
 	d->region = region;
 	d->index = index;
-	d->crc = READ_ONCE(region->tier->knobs.checksum);
+	d->write = write;
+	d->crc = !write && READ_ONCE(region->tier->knobs.checksum);
 	d->nr_runs = 0;
+	d->retry_to = 0;
 	d->iocb = NULL;
 	init_completion(&d->done);
 	return d;
@@ -202,7 +253,7 @@ static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
 					 unsigned int max)
 {
 	struct kvtier_region *region = d->region;
-	struct kvtier_uread *ur = NULL;
+	struct kvtier_ubio *ur = NULL;
 	unsigned int n;
 
 	xa_lock(&region->pages);
@@ -222,7 +273,7 @@ static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
 		if (d->nr_runs == KVT_DIRECT_RUNS)
 			break;
 		ur = &d->runs[d->nr_runs++];
-		*ur = (struct kvtier_uread){
+		*ur = (struct kvtier_ubio){
 			.tier = region->tier, .slot = slot, .nr = 1, .first = n,
 			.verify = d->crc, .claimed = ATOMIC_INIT(!d->crc),
 			.pending = &d->pending, .end = kvtier_direct_ended,
@@ -238,7 +289,7 @@ static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
  * inside direct_srcu.
  */
 static bool kvtier_direct_still(struct kvtier_direct *d,
-				struct kvtier_uread *ur)
+				struct kvtier_ubio *ur)
 {
 	struct kvtier_region *region = d->region;
 	unsigned int i;
@@ -255,19 +306,54 @@ static bool kvtier_direct_still(struct kvtier_direct *d,
 }
 
 /*
+ * Step 3 of a direct write (W3): whether each page of @ur still is where
+ * the plan found it (in place: the slot it is written to; fresh: absent);
+ * if so, those written in place lose their CRC under the xa_lock, before
+ * the bio can change their bytes (the new copy has none).
+ */
+static bool kvtier_direct_claim(struct kvtier_direct *d,
+				struct kvtier_ubio *ur)
+{
+	struct kvtier_region *region = d->region;
+	bool fresh = d->fresh[ur - d->runs];
+	unsigned int i;
+
+	xa_lock(&region->pages);
+	for (i = 0; i < ur->nr; i++) {
+		void *entry = xa_load(&region->pages, d->index + ur->first + i);
+
+		if (fresh && entry)
+			break;
+		if (!fresh && (!xa_is_value(entry) ||
+			       kvt_shadow_slot(entry) != ur->slot + i))
+			break;
+	}
+	if (i == ur->nr && !fresh)
+		for (i = 0; i < ur->nr; i++)
+			kvtier_crcs_set(region, d->index + ur->first + i, 0, true);
+	xa_unlock(&region->pages);
+	return i == ur->nr;
+}
+
+/*
  * Steps 3 and 4 for a pinned run: enter direct_srcu, check its slots,
  * submit it (@reserved: its in-flight room is taken). false, still
  * pinned, when a page changed since the lookup.
  */
 static bool kvtier_direct_submit(struct kvtier_direct *d,
-				 struct kvtier_uread *ur, bool reserved)
+				 struct kvtier_ubio *ur, bool reserved)
 {
 	struct srcu_struct *srcu = &d->region->tier->direct_srcu;
 
-	ur->srcu_idx = __srcu_read_lock(srcu);
-	if (!kvtier_direct_still(d, ur)) {
-		__srcu_read_unlock(srcu, ur->srcu_idx);
-		return false;
+	if (d->write) {
+		if (!kvtier_direct_claim(d, ur))
+			return false;
+	} else {
+		ur->srcu_idx = __srcu_read_lock(srcu);
+		if (!kvtier_direct_still(d, ur)) {
+			__srcu_read_unlock(srcu, ur->srcu_idx);
+			return false;
+		}
 	}
 	kvtier_io_submit_user(ur, reserved);
 	return true;
@@ -281,7 +367,7 @@ static bool kvtier_direct_submit(struct kvtier_direct *d,
 static bool kvtier_direct_pin(struct kvtier_direct *d, unsigned int r,
 			      struct iov_iter *it, bool *last)
 {
-	struct kvtier_uread *ur = &d->runs[r];
+	struct kvtier_ubio *ur = &d->runs[r];
 	unsigned int want = ur->nr;
 
 	if (kvtier_io_prepare_user(ur, it, r ? GFP_NOWAIT : GFP_KERNEL))
@@ -394,7 +480,7 @@ static unsigned int kvtier_direct_check(struct kvtier_direct *d)
 	kvtier_direct_settle(d);
 	d->retry_to = 0;
 	for (r = 0; r < d->nr_runs; r++) {
-		struct kvtier_uread *ur = &d->runs[r];
+		struct kvtier_ubio *ur = &d->runs[r];
 
 		if (!d->retry_to && !ur->err && (!d->crc || ur->crc_ok))
 			kept += ur->nr;
@@ -439,7 +525,7 @@ ssize_t kvtier_direct_read(struct kvtier_region *region, pgoff_t index,
 	*pool_to = index + 1;
 	if (!xa_is_value(xa_load(&region->pages, index)))
 		return 0;
-	d = kvtier_direct_new(region, index);
+	d = kvtier_direct_new(region, index, false);
 	if (!d || !kvtier_direct_lookup(d, max) || !kvtier_direct_start(d, to))
 		goto out;
 	if (!atomic_dec_and_test(&d->pending))
@@ -450,6 +536,192 @@ ssize_t kvtier_direct_read(struct kvtier_region *region, pgoff_t index,
 	/* A run that failed a check goes through the pool, whole. */
 	*pool_to = index + (d->retry_to ?: !kept);
 out:
+	kfree(d);
+	return (ssize_t)kept << PAGE_SHIFT;
+}
+
+/*
+ * Step W1: plan a direct write of the pages from @d->index (at most @max)
+ * that are not in the pool: runs of consecutive slots to write in place
+ * (pages only on the namespace), and runs of pages never written, given
+ * consecutive fresh slots (@d->fresh: how many) and room for their CRC
+ * flags. Stops at a resident page, at the runs' bound, and where the
+ * namespace has no more slots in one run (the pool path asks for room).
+ * Returns the pages planned; @d->nr_runs their runs.
+ */
+static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
+				       unsigned int max)
+{
+	struct kvtier_region *region = d->region;
+	struct kvtier_ubio *ur = NULL;
+	unsigned long got;
+	unsigned int n, r;
+
+	xa_lock(&region->pages);
+	for (n = 0; n < max; n++) {
+		void *entry = xa_load(&region->pages, d->index + n);
+		unsigned long slot = KVTIER_NO_SLOT;
+
+		if (entry && !xa_is_value(entry))
+			break;
+		if (entry)
+			slot = kvt_shadow_slot(entry);
+		if (ur && ur->nr < BIO_MAX_VECS &&
+		    !entry == !!d->fresh[d->nr_runs - 1] &&
+		    (!entry || slot == ur->slot + ur->nr)) {
+			ur->nr++;
+			continue;
+		}
+		if (d->nr_runs == KVT_DIRECT_RUNS)
+			break;
+		ur = &d->runs[d->nr_runs];
+		d->fresh[d->nr_runs++] = !entry;
+		*ur = (struct kvtier_ubio){
+			.tier = region->tier, .slot = slot, .nr = 1, .first = n,
+			.write = true, .pending = &d->pending,
+			.end = kvtier_direct_ended,
+		};
+	}
+	xa_unlock(&region->pages);
+
+	/* Slots for the runs never written, outside the xa_lock. */
+	for (r = 0; r < d->nr_runs; r++) {
+		ur = &d->runs[r];
+		if (!d->fresh[r])
+			continue;
+		if (kvtier_crcs_reserve_range(region, d->index + ur->first,
+					      ur->nr, GFP_KERNEL))
+			break;
+		ur->slot = kvtier_slots_alloc(&region->tier->slots, ur->nr, &got);
+		if (ur->slot == KVTIER_NO_SLOT)
+			break;
+		d->fresh[r] = got;
+		/* A shorter run ends the plan: the next call goes on. */
+		if (got < ur->nr) {
+			ur->nr = got;
+			r++;
+			break;
+		}
+	}
+	d->nr_runs = r;
+	return r ? d->runs[r - 1].first + d->runs[r - 1].nr : 0;
+}
+
+/*
+ * Step W5 for run @ur of @d, written: its pages become the region's, in
+ * order, each if it is still where the plan found it (in place: the slot
+ * written; fresh: absent, and then the new slot is stored). Every page
+ * taken is marked as having no CRC: whatever a concurrent write-back of
+ * it recorded meanwhile, the slot may hold these bytes. Returns the
+ * pages taken.
+ */
+static unsigned int kvtier_direct_take(struct kvtier_direct *d,
+				       struct kvtier_ubio *ur, bool fresh)
+{
+	struct kvtier_region *region = d->region;
+	unsigned int i;
+
+	xa_lock(&region->pages);
+	for (i = 0; i < ur->nr; i++) {
+		pgoff_t index = d->index + ur->first + i;
+		void *entry = xa_load(&region->pages, index);
+
+		if (fresh) {
+			if (entry ||
+			    xa_is_err(__xa_store(&region->pages, index,
+						 kvt_mk_shadow(ur->slot + i, 0),
+						 GFP_NOWAIT | __GFP_NOWARN)))
+				break;
+		} else if (!xa_is_value(entry) ||
+			   kvt_shadow_slot(entry) != ur->slot + i) {
+			break;
+		}
+		kvtier_crcs_set(region, index, 0, true);
+	}
+	xa_unlock(&region->pages);
+	if (fresh)
+		atomic_long_add(i, &region->nr_slots);
+	return i;
+}
+
+/*
+ * Step W5: every bio of @d completed. The pages kept, counted from the
+ * first, end at the first page of a run whose write failed or that is no
+ * longer where the plan found it; @d->retry_to is the page after that
+ * run (0: none), and the pool writes them again. Fresh slots that no page
+ * took are freed: nothing names them.
+ */
+static unsigned int kvtier_direct_install(struct kvtier_direct *d)
+{
+	struct kvtier_tier *tier = d->region->tier;
+	unsigned int r, i, kept = 0, sent = 0;
+
+	for (r = 0; r < d->nr_runs; r++) {
+		struct kvtier_ubio *ur = &d->runs[r];
+
+		i = 0;
+		if (!d->retry_to && !ur->err)
+			i = kvtier_direct_take(d, ur, d->fresh[r]);
+		if (!d->retry_to) {
+			kept += i;
+			if (i < ur->nr)
+				d->retry_to = ur->first + ur->nr;
+		}
+		if (d->fresh[r] > i)
+			kvtier_slots_free(&tier->slots, ur->slot + i,
+					  d->fresh[r] - i);
+		d->fresh[r] = 0;
+		sent += ur->nr;
+	}
+	kvtier_count(tier, KVT_STAT_DIRECT_WRITE, kept);
+	kvtier_count(tier, KVT_STAT_DIRECT_WRITE_RETRY, sent - kept);
+	return kept;
+}
+
+/**
+ * kvtier_direct_write - write pages straight from the caller's memory
+ * @region: the file's region, not persistent, with the checksum knob off
+ * @index: the request's next page; the request is kvtier_direct_ok()
+ * @last: the request's last page in the region
+ * @from: where the bytes come from; advanced by what is returned
+ * @pool_to: set when 0 is returned: the pages before it go through the pool
+ *
+ * Returns the bytes written, whole pages; 0 when the page at @index is not
+ * for this path (resident, no slot free, a buffer that cannot be pinned,
+ * no memory, a fenced tier) or its run failed.
+ */
+ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
+			    pgoff_t last, struct iov_iter *from,
+			    pgoff_t *pool_to)
+{
+	unsigned int max = kvtier_direct_max(region->tier, last - index + 1);
+	unsigned int r, planned = 0, kept = 0;
+	struct kvtier_direct *d;
+	void *entry;
+
+	*pool_to = index + 1;
+	entry = xa_load(&region->pages, index);
+	if ((entry && !xa_is_value(entry)) || kvtier_fenced(region->tier))
+		return 0;
+	d = kvtier_direct_new(region, index, true);
+	if (!d)
+		return 0;
+	if (kvtier_direct_plan(d, max)) {
+		planned = d->nr_runs;
+		if (kvtier_direct_start(d, from)) {
+			if (!atomic_dec_and_test(&d->pending))
+				wait_for_completion_io(&d->done);
+			kept = kvtier_direct_install(d);
+			kvtier_direct_release(d);
+		}
+	}
+	/* Runs planned but not submitted: their fresh slots go back. */
+	for (r = d->nr_runs; r < planned; r++)
+		if (d->fresh[r])
+			kvtier_slots_free(&region->tier->slots, d->runs[r].slot,
+					  d->fresh[r]);
+	iov_iter_advance(from, (size_t)kept << PAGE_SHIFT);
+	*pool_to = index + (d->retry_to ?: !kept);
 	kfree(d);
 	return (ssize_t)kept << PAGE_SHIFT;
 }
@@ -466,7 +738,7 @@ static unsigned int kvtier_direct_fill(struct kvtier_direct *d,
 	unsigned int r, i, n = 0;
 
 	for (r = 0; r < d->nr_runs; r++) {
-		struct kvtier_uread *ur = &d->runs[r];
+		struct kvtier_ubio *ur = &d->runs[r];
 
 		for (i = 0; i < ur->nr; i++) {
 			struct page *dst = kvtier_direct_page(ur, i);
@@ -501,7 +773,7 @@ static void kvtier_direct_end(struct work_struct *work)
 {
 	struct kvtier_direct *d = container_of(work, struct kvtier_direct,
 					       end_work);
-	struct kvtier_uread *last = &d->runs[d->nr_runs - 1];
+	struct kvtier_ubio *last = &d->runs[d->nr_runs - 1];
 	unsigned int kept, all = last->first + last->nr;
 	struct kiocb *iocb = d->iocb;
 	int err = -EIO;
@@ -540,7 +812,7 @@ ssize_t kvtier_direct_read_async(struct kvtier_region *region,
 	if (!pages || kvtier_direct_max(region->tier, pages) != pages ||
 	    !xa_is_value(xa_load(&region->pages, index)))
 		return -EAGAIN;
-	d = kvtier_direct_new(region, index);
+	d = kvtier_direct_new(region, index, false);
 	if (!d)
 		return -EAGAIN;
 	runs = kvtier_direct_lookup(d, pages) == pages ? d->nr_runs : 0;

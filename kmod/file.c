@@ -646,7 +646,8 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
 	struct kvtier_file *kf = iocb->ki_filp->private_data;
 	loff_t size, pos = iocb->ki_pos;
-	bool bounced = false;
+	bool bounced = false, direct;
+	pgoff_t last, pool_to = 0;
 	ssize_t done = 0;
 
 	if (!region)
@@ -663,6 +664,10 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	if ((iocb->ki_flags & IOCB_NOWAIT) && iov_iter_count(from))
 		return -EAGAIN;
 	WRITE_ONCE(region->last_use, jiffies);
+	last = (min_t(loff_t, size, pos + iov_iter_count(from)) - 1) >> PAGE_SHIFT;
+	/* Without a CRC to compute, whole pages need no stable copy. */
+	direct = !region->persistent && !READ_ONCE(region->tier->knobs.checksum) &&
+		 kvtier_direct_ok(pos, from);
 	while (iov_iter_count(from) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;
 		size_t off = offset_in_page(pos);
@@ -672,6 +677,15 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		enum kvtier_get how;
 		struct page *page;
 
+		if (direct && index >= pool_to) {
+			ssize_t got = kvtier_direct_write(region, index, last,
+							  from, &pool_to);
+
+			pos += got;
+			done += got;
+			if (got)
+				goto next_direct;
+		}
 		n = min_t(loff_t, n, size - pos);
 		/* Only what can be faulted in: a source cut short is EFAULT. */
 		unreadable = fault_in_iov_iter_readable(from, n);
@@ -722,6 +736,7 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 next:
 		pos += copied;
 		done += copied;
+next_direct:
 		if (fatal_signal_pending(current)) {
 			if (!done)
 				done = -EINTR;

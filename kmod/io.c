@@ -198,6 +198,23 @@ static void kvtier_io_read_ended(struct kvtier_tier *tier, sector_t sector,
 	}
 }
 
+/* The write of @bytes at @sector ended with @err: time, trace, count, log. */
+static void kvtier_io_write_ended(struct kvtier_tier *tier, sector_t sector,
+				  long bytes, u64 ns, int err)
+{
+	kvtier_hist_add(&tier->lat[KVT_HIST_WRITE], ns);
+	trace_kvtier_write_done(tier->id, sector, bytes, ns, err);
+	if (!err) {
+		kvtier_count(tier, KVT_STAT_WB_PAGES, bytes >> PAGE_SHIFT);
+		kvtier_count(tier, KVT_STAT_WB_BYTES, bytes);
+	} else {
+		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
+		kvtier_set_error(tier, err);
+		pr_err_ratelimited("kvtier%u: write error %d at sector %llu\n",
+				   tier->id, err, (unsigned long long)sector);
+	}
+}
+
 /*
  * Submit one bio for @io: wait for room under max_inflight_kb, account its
  * size, and start its clock.
@@ -371,17 +388,22 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 	return 0;
 }
 
-static void kvtier_uread_end_io(struct bio *bio)
+static void kvtier_ubio_end_io(struct bio *bio)
 {
-	struct kvtier_uread *ur = bio->bi_private;
+	struct kvtier_ubio *ur = bio->bi_private;
 	struct kvtier_tier *tier = ur->tier;
 	long bytes = (long)ur->nr << PAGE_SHIFT;
+	sector_t sector = slot_to_sector(tier, ur->slot);
+	u64 ns = ktime_get_ns() - ur->start_ns;
 
-	/* The slots are read: a commit may free them (direct.c). */
-	__srcu_read_unlock(&tier->direct_srcu, ur->srcu_idx);
 	ur->err = blk_status_to_errno(bio->bi_status);
-	kvtier_io_read_ended(tier, slot_to_sector(tier, ur->slot), bytes,
-			     ktime_get_ns() - ur->start_ns, ur->err);
+	if (ur->write) {
+		kvtier_io_write_ended(tier, sector, bytes, ns, ur->err);
+	} else {
+		/* The slots are read: a commit may free them (direct.c). */
+		__srcu_read_unlock(&tier->direct_srcu, ur->srcu_idx);
+		kvtier_io_read_ended(tier, sector, bytes, ns, ur->err);
+	}
 	kvtier_inflight_put(tier, bytes);
 	if (!ur->err && ur->verify)
 		queue_work(kvtier_wq, &ur->work);
@@ -391,17 +413,18 @@ static void kvtier_uread_end_io(struct bio *bio)
 }
 
 /*
- * Prepare a direct read (direct.c): a bio for @ur, reading @ur->nr pages
- * at consecutive slots from @ur->slot straight into the user memory @iter
- * describes (page-aligned), whose pages it pins (references, on 6.1) as a
- * block device's O_DIRECT does. Only what could be pinned is read: @ur->nr
+ * Prepare a direct read or, with @ur->write, a direct write (direct.c): a
+ * bio for @ur, moving @ur->nr pages at consecutive slots from @ur->slot
+ * straight between the namespace and the user memory @iter describes
+ * (page-aligned), whose pages it pins (references, on 6.1) as a block
+ * device's O_DIRECT does. Only what could be pinned is moved: @ur->nr
  * becomes that. Pinning may fault, so the caller holds no lock of the
  * tier. @gfp: GFP_KERNEL for the first bio of a read, GFP_NOWAIT for the
  * others (a read holds its bios until it is checked: it must not wait for
  * the bio pool while it does). Returns 0, or -EFAULT when no page could be
  * pinned or another error of the pinning, -ENOMEM.
  */
-int kvtier_io_prepare_user(struct kvtier_uread *ur, const struct iov_iter *iter,
+int kvtier_io_prepare_user(struct kvtier_ubio *ur, const struct iov_iter *iter,
 			   gfp_t gfp)
 {
 	struct kvtier_tier *tier = ur->tier;
@@ -411,11 +434,12 @@ int kvtier_io_prepare_user(struct kvtier_uread *ur, const struct iov_iter *iter,
 	int err;
 
 	iov_iter_truncate(&it, (size_t)ur->nr << PAGE_SHIFT);
-	bio = bio_alloc(tier->backing.kb.bdev, ur->nr, REQ_OP_READ, gfp);
+	bio = bio_alloc(tier->backing.kb.bdev, ur->nr,
+			ur->write ? REQ_OP_WRITE : REQ_OP_READ, gfp);
 	if (!bio)
 		return -ENOMEM;
 	bio->bi_iter.bi_sector = slot_to_sector(tier, ur->slot);
-	bio->bi_end_io = kvtier_uread_end_io;
+	bio->bi_end_io = kvtier_ubio_end_io;
 	bio->bi_private = ur;
 	err = bio_iov_iter_get_pages(bio, &it);
 	/* Whole pages of a page-aligned buffer: never a part of one. */
@@ -430,27 +454,28 @@ int kvtier_io_prepare_user(struct kvtier_uread *ur, const struct iov_iter *iter,
 }
 
 /*
- * Submit a prepared direct read, inside tier->direct_srcu (@ur->srcu_idx);
- * @reserved: its bytes were taken by kvtier_inflight_reserve().
- * @ur->pending counts it until its completion, which leaves direct_srcu,
- * sets @ur->err, queues @ur->work on kvtier_wq when the read succeeded and
- * @ur->verify is set, and calls @ur->end when the count drops to zero.
+ * Submit a prepared direct read, inside tier->direct_srcu (@ur->srcu_idx),
+ * or direct write (outside it); @reserved: its bytes were taken by
+ * kvtier_inflight_reserve(). @ur->pending counts it until its completion,
+ * which leaves direct_srcu (a read), sets @ur->err, queues @ur->work on
+ * kvtier_wq when a read succeeded and @ur->verify is set, and calls
+ * @ur->end when the count drops to zero.
  */
-void kvtier_io_submit_user(struct kvtier_uread *ur, bool reserved)
+void kvtier_io_submit_user(struct kvtier_ubio *ur, bool reserved)
 {
-	kvtier_io_account(ur->tier, false, ur->nr, reserved);
+	kvtier_io_account(ur->tier, ur->write, ur->nr, reserved);
 	atomic_inc(ur->pending);
 	ur->start_ns = ktime_get_ns();
 	submit_bio(ur->bio);
 }
 
 /*
- * Unpin a direct read's pages, marked dirty: the device wrote them, or may
- * have (O_DIRECT does the same).
+ * Unpin a direct read's or write's pages; a read's marked dirty: the
+ * device wrote them, or may have (O_DIRECT does the same).
  */
 void kvtier_io_user_done(struct bio *bio)
 {
-	bio_release_pages(bio, true);
+	bio_release_pages(bio, !op_is_write(bio_op(bio)));
 	bio_put(bio);
 }
 
@@ -462,19 +487,8 @@ static void kvtier_write_end_io(struct bio *bio)
 	u64 ns = ktime_get_ns() - io->start_ns;
 	unsigned int i;
 
-	kvtier_hist_add(&tier->lat[KVT_HIST_WRITE], ns);
-	trace_kvtier_write_done(tier->id, slot_to_sector(tier, io->slot),
-				io->bytes, ns, err);
-	if (!err) {
-		kvtier_count(tier, KVT_STAT_WB_PAGES, io->nr);
-		kvtier_count(tier, KVT_STAT_WB_BYTES, io->bytes);
-	} else {
-		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
-		kvtier_set_error(tier, err);
-		pr_err_ratelimited("kvtier%u: write error %d at sector %llu\n",
-				   tier->id, err,
-				   (unsigned long long)slot_to_sector(tier, io->slot));
-	}
+	kvtier_io_write_ended(tier, slot_to_sector(tier, io->slot), io->bytes,
+			      ns, err);
 	/*
 	 * What the block layer says (-ENODATA for a medium error, -ENOLINK,
 	 * ...) stays in the tier's error and the log; the pages, and so

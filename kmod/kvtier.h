@@ -23,8 +23,8 @@
  *              background worker, the shrinker
  *   writeback.c  where dirty pages go to the namespace: slot assignment,
  *              batches, completion, the range pass (fsync, DONTNEED)
- *   direct.c   pread of pages only on the namespace straight into the
- *              caller's memory (direct reads), and its rules
+ *   direct.c   pread and pwrite of pages not in the pool straight between
+ *              the namespace and the caller's memory, and their rules
  *   io.c       where bytes hit the namespace: read and write bios, flush,
  *              discard, the in-flight cap
  *   slots.c    namespace space: the slot allocator (free extents), deferred
@@ -315,6 +315,8 @@ enum kvtier_stat {
 	KVT_STAT_DIRECT_READ,
 	KVT_STAT_DIRECT_RETRY,
 	KVT_STAT_DIRECT_ASYNC,
+	KVT_STAT_DIRECT_WRITE,
+	KVT_STAT_DIRECT_WRITE_RETRY,
 	KVT_STAT_WB_UNCHECKED,
 	KVT_STAT_WB_BACKGROUND,
 	KVT_STAT_NR,
@@ -929,6 +931,8 @@ void kvtier_crc_module_exit(void);
 
 /* crcs.c */
 int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);
+int kvtier_crcs_reserve_range(struct kvtier_region *region, pgoff_t index,
+			      pgoff_t nr, gfp_t gfp);
 void kvtier_crcs_set(struct kvtier_region *region, pgoff_t index, u32 crc,
 		     bool unchecked);
 bool kvtier_crcs_get(struct kvtier_region *region, pgoff_t index, u32 *crc);
@@ -1077,11 +1081,14 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 long kvtier_dirty_excess(struct kvtier_tier *tier, unsigned int div);
 void kvtier_writeback_background(struct work_struct *work);
 
-/* direct.c: pread straight into the caller's memory */
+/* direct.c: pread and pwrite between the caller's memory and the namespace */
 struct iov_iter;
 bool kvtier_direct_ok(loff_t pos, const struct iov_iter *to);
 ssize_t kvtier_direct_read(struct kvtier_region *region, pgoff_t index,
 			   pgoff_t last, struct iov_iter *to, pgoff_t *pool_to);
+ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
+			    pgoff_t last, struct iov_iter *from,
+			    pgoff_t *pool_to);
 ssize_t kvtier_direct_read_async(struct kvtier_region *region,
 				 struct kiocb *iocb, struct iov_iter *to);
 
@@ -1091,43 +1098,45 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
 		   unsigned int nr);
 
 /**
- * struct kvtier_uread - one bio of a direct read (direct.c, io.c)
+ * struct kvtier_ubio - one bio of a direct read or write (direct.c, io.c)
  * @tier: whose namespace
  * @bio: set when prepared
  * @slot: first slot; the pages are at consecutive slots
  * @nr: pages asked for; once prepared, pages to read
  * @first: its first page, counted from the direct read's first
  * @err: its status, once completed
+ * @write: a direct write: from the caller's pages to the slots
  * @verify: queue @work when the read succeeded (its CRCs, direct.c)
  * @claimed: @work or the reader took the CRC check (the other skips it)
  * @crc_ok: what the check found
  * @start_ns: when it was submitted
- * @srcu_idx: of the tier's direct_srcu, entered before the submission and
- *            left by the completion
+ * @srcu_idx: of the tier's direct_srcu, entered before a read's
+ *            submission and left by its completion
  * @pending: bios of the direct read in flight, plus one for the submitter
  * @end: called when @pending drops to zero (may free this)
  * @work: checks the pages read on another CPU while others are in flight
  */
-struct kvtier_uread {
+struct kvtier_ubio {
 	struct kvtier_tier *tier;
 	struct bio *bio;
 	unsigned long slot;
 	unsigned int nr;
 	unsigned int first;
 	int err;
+	bool write;
 	bool verify;
 	atomic_t claimed;
 	bool crc_ok;
 	u64 start_ns;
 	int srcu_idx;
 	atomic_t *pending;
-	void (*end)(struct kvtier_uread *ur);
+	void (*end)(struct kvtier_ubio *ur);
 	struct work_struct work;
 };
 
-int kvtier_io_prepare_user(struct kvtier_uread *ur, const struct iov_iter *iter,
+int kvtier_io_prepare_user(struct kvtier_ubio *ur, const struct iov_iter *iter,
 			   gfp_t gfp);
-void kvtier_io_submit_user(struct kvtier_uread *ur, bool reserved);
+void kvtier_io_submit_user(struct kvtier_ubio *ur, bool reserved);
 bool kvtier_inflight_reserve(struct kvtier_tier *tier, long bytes);
 void kvtier_inflight_unreserve(struct kvtier_tier *tier, long bytes);
 void kvtier_io_user_done(struct bio *bio);

@@ -723,6 +723,93 @@ TEST_F_TIMEOUT(wr, background_writeback_retries_after_errors, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 }
 
+/*
+ * A direct write (checksum off, an unnamed region, aligned) whose bios
+ * fail loses no byte: the pool writes the pages again and holds them
+ * dirty, the region's write-back error is sticky, and O_DIRECT returns it
+ * at once. In place over pages on the namespace and to fresh slots alike;
+ * once the device is back, every byte reaches it.
+ */
+TEST_F_TIMEOUT(wr, direct_write_errors_keep_the_bytes, 300)
+{
+	size_t len = MiB, pages = len / PAGE;
+	long long errs0, retries0, d0;
+	unsigned char *a, *buf;
+	int fa, fb, fl;
+
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	a = kvt_map_filled(&fa, len, 60);
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, fsync(fa));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	buf = aligned_alloc(PAGE, len);
+	ASSERT_NE(NULL, buf);
+	errs0 = kvt_stat(0, "io_errors");
+	retries0 = kvt_stat(0, "direct_write_retries");
+	d0 = kvt_stat(0, "direct_write_pages");
+
+	/* In place, a plain pwrite: it succeeds, the pages stay dirty. */
+	ASSERT_EQ(0, flakey("1 error_writes"));
+	kvt_fill(buf, len, 0, 61);
+	ASSERT_EQ((ssize_t)len, pwrite(fa, buf, len, 0));
+	TH_LOG("direct write over a failing device: %lld pages tried, %lld kept, %lld I/O errors",
+	       kvt_stat(0, "direct_write_retries") - retries0,
+	       kvt_stat(0, "direct_write_pages") - d0,
+	       kvt_stat(0, "io_errors") - errs0);
+	ASSERT_GT(kvt_stat(0, "io_errors"), errs0);
+	ASSERT_GE(kvt_stat(0, "direct_write_retries") - retries0, (long long)pages);
+	ASSERT_EQ(d0, kvt_stat(0, "direct_write_pages"));
+	ASSERT_EQ((long long)pages, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 61));
+	ASSERT_EQ(0, kvt_pread_page(fa, len - PAGE, 61));
+	ASSERT_EQ(-1, fsync(fa));
+	ASSERT_EQ(EIO, errno);
+
+	/* Fresh slots, O_DIRECT: the write-back's EIO at once. */
+	fb = kvt_tier_open(0, O_RDWR | O_DIRECT);
+	ASSERT_GE(fb, 0);
+	{
+		struct kvtier_region_create rc = { .size = len };
+
+		ASSERT_EQ(0, ioctl(fb, KVTIER_IOC_REGION_CREATE, &rc));
+	}
+	kvt_fill(buf, len, 0, 62);
+	ASSERT_EQ(-1, pwrite(fb, buf, len, 0));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(d0, kvt_stat(0, "direct_write_pages"));
+	ASSERT_EQ(0, kvt_pread_page(fb, 0, 62));
+
+	/* The device is back: the pool's copies reach it, byte for byte. */
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ(-1, fsync(fa));
+	ASSERT_EQ(EIO, errno);
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, posix_fadvise(fb, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 61));
+	memset(buf, 0, len);
+	ASSERT_EQ((ssize_t)len, pread(fb, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 62));
+
+	/* And a direct write works again, on both. */
+	fl = fcntl(fb, F_GETFL);
+	ASSERT_EQ(0, fcntl(fb, F_SETFL, fl & ~O_DIRECT));
+	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
+	d0 = kvt_stat(0, "direct_write_pages");
+	kvt_fill(buf, len, 0, 63);
+	ASSERT_EQ((ssize_t)len, pwrite(fa, buf, len, 0));
+	ASSERT_EQ((ssize_t)len, pwrite(fb, buf, len, 0));
+	ASSERT_EQ((long long)(2 * pages), kvt_stat(0, "direct_write_pages") - d0);
+	ASSERT_EQ(-1, kvt_check(a, len, 0, 63));
+	ASSERT_EQ(0, kvt_pread_page(fb, len - PAGE, 63));
+	free(buf);
+	munmap(a, len);
+	close(fa);
+	close(fb);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
