@@ -30,17 +30,18 @@
  *
  * A slot only goes back to the allocator, to be written with other bytes,
  * through a commit, which frees the slots that pages left before it
- * (kvtier_store_release()) and waits for direct_srcu's readers first. A
- * page whose slot was still the one looked up inside the read side (3)
- * left it, if at all, after the read side began, so its slot is not freed
- * before the read ends: a direct read never sees another page's bytes, in
- * the buffer or in what it returns, with checksum on or off. (Anonymous
- * regions rewrite a page's slot in place, and free slots only when the
- * region goes, which an open file prevents.) A page written or evicted
- * meanwhile is a write or read concurrent with this one: the pread returns
- * the bytes of before or after, as for any file (an anonymous region's
- * page rewritten in place may be seen part old, part new, as a page cache
- * copy racing a store may).
+ * (kvtier_store_release()), or through a direct write, which frees the
+ * slots of the pages it moved (W6); both wait for direct_srcu's readers
+ * first. A page whose slot was still the one looked up inside the read
+ * side (3) left it, if at all, after the read side began, so its slot is
+ * not freed before the read ends: a direct read never sees another page's
+ * bytes, in the buffer or in what it returns, with checksum on or off.
+ * (Anonymous regions otherwise rewrite a page's slot in place, and free
+ * slots only when the region goes, which an open file prevents.) A page
+ * written or evicted meanwhile is a write or read concurrent with this
+ * one: the pread returns the bytes of before or after, as for any file (an
+ * anonymous region's page rewritten in place may be seen part old, part
+ * new, as a page cache copy racing a store may).
  *
  * With checksum on, every page's CRC32C is checked on the caller's buffer
  * against the CRC looked up with its slot (a page written without one is
@@ -85,36 +86,37 @@
  * records carry every page's CRC. Resident pages and every page this path
  * gives back are written through the pool (file.c). The rules:
  *
- * W1. Plan under the region's xa_lock, from the request's next page: runs
- *     of pages only on the namespace at consecutive slots (written in
- *     place: a region that is not persistent overwrites a page's slot),
- *     and runs of pages never written, which get consecutive fresh slots
- *     from the allocator (and their CRC chunks) outside the lock. A
- *     resident page, or no free slot, ends the plan.
+ * W1. Plan under the region's xa_lock, from the request's next page, the
+ *     pages that are not resident, and note each one's slot (or none: a
+ *     page never written); then, outside it, give each run of up to 1 MiB
+ *     consecutive fresh slots and room for its CRC flags. A resident page
+ *     ends the plan; a namespace without a free slot sends the request to
+ *     the pool, which asks for room.
  * W2. Pin the caller's pages of each run into its bio, as a read does.
  * W3. Under the xa_lock, check that each page of the run is still where
- *     the plan found it, and mark the pages written in place as having no
- *     CRC before the bio can change their bytes: a reader racing the
- *     write never checks them against the old copy's CRC.
- * W4. Submit, outside direct_srcu: the slots written in place are freed
- *     only when the region goes, which the open file prevents, and fresh
- *     slots are named by nothing until W5.
- * W5. Once every bio completed, under the xa_lock, each page still where
- *     the plan found it becomes the region's, without a CRC (a fresh
- *     slot is stored in its entry). The first page that is not (a fault
- *     or a pool write made it resident meanwhile), or a run whose write
- *     failed, ends what is kept: the pool writes that run again, so the
- *     bytes land in the resident copy, or in a pool page marked dirty
- *     whatever the failed bio left in the slot; the next direct write
- *     takes the runs after it. Fresh slots no page took are freed.
+ *     the plan found it.
+ * W4. Submit, outside direct_srcu: the bios write only fresh slots, which
+ *     nothing names yet; a page's slot is never written in place here.
+ * W5. Once every bio completed, under the xa_lock, each page that is still
+ *     where the plan found it takes its fresh slot, without a CRC. The
+ *     first page that is not (a fault, a pool write or a read made it
+ *     resident meanwhile), or a run whose write failed, ends what is
+ *     kept: the pool writes that run again, the next direct write the
+ *     runs after it. Fresh slots no page took are freed.
+ * W6. The slots the pages taken left are freed after the wait a commit
+ *     makes for direct_srcu's readers: a direct read that looked one up
+ *     has either finished or will find the page moved.
  *
- * So a read or fault racing a direct write sees the bytes of before or
- * after, or, for a page written in place, part of each (as a page cache
- * copy racing a block device's O_DIRECT write may); a copy it brought into
- * the pool during the write is overwritten at W5, so nothing read after
- * the pwrite returns is older than it. A failed write loses no byte: the
- * pool holds them, dirty, and its write-back reports errors (fsync, or at
- * once for O_DIRECT and O_DSYNC, file.c).
+ * So a page is the old copy until W5 and the new one after, whole: a read
+ * or fault racing a direct write sees the bytes of before or after, never
+ * a mix, and nothing read after the pwrite returns is older than it. A
+ * failed bio leaves the old copy as it was, whatever it wrote: the write
+ * is done again through the pool (which keeps the bytes dirty until a
+ * write-back succeeds and reports its errors), or, if the caller's loop
+ * stops first (a fatal signal, EFAULT), it is short there. A store through
+ * a mapping made during the write, to a page W5 then takes, is ordered
+ * before the write: the page holds the pwrite's bytes. With the checksum
+ * on nothing changes under a reader: no slot it may check is rewritten.
  */
 #include <linux/bio.h>
 #include <linux/completion.h>
@@ -126,9 +128,9 @@
 #include "kvtier.h"
 
 /*
- * A direct read takes at most this many runs (bios), in flight together,
- * of at most BIO_MAX_VECS pages each, and this many pages in all (4 MiB),
- * before it checks them and goes on.
+ * A direct read or write takes at most this many runs (bios), in flight
+ * together, of at most BIO_MAX_VECS pages each, and this many pages in all
+ * (4 MiB), before it checks them and goes on.
  */
 #define KVT_DIRECT_RUNS		16
 #define KVT_DIRECT_PAGES	1024
@@ -136,8 +138,9 @@
 /*
  * One direct read: its bios, the CRCs its pages must have, and for an
  * asynchronous one the request it completes (@iocb, by @end_work). Or one
- * direct write (@write): its bios, and for each the slots it allocated
- * (@fresh; 0 for a run written in place).
+ * direct write (@write): its bios, how many fresh slots each run holds
+ * (@fresh), and each page's slot before (@old; KVTIER_NO_SLOT: never
+ * written), which the write frees once the page is taken.
  */
 struct kvtier_direct {
 	struct kvtier_region *region;
@@ -151,10 +154,9 @@ struct kvtier_direct {
 	struct work_struct end_work;
 	unsigned int nr_runs;
 	struct kvtier_ubio runs[KVT_DIRECT_RUNS];
-	union {
-		u32 crcs[KVT_DIRECT_PAGES];		/* a read's */
-		unsigned int fresh[KVT_DIRECT_RUNS];	/* a write's */
-	};
+	unsigned int fresh[KVT_DIRECT_RUNS];
+	unsigned long *old;
+	u32 crcs[KVT_DIRECT_PAGES];
 };
 
 /* Whether a pread at @pos into @to may read pages directly. */
@@ -306,39 +308,32 @@ static bool kvtier_direct_still(struct kvtier_direct *d,
 }
 
 /*
- * Step 3 of a direct write (W3): whether each page of @ur still is where
- * the plan found it (in place: the slot it is written to; fresh: absent);
- * if so, those written in place lose their CRC under the xa_lock, before
- * the bio can change their bytes (the new copy has none).
+ * Step W3: whether each page of @ur still is where the plan found it
+ * (@d->old: its slot, or absent).
  */
-static bool kvtier_direct_claim(struct kvtier_direct *d,
-				struct kvtier_ubio *ur)
+static bool kvtier_direct_unchanged(struct kvtier_direct *d,
+				    struct kvtier_ubio *ur)
 {
 	struct kvtier_region *region = d->region;
-	bool fresh = d->fresh[ur - d->runs];
 	unsigned int i;
 
 	xa_lock(&region->pages);
 	for (i = 0; i < ur->nr; i++) {
-		void *entry = xa_load(&region->pages, d->index + ur->first + i);
+		unsigned int n = ur->first + i;
+		void *entry = xa_load(&region->pages, d->index + n);
 
-		if (fresh && entry)
-			break;
-		if (!fresh && (!xa_is_value(entry) ||
-			       kvt_shadow_slot(entry) != ur->slot + i))
+		if (d->old[n] == KVTIER_NO_SLOT ? !!entry :
+		    !xa_is_value(entry) || kvt_shadow_slot(entry) != d->old[n])
 			break;
 	}
-	if (i == ur->nr && !fresh)
-		for (i = 0; i < ur->nr; i++)
-			kvtier_crcs_set(region, d->index + ur->first + i, 0, true);
 	xa_unlock(&region->pages);
 	return i == ur->nr;
 }
 
 /*
- * Steps 3 and 4 for a pinned run: enter direct_srcu, check its slots,
- * submit it (@reserved: its in-flight room is taken). false, still
- * pinned, when a page changed since the lookup.
+ * Steps 3 and 4 (W3, W4) for a pinned run: a read enters direct_srcu;
+ * check its pages, submit it (@reserved: its in-flight room is taken).
+ * false, still pinned, when a page changed since the lookup.
  */
 static bool kvtier_direct_submit(struct kvtier_direct *d,
 				 struct kvtier_ubio *ur, bool reserved)
@@ -346,7 +341,7 @@ static bool kvtier_direct_submit(struct kvtier_direct *d,
 	struct srcu_struct *srcu = &d->region->tier->direct_srcu;
 
 	if (d->write) {
-		if (!kvtier_direct_claim(d, ur))
+		if (!kvtier_direct_unchanged(d, ur))
 			return false;
 	} else {
 		ur->srcu_idx = __srcu_read_lock(srcu);
@@ -542,15 +537,15 @@ out:
 
 /*
  * Step W1: plan a direct write of the pages from @d->index (at most @max)
- * that are not in the pool: runs of consecutive slots to write in place
- * (pages only on the namespace), and runs of pages never written, given
- * consecutive fresh slots (@d->fresh: how many) and room for their CRC
- * flags. Stops at a resident page, at the runs' bound, and where the
- * namespace has no more slots in one run (the pool path asks for room).
- * Returns the pages planned; @d->nr_runs their runs.
+ * that are not in the pool (each one's slot in @d->old), in runs of up to
+ * BIO_MAX_VECS pages, and give each run consecutive fresh slots (@d->fresh
+ * of them from @ur->slot) and its pages room for their CRC flags, outside
+ * the xa_lock. A resident page ends the plan; so does a namespace without
+ * a free slot, which sets *@full (the pool path asks for room). Returns
+ * the pages planned; @d->nr_runs their runs.
  */
 static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
-				       unsigned int max)
+				       unsigned int max, bool *full)
 {
 	struct kvtier_region *region = d->region;
 	struct kvtier_ubio *ur = NULL;
@@ -560,41 +555,36 @@ static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
 	xa_lock(&region->pages);
 	for (n = 0; n < max; n++) {
 		void *entry = xa_load(&region->pages, d->index + n);
-		unsigned long slot = KVTIER_NO_SLOT;
 
 		if (entry && !xa_is_value(entry))
 			break;
-		if (entry)
-			slot = kvt_shadow_slot(entry);
-		if (ur && ur->nr < BIO_MAX_VECS &&
-		    !entry == !!d->fresh[d->nr_runs - 1] &&
-		    (!entry || slot == ur->slot + ur->nr)) {
+		d->old[n] = entry ? kvt_shadow_slot(entry) : KVTIER_NO_SLOT;
+		if (ur && ur->nr < BIO_MAX_VECS) {
 			ur->nr++;
 			continue;
 		}
 		if (d->nr_runs == KVT_DIRECT_RUNS)
 			break;
-		ur = &d->runs[d->nr_runs];
-		d->fresh[d->nr_runs++] = !entry;
+		ur = &d->runs[d->nr_runs++];
 		*ur = (struct kvtier_ubio){
-			.tier = region->tier, .slot = slot, .nr = 1, .first = n,
+			.tier = region->tier, .nr = 1, .first = n,
 			.write = true, .pending = &d->pending,
 			.end = kvtier_direct_ended,
 		};
 	}
 	xa_unlock(&region->pages);
 
-	/* Slots for the runs never written, outside the xa_lock. */
+	*full = false;
 	for (r = 0; r < d->nr_runs; r++) {
 		ur = &d->runs[r];
-		if (!d->fresh[r])
-			continue;
 		if (kvtier_crcs_reserve_range(region, d->index + ur->first,
 					      ur->nr, GFP_KERNEL))
 			break;
 		ur->slot = kvtier_slots_alloc(&region->tier->slots, ur->nr, &got);
-		if (ur->slot == KVTIER_NO_SLOT)
+		if (ur->slot == KVTIER_NO_SLOT) {
+			*full = !r;
 			break;
+		}
 		d->fresh[r] = got;
 		/* A shorter run ends the plan: the next call goes on. */
 		if (got < ur->nr) {
@@ -609,38 +599,36 @@ static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
 
 /*
  * Step W5 for run @ur of @d, written: its pages become the region's, in
- * order, each if it is still where the plan found it (in place: the slot
- * written; fresh: absent, and then the new slot is stored). Every page
- * taken is marked as having no CRC: whatever a concurrent write-back of
- * it recorded meanwhile, the slot may hold these bytes. Returns the
- * pages taken.
+ * order, each if it is still where the plan found it: its entry gets its
+ * fresh slot, with no CRC. Its slot before stays in @d->old, to be freed;
+ * a page not taken, and those after it, keep theirs (@d->old is cleared
+ * for them). Returns the pages taken.
  */
 static unsigned int kvtier_direct_take(struct kvtier_direct *d,
-				       struct kvtier_ubio *ur, bool fresh)
+				       struct kvtier_ubio *ur)
 {
 	struct kvtier_region *region = d->region;
-	unsigned int i;
+	unsigned int i, born = 0;
 
 	xa_lock(&region->pages);
 	for (i = 0; i < ur->nr; i++) {
-		pgoff_t index = d->index + ur->first + i;
+		unsigned int n = ur->first + i;
+		pgoff_t index = d->index + n;
 		void *entry = xa_load(&region->pages, index);
 
-		if (fresh) {
-			if (entry ||
-			    xa_is_err(__xa_store(&region->pages, index,
-						 kvt_mk_shadow(ur->slot + i, 0),
-						 GFP_NOWAIT | __GFP_NOWARN)))
-				break;
-		} else if (!xa_is_value(entry) ||
-			   kvt_shadow_slot(entry) != ur->slot + i) {
+		if (d->old[n] == KVTIER_NO_SLOT ? !!entry :
+		    !xa_is_value(entry) || kvt_shadow_slot(entry) != d->old[n])
 			break;
-		}
+		/* Replacing an entry allocates nothing; a new one may. */
+		if (xa_is_err(__xa_store(&region->pages, index,
+					 kvt_mk_shadow(ur->slot + i, 0),
+					 GFP_NOWAIT | __GFP_NOWARN)))
+			break;
 		kvtier_crcs_set(region, index, 0, true);
+		born += d->old[n] == KVTIER_NO_SLOT;
 	}
 	xa_unlock(&region->pages);
-	if (fresh)
-		atomic_long_add(i, &region->nr_slots);
+	atomic_long_add(born, &region->nr_slots);
 	return i;
 }
 
@@ -648,25 +636,28 @@ static unsigned int kvtier_direct_take(struct kvtier_direct *d,
  * Step W5: every bio of @d completed. The pages kept, counted from the
  * first, end at the first page of a run whose write failed or that is no
  * longer where the plan found it; @d->retry_to is the page after that
- * run (0: none), and the pool writes them again. Fresh slots that no page
- * took are freed: nothing names them.
+ * run (0: none), which the pool writes again, and the next direct write
+ * takes the runs after it. Fresh slots that no page took are freed:
+ * nothing names them. @d->old keeps the slots of the pages taken.
  */
 static unsigned int kvtier_direct_install(struct kvtier_direct *d)
 {
 	struct kvtier_tier *tier = d->region->tier;
-	unsigned int r, i, kept = 0, sent = 0;
+	unsigned int r, i, n, kept = 0, sent = 0;
 
 	for (r = 0; r < d->nr_runs; r++) {
 		struct kvtier_ubio *ur = &d->runs[r];
 
 		i = 0;
 		if (!d->retry_to && !ur->err)
-			i = kvtier_direct_take(d, ur, d->fresh[r]);
+			i = kvtier_direct_take(d, ur);
 		if (!d->retry_to) {
 			kept += i;
 			if (i < ur->nr)
 				d->retry_to = ur->first + ur->nr;
 		}
+		for (n = ur->first + i; n < ur->first + ur->nr; n++)
+			d->old[n] = KVTIER_NO_SLOT;
 		if (d->fresh[r] > i)
 			kvtier_slots_free(&tier->slots, ur->slot + i,
 					  d->fresh[r] - i);
@@ -674,8 +665,34 @@ static unsigned int kvtier_direct_install(struct kvtier_direct *d)
 		sent += ur->nr;
 	}
 	kvtier_count(tier, KVT_STAT_DIRECT_WRITE, kept);
+	kvtier_count(tier, KVT_STAT_WB_UNCHECKED, kept);
 	kvtier_count(tier, KVT_STAT_DIRECT_WRITE_RETRY, sent - kept);
 	return kept;
+}
+
+/*
+ * Step W6: free the slots the @kept pages taken left (@d->old), in runs,
+ * once no direct read that may have looked one up is in flight: the same
+ * wait a commit makes before it frees slots (see "Direct reads" above).
+ */
+static void kvtier_direct_free_old(struct kvtier_direct *d, unsigned int kept)
+{
+	struct kvtier_tier *tier = d->region->tier;
+	unsigned int n, len;
+
+	for (n = 0; n < kept && d->old[n] == KVTIER_NO_SLOT; n++)
+		;
+	if (n == kept)
+		return;
+	synchronize_srcu_expedited(&tier->direct_srcu);
+	for (; n < kept; n += len) {
+		len = 1;
+		if (d->old[n] == KVTIER_NO_SLOT)
+			continue;
+		while (n + len < kept && d->old[n + len] == d->old[n] + len)
+			len++;
+		kvtier_slots_free(&tier->slots, d->old[n], len);
+	}
 }
 
 /**
@@ -684,11 +701,14 @@ static unsigned int kvtier_direct_install(struct kvtier_direct *d)
  * @index: the request's next page; the request is kvtier_direct_ok()
  * @last: the request's last page in the region
  * @from: where the bytes come from; advanced by what is returned
- * @pool_to: set when 0 is returned: the pages before it go through the pool
+ * @pool_to: the pages before it (from @index on) go through the pool,
+ *           when 0 is returned or a run was not kept
  *
  * Returns the bytes written, whole pages; 0 when the page at @index is not
- * for this path (resident, no slot free, a buffer that cannot be pinned,
- * no memory, a fenced tier) or its run failed.
+ * for this path (resident, a buffer that cannot be pinned, no memory, a
+ * fenced tier), or its run was not kept, or the namespace has no free
+ * slot (then the whole request goes through the pool). Never an error:
+ * the pool path reports it.
  */
 ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 			    pgoff_t last, struct iov_iter *from,
@@ -697,6 +717,7 @@ ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 	unsigned int max = kvtier_direct_max(region->tier, last - index + 1);
 	unsigned int r, planned = 0, kept = 0;
 	struct kvtier_direct *d;
+	bool full = false;
 	void *entry;
 
 	*pool_to = index + 1;
@@ -706,22 +727,24 @@ ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 	d = kvtier_direct_new(region, index, true);
 	if (!d)
 		return 0;
-	if (kvtier_direct_plan(d, max)) {
+	d->old = kmalloc_array(max, sizeof(*d->old), GFP_KERNEL);
+	if (d->old && kvtier_direct_plan(d, max, &full)) {
 		planned = d->nr_runs;
 		if (kvtier_direct_start(d, from)) {
 			if (!atomic_dec_and_test(&d->pending))
 				wait_for_completion_io(&d->done);
 			kept = kvtier_direct_install(d);
 			kvtier_direct_release(d);
+			kvtier_direct_free_old(d, kept);
 		}
 	}
 	/* Runs planned but not submitted: their fresh slots go back. */
 	for (r = d->nr_runs; r < planned; r++)
-		if (d->fresh[r])
-			kvtier_slots_free(&region->tier->slots, d->runs[r].slot,
-					  d->fresh[r]);
+		kvtier_slots_free(&region->tier->slots, d->runs[r].slot,
+				  d->fresh[r]);
 	iov_iter_advance(from, (size_t)kept << PAGE_SHIFT);
-	*pool_to = index + (d->retry_to ?: !kept);
+	*pool_to = full ? last + 1 : index + (d->retry_to ?: !kept);
+	kfree(d->old);
 	kfree(d);
 	return (ssize_t)kept << PAGE_SHIFT;
 }

@@ -628,15 +628,17 @@ static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
  * (kvtier_write_bounced()), so a source reclaim keeps taking away cannot
  * make it spin. A page written whole is not read back or zero-filled first
  * (kvtier_get_page_blank()). Writing at or past the end: -EFBIG; bound
- * read-only: -EACCES.
+ * read-only: -EACCES. With the checksum off, whole pages of a region that
+ * is not persistent, from page-aligned memory, that are not resident are
+ * written straight from the caller's pages instead (direct.c).
  *
  * O_DIRECT (IOCB_DIRECT) writes through: the pages written reach the
  * namespace and leave the pool before the call returns, as a block
- * device's O_DIRECT write leaves nothing in the page cache. The bytes go
- * through pool pages all the same: a CRC32C computed on the caller's
- * buffer would not be that of what the device reads from it if the caller
- * (another thread) changed it during the DMA, and a page copied under its
- * lock is stable. O_DSYNC (IOCB_DSYNC, also O_SYNC, RWF_DSYNC) makes the
+ * device's O_DIRECT write leaves nothing in the page cache. Other than by
+ * a direct write, the bytes go through pool pages: a CRC32C computed on
+ * the caller's buffer would not be that of what the device reads from it
+ * if the caller (another thread) changed it during the DMA, and a page
+ * copied under its lock is stable. O_DSYNC (IOCB_DSYNC, also O_SYNC, RWF_DSYNC) makes the
  * write durable before it returns, as fdatasync() of the range after it
  * would. Either fails the call with the write-back's error although the
  * bytes were copied (as generic_write_sync() does).

@@ -419,9 +419,9 @@ static void kvtier_ubio_end_io(struct bio *bio)
  * (page-aligned), whose pages it pins (references, on 6.1) as a block
  * device's O_DIRECT does. Only what could be pinned is moved: @ur->nr
  * becomes that. Pinning may fault, so the caller holds no lock of the
- * tier. @gfp: GFP_KERNEL for the first bio of a read, GFP_NOWAIT for the
- * others (a read holds its bios until it is checked: it must not wait for
- * the bio pool while it does). Returns 0, or -EFAULT when no page could be
+ * tier. @gfp: GFP_KERNEL for the first bio of a read or write, GFP_NOWAIT
+ * for the others (it holds its bios until it is checked: it must not wait
+ * for the bio pool while it does). Returns 0, or -EFAULT when no page could be
  * pinned or another error of the pinning, -ENOMEM.
  */
 int kvtier_io_prepare_user(struct kvtier_ubio *ur, const struct iov_iter *iter,
@@ -475,7 +475,7 @@ void kvtier_io_submit_user(struct kvtier_ubio *ur, bool reserved)
  */
 void kvtier_io_user_done(struct bio *bio)
 {
-	bio_release_pages(bio, !op_is_write(bio_op(bio)));
+	bio_release_pages(bio, bio_data_dir(bio) == READ);
 	bio_put(bio);
 }
 

@@ -607,7 +607,8 @@ struct kvtier_region_map {
  * @nr_pages: size in pages
  * @pages: index -> struct kvtier_page * (resident) or xa_mk_value(slot)
  *         (only on the namespace); absent means never written (zero).
- *         Entries change under the xa_lock with the page locked.
+ *         Entries change under the xa_lock with the page locked, or, for a
+ *         page not in the pool, by a direct write (direct.c, W5).
  * @ref: the file's reference plus one per in-progress evictor/worker
  * @err: sticky first write-back error (-errno), reported by fsync
  * @id: unique in the tier, for debugfs and tracepoints
@@ -1102,7 +1103,7 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
  * @tier: whose namespace
  * @bio: set when prepared
  * @slot: first slot; the pages are at consecutive slots
- * @nr: pages asked for; once prepared, pages to read
+ * @nr: pages asked for; once prepared, pages to move
  * @first: its first page, counted from the direct read's first
  * @err: its status, once completed
  * @write: a direct write: from the caller's pages to the slots
@@ -1112,7 +1113,8 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
  * @start_ns: when it was submitted
  * @srcu_idx: of the tier's direct_srcu, entered before a read's
  *            submission and left by its completion
- * @pending: bios of the direct read in flight, plus one for the submitter
+ * @pending: bios of the direct read or write in flight, plus one for the
+ *           submitter
  * @end: called when @pending drops to zero (may free this)
  * @work: checks the pages read on another CPU while others are in flight
  */

@@ -727,8 +727,8 @@ TEST_F_TIMEOUT(wr, background_writeback_retries_after_errors, 300)
  * A direct write (checksum off, an unnamed region, aligned) whose bios
  * fail loses no byte: the pool writes the pages again and holds them
  * dirty, the region's write-back error is sticky, and O_DIRECT returns it
- * at once. In place over pages on the namespace and to fresh slots alike;
- * once the device is back, every byte reaches it.
+ * at once. Over pages on the namespace and never written alike; once the
+ * device is back, every byte reaches it.
  */
 TEST_F_TIMEOUT(wr, direct_write_errors_keep_the_bytes, 300)
 {
@@ -748,7 +748,7 @@ TEST_F_TIMEOUT(wr, direct_write_errors_keep_the_bytes, 300)
 	retries0 = kvt_stat(0, "direct_write_retries");
 	d0 = kvt_stat(0, "direct_write_pages");
 
-	/* In place, a plain pwrite: it succeeds, the pages stay dirty. */
+	/* Over written pages, a plain pwrite: it succeeds, the pages dirty. */
 	ASSERT_EQ(0, flakey("1 error_writes"));
 	kvt_fill(buf, len, 0, 61);
 	ASSERT_EQ((ssize_t)len, pwrite(fa, buf, len, 0));
@@ -765,7 +765,7 @@ TEST_F_TIMEOUT(wr, direct_write_errors_keep_the_bytes, 300)
 	ASSERT_EQ(-1, fsync(fa));
 	ASSERT_EQ(EIO, errno);
 
-	/* Fresh slots, O_DIRECT: the write-back's EIO at once. */
+	/* Never written, O_DIRECT: the write-back's EIO at once. */
 	fb = kvt_tier_open(0, O_RDWR | O_DIRECT);
 	ASSERT_GE(fb, 0);
 	{

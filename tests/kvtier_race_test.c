@@ -79,7 +79,8 @@
  *   namespace, so slot reuse under a read is the next test's job.
  * - direct_pwrite_races: the same racers over a volatile named region that
  *   starts never written, with checksum off (aligned pwrites write
- *   directly: to fresh slots, then in place) and on (through the pool).
+ *   directly to fresh slots, freeing the old ones under direct reads) and
+ *   on (through the pool).
  *   Every byte read is 0 or that byte of one of the seeds; at the end a
  *   last seed written directly reads back whole, and the region holds no
  *   more slots than pages.
@@ -91,6 +92,10 @@
  *   most of the delay), so the pread returns the page's bytes as they
  *   were when it began, never the other region's, with checksum off and
  *   on; and the other region's page then lands in the freed slot.
+ *
+ * - direct_write_frees_slot_after_reads: the same race with a direct
+ *   write (checksum off) moving the page instead of a commit: the slot it
+ *   left is freed only after the delayed direct read of it.
  *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
@@ -1187,6 +1192,79 @@ TEST_F_TIMEOUT(race, direct_read_of_reused_slot, 300)
 		close(fb);
 		close(r.fd);
 	}
+	free(page);
+	free(r.buf);
+}
+
+/*
+ * The same race with a direct write (checksum off) in place of the
+ * commit: the page's direct pwrite moves it to the one free slot and
+ * frees its old one only when the delayed direct read of it is over, so
+ * region B's page, written next into that slot, never reaches the reader.
+ */
+TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
+{
+	struct rs_read r = { 0 };
+	long long pages, d0, t0;
+	unsigned char *page;
+	char t[256];
+	pthread_t th;
+	int fb;
+
+	if (kvt_dm_missing("delay"))
+		SKIP(return, "no dm-delay target");
+	ASSERT_EQ(0, posix_memalign((void **)&r.buf, PAGE, PAGE));
+	ASSERT_EQ(0, posix_memalign((void **)&page, PAGE, PAGE));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	snprintf(t, sizeof(t), "0 %llu linear %s 0\n", RS_NS / 512,
+		 kvt_ns("KVTIER_NS1"));
+	ASSERT_EQ(0, table(t));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	/* Region A takes all of the namespace but one slot. */
+	pages = rs_free_pages() - 1;
+	ASSERT_GT(pages, 64);
+	r.fd = region_fd(pages * PAGE);
+	ASSERT_GE(r.fd, 0);
+	ASSERT_EQ(0, fill_evict(r.fd, pages * PAGE, 91));
+	ASSERT_EQ(1, rs_free_pages());
+
+	/* Reads now take RS_DELAY_MS; writes do not. */
+	snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 0\n",
+		 RS_NS / 512, kvt_ns("KVTIER_NS1"), RS_DELAY_MS,
+		 kvt_ns("KVTIER_NS1"));
+	ASSERT_EQ(0, table(t));
+	d0 = kvt_stat(0, "direct_write_pages");
+	ASSERT_EQ(0, pthread_create(&th, NULL, rs_reader, &r));
+	usleep(RS_DELAY_MS * 1000 / 4);
+
+	/* Moved to the free slot; the old one is freed after the read ... */
+	kvt_fill(page, PAGE, RS_PAGE, 92);
+	t0 = kvt_now_ms();
+	ASSERT_EQ((ssize_t)PAGE, pwrite(r.fd, page, PAGE, RS_PAGE));
+	t0 = kvt_now_ms() - t0;
+	ASSERT_EQ(1, kvt_stat(0, "direct_write_pages") - d0);
+	ASSERT_EQ(1, rs_free_pages());
+	/* ... and is the only one: region B's page goes there. */
+	fb = region_fd(PAGE);
+	ASSERT_GE(fb, 0);
+	kvt_fill(page, PAGE, 0, 93);
+	ASSERT_EQ((ssize_t)PAGE, pwrite(fb, page, PAGE, 0));
+	ASSERT_EQ(2, kvt_stat(0, "direct_write_pages") - d0);
+	ASSERT_EQ(0, rs_free_pages());
+
+	pthread_join(th, NULL);
+	TH_LOG("pread %zd; the direct pwrite took %lld ms", r.got, t0);
+	ASSERT_EQ((ssize_t)PAGE, r.got);
+	ASSERT_EQ(-1, kvt_check(r.buf, PAGE, RS_PAGE, 91));
+	ASSERT_GE(t0, RS_DELAY_MS / 2);
+	/* The page reads anew, and B's pages are B's. */
+	ASSERT_EQ(0, linear());
+	ASSERT_EQ((ssize_t)PAGE, pread(r.fd, r.buf, PAGE, RS_PAGE));
+	ASSERT_EQ(-1, kvt_check(r.buf, PAGE, RS_PAGE, 92));
+	ASSERT_EQ(-1, check_fd(fb, PAGE, 93));
+	close(fb);
+	close(r.fd);
 	free(page);
 	free(r.buf);
 }

@@ -1654,9 +1654,9 @@ TEST_F_TIMEOUT(tier, odirect_and_dsync_writes_write_through, 300)
 /*
  * With the checksum off, a pwrite of whole pages of an unnamed region at
  * a page-aligned offset from page-aligned memory writes the pages that
- * are not in the pool straight from the buffer (direct writes): never
- * written ones to fresh slots, ones only on the namespace in place; none
- * enters the pool or stays dirty. Resident pages in the same request are
+ * are not in the pool straight from the buffer (direct writes), to fresh
+ * slots: a page only on the namespace leaves its old slot, which goes
+ * back; none enters the pool or stays dirty. Resident pages in the same request are
  * copied into the pool as before. The checksum on, a persistent region,
  * an unaligned buffer or offset: the pool. A page written directly over
  * one that had a CRC reads back right with the checksum on again (it has
@@ -1700,7 +1700,7 @@ TEST_F_TIMEOUT(tier, pwrite_direct_without_checksum, 300)
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 171));
 
-	/* Over pages only on the namespace: in place, no new slot. */
+	/* Over pages only on the namespace: moved, the old slots freed. */
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	used = kvt_tier_num(0, "used");
 	d0 = kvt_stat(0, "direct_write_pages");
@@ -1715,8 +1715,8 @@ TEST_F_TIMEOUT(tier, pwrite_direct_without_checksum, 300)
 	ASSERT_TRUE(region_has(self->fd, 3 * MiB, MiB, 3 * MiB, 171));
 
 	/*
-	 * Over the 6th MiB, written with a CRC: in place, and the CRC goes,
-	 * so the checksum on again reads the new bytes, not EIO.
+	 * Over the 6th MiB, written with a CRC: the new copies have none, so
+	 * the checksum on again reads the new bytes, not EIO.
 	 */
 	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
 	kvt_fill(buf, 64 * KiB, 6 * MiB + 64 * KiB, 173);
