@@ -53,6 +53,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_DIRECT_ASYNC] = "direct_read_async",
 	[KVT_STAT_DIRECT_WRITE] = "direct_write_pages",
 	[KVT_STAT_DIRECT_WRITE_RETRY] = "direct_write_retries",
+	[KVT_STAT_DIRECT_WRITE_ASYNC] = "direct_write_async",
 	[KVT_STAT_WB_UNCHECKED] = "writeback_unchecked",
 	[KVT_STAT_WB_BACKGROUND] = "writeback_background",
 };

@@ -695,6 +695,15 @@ static void kvtier_direct_free_old(struct kvtier_direct *d, unsigned int kept)
 	}
 }
 
+/* Give back the fresh slots of runs @from to @to - 1 of @d, none taken. */
+static void kvtier_direct_unplan(struct kvtier_direct *d, unsigned int from,
+				 unsigned int to)
+{
+	for (; from < to; from++)
+		kvtier_slots_free(&d->region->tier->slots, d->runs[from].slot,
+				  d->fresh[from]);
+}
+
 /**
  * kvtier_direct_write - write pages straight from the caller's memory
  * @region: the file's region, not persistent, with the checksum knob off
@@ -715,7 +724,7 @@ ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 			    pgoff_t *pool_to)
 {
 	unsigned int max = kvtier_direct_max(region->tier, last - index + 1);
-	unsigned int r, planned = 0, kept = 0;
+	unsigned int planned = 0, kept = 0;
 	struct kvtier_direct *d;
 	bool full = false;
 	void *entry;
@@ -739,14 +748,161 @@ ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 		}
 	}
 	/* Runs planned but not submitted: their fresh slots go back. */
-	for (r = d->nr_runs; r < planned; r++)
-		kvtier_slots_free(&region->tier->slots, d->runs[r].slot,
-				  d->fresh[r]);
+	kvtier_direct_unplan(d, d->nr_runs, planned);
 	iov_iter_advance(from, (size_t)kept << PAGE_SHIFT);
 	*pool_to = full ? last + 1 : index + (d->retry_to ?: !kept);
 	kfree(d->old);
 	kfree(d);
 	return (ssize_t)kept << PAGE_SHIFT;
+}
+
+/*
+ * The pages of an asynchronous direct write @d from @from on were not
+ * kept: write each through the pool from the caller's pinned page, as the
+ * synchronous path's loop would (file.c). Returns the pages written,
+ * stopping at the first error, which *@err gets.
+ */
+static unsigned int kvtier_direct_refill(struct kvtier_direct *d,
+					 unsigned int from, int *err)
+{
+	struct kvtier_tier *tier = d->region->tier;
+	unsigned int r, i, n = 0;
+
+	for (r = 0; r < d->nr_runs; r++) {
+		struct kvtier_ubio *ur = &d->runs[r];
+
+		for (i = 0; i < ur->nr; i++) {
+			struct page *src = kvtier_direct_page(ur, i);
+			struct kvtier_page *kp;
+			enum kvtier_get how;
+
+			if (ur->first + i < from)
+				continue;
+			kp = kvtier_get_page_blank(d->region,
+						   d->index + ur->first + i, &how);
+			if (IS_ERR(kp)) {
+				*err = PTR_ERR(kp);
+				return n;
+			}
+			/* @src may be this very page (a mapping of it). */
+			if (src != kp->page)
+				copy_highpage(kp->page, src);
+			/* Written whole: a blank page is kept. */
+			if (how != KVT_GET_BLANK ||
+			    kvtier_page_blank_end(kp, PAGE_SIZE)) {
+				kvtier_pool_mark_dirty(tier, kp);
+				unlock_page(kp->page);
+			}
+			put_page(kp->page);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * The last bio of an asynchronous direct write completed: take the pages,
+ * write those not kept through the pool, unpin, free the slots left, make
+ * it durable or write it through as O_DSYNC and O_DIRECT ask, and complete
+ * the request, last: that may drop the file, and with it the region and
+ * the tier.
+ */
+static void kvtier_direct_write_end(struct work_struct *work)
+{
+	struct kvtier_direct *d = container_of(work, struct kvtier_direct,
+					       end_work);
+	struct kvtier_ubio *last = &d->runs[d->nr_runs - 1];
+	unsigned int kept, all = last->first + last->nr;
+	struct kvtier_region *region = d->region;
+	struct kiocb *iocb = d->iocb;
+	int err = -EIO;
+	long ret;
+
+	kept = kvtier_direct_install(d);
+	kvtier_direct_free_old(d, kept);
+	if (kept < all)
+		kept += kvtier_direct_refill(d, kept, &err);
+	kvtier_direct_release(d);
+	ret = kept ? (long)kept << PAGE_SHIFT : err;
+	if (ret > 0 && iocb->ki_flags & (IOCB_DIRECT | IOCB_DSYNC)) {
+		err = kvtier_file_sync(region, iocb->ki_pos,
+				       iocb->ki_pos + ret - 1,
+				       iocb->ki_flags & IOCB_DIRECT,
+				       iocb->ki_flags & IOCB_DSYNC);
+		if (err)
+			ret = err;
+	}
+	kvtier_region_put(region);
+	kfree(d->old);
+	kfree(d);
+	if (ret > 0)
+		iocb->ki_pos += ret;
+	iocb->ki_complete(iocb, ret);
+}
+
+/**
+ * kvtier_direct_write_async - start an asynchronous direct write
+ * @region: the file's region, as for kvtier_direct_write()
+ * @iocb: the request, !is_sync_kiocb(), at a page-aligned position
+ * @from: kvtier_direct_ok(), ending at or before the region's end
+ *
+ * Returns -EIOCBQUEUED when @iocb will complete through ki_complete(), or
+ * -EAGAIN when one direct write does not cover the request whole (a page
+ * resident, too few free slots, more than one direct write's pages, a
+ * buffer that cannot be pinned): the caller serves it synchronously.
+ */
+ssize_t kvtier_direct_write_async(struct kvtier_region *region,
+				  struct kiocb *iocb, struct iov_iter *from)
+{
+	pgoff_t index = iocb->ki_pos >> PAGE_SHIFT;
+	unsigned int pages = iov_iter_count(from) >> PAGE_SHIFT, runs, started;
+	struct kvtier_direct *d;
+	void *entry;
+	bool full;
+
+	if (!pages || kvtier_direct_max(region->tier, pages) != pages ||
+	    kvtier_fenced(region->tier))
+		return -EAGAIN;
+	entry = xa_load(&region->pages, index);
+	if (entry && !xa_is_value(entry))
+		return -EAGAIN;
+	d = kvtier_direct_new(region, index, true);
+	if (!d)
+		return -EAGAIN;
+	d->old = kmalloc_array(pages, sizeof(*d->old), GFP_KERNEL);
+	if (!d->old || kvtier_direct_plan(d, pages, &full) != pages ||
+	    !kvtier_region_tryget(region)) {
+		if (d->old)
+			kvtier_direct_unplan(d, 0, d->nr_runs);
+		goto out;
+	}
+	runs = d->nr_runs;
+	d->iocb = iocb;
+	INIT_WORK(&d->end_work, kvtier_direct_write_end);
+	started = iocb->ki_flags & IOCB_NOWAIT ? kvtier_direct_start_nowait(d, from) :
+						 kvtier_direct_start(d, from);
+	if (started == runs &&
+	    d->runs[runs - 1].first + d->runs[runs - 1].nr == pages) {
+		kvtier_count(region->tier, KVT_STAT_DIRECT_WRITE_ASYNC, 1);
+		if (atomic_dec_and_test(&d->pending))
+			kvtier_direct_ended(&d->runs[0]);
+		return -EIOCBQUEUED;
+	}
+	/*
+	 * Not all of it could be pinned, or a page changed since the plan:
+	 * wait for the runs that went out, take none of their pages, and
+	 * let the caller do it all synchronously.
+	 */
+	d->iocb = NULL;
+	if (!atomic_dec_and_test(&d->pending))
+		wait_for_completion_io(&d->done);
+	kvtier_direct_release(d);
+	kvtier_direct_unplan(d, 0, runs);
+	kvtier_region_put(region);
+out:
+	kfree(d->old);
+	kfree(d);
+	return -EAGAIN;
 }
 
 /*

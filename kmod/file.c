@@ -557,8 +557,8 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
  * too), a flush of the device's write cache otherwise - and report the
  * region's sticky write error. Returns 0 or the first -errno.
  */
-static int kvtier_file_sync(struct kvtier_region *region, loff_t start,
-			    loff_t end, bool evict, bool flush)
+int kvtier_file_sync(struct kvtier_region *region, loff_t start, loff_t end,
+		     bool evict, bool flush)
 {
 	pgoff_t first, last;
 	int ret = 0, err;
@@ -659,17 +659,24 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	size = (loff_t)region->nr_pages << PAGE_SHIFT;
 	if (iov_iter_count(from) && pos >= size)
 		return -EFBIG;
-	/*
-	 * Every write may wait for a page lock, a budget charge or a
-	 * read-back: with IOCB_NOWAIT io_uring issues it from its workers.
-	 */
-	if ((iocb->ki_flags & IOCB_NOWAIT) && iov_iter_count(from))
-		return -EAGAIN;
 	WRITE_ONCE(region->last_use, jiffies);
 	last = (min_t(loff_t, size, pos + iov_iter_count(from)) - 1) >> PAGE_SHIFT;
 	/* Without a CRC to compute, whole pages need no stable copy. */
 	direct = !region->persistent && !READ_ONCE(region->tier->knobs.checksum) &&
 		 kvtier_direct_ok(pos, from);
+	if (direct && !is_sync_kiocb(iocb) &&
+	    pos + iov_iter_count(from) <= size) {
+		ssize_t ret = kvtier_direct_write_async(region, iocb, from);
+
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	/*
+	 * Any other write may wait for a page lock, a budget charge or a
+	 * read-back: with IOCB_NOWAIT io_uring issues it from its workers.
+	 */
+	if ((iocb->ki_flags & IOCB_NOWAIT) && iov_iter_count(from))
+		return -EAGAIN;
 	while (iov_iter_count(from) && pos < size) {
 		pgoff_t index = pos >> PAGE_SHIFT;
 		size_t off = offset_in_page(pos);

@@ -317,6 +317,7 @@ enum kvtier_stat {
 	KVT_STAT_DIRECT_ASYNC,
 	KVT_STAT_DIRECT_WRITE,
 	KVT_STAT_DIRECT_WRITE_RETRY,
+	KVT_STAT_DIRECT_WRITE_ASYNC,
 	KVT_STAT_WB_UNCHECKED,
 	KVT_STAT_WB_BACKGROUND,
 	KVT_STAT_NR,
@@ -875,6 +876,8 @@ struct kvtier_file {
 extern const struct file_operations kvtier_fops;
 int kvtier_file_create_region(struct kvtier_file *kf, loff_t size);
 struct kvtier_region *kvtier_file_region(struct file *file);
+int kvtier_file_sync(struct kvtier_region *region, loff_t start, loff_t end,
+		     bool evict, bool flush);
 struct kvtier_region *kvtier_vma_region(struct vm_area_struct *vma);
 
 /* page.c: finding, reading back and publishing pages; readahead */
@@ -1090,6 +1093,8 @@ ssize_t kvtier_direct_read(struct kvtier_region *region, pgoff_t index,
 ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 			    pgoff_t last, struct iov_iter *from,
 			    pgoff_t *pool_to);
+ssize_t kvtier_direct_write_async(struct kvtier_region *region,
+				  struct kiocb *iocb, struct iov_iter *from);
 ssize_t kvtier_direct_read_async(struct kvtier_region *region,
 				 struct kiocb *iocb, struct iov_iter *to);
 

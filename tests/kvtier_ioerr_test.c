@@ -727,15 +727,16 @@ TEST_F_TIMEOUT(wr, background_writeback_retries_after_errors, 300)
  * A direct write (checksum off, an unnamed region, aligned) whose bios
  * fail loses no byte: the pool writes the pages again and holds them
  * dirty, the region's write-back error is sticky, and O_DIRECT returns it
- * at once. Over pages on the namespace and never written alike; once the
- * device is back, every byte reaches it.
+ * at once. Over pages on the namespace and never written alike, and
+ * through io_uring, where the completion writes them through the pool;
+ * once the device is back, every byte reaches it.
  */
 TEST_F_TIMEOUT(wr, direct_write_errors_keep_the_bytes, 300)
 {
 	size_t len = MiB, pages = len / PAGE;
 	long long errs0, retries0, d0;
 	unsigned char *a, *buf;
-	int fa, fb, fl;
+	int fa, fb, fc, fl;
 
 	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
 	a = kvt_map_filled(&fa, len, 60);
@@ -779,18 +780,44 @@ TEST_F_TIMEOUT(wr, direct_write_errors_keep_the_bytes, 300)
 	ASSERT_EQ(d0, kvt_stat(0, "direct_write_pages"));
 	ASSERT_EQ(0, kvt_pread_page(fb, 0, 62));
 
+	/*
+	 * Through io_uring, asynchronous: the completion writes the pages
+	 * through the pool, and the requests succeed.
+	 */
+	fc = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fc, 0);
+	{
+		struct kvtier_region_create rc = { .size = len };
+		long long a0 = kvt_stat(0, "direct_write_async"), res[4];
+		int i;
+
+		ASSERT_EQ(0, ioctl(fc, KVTIER_IOC_REGION_CREATE, &rc));
+		kvt_fill(buf, len, 0, 64);
+		ASSERT_EQ(0, kvt_uring_pwrites(fc, buf, len / 4, 4, 0, res, NULL));
+		for (i = 0; i < 4; i++)
+			ASSERT_EQ((long long)(len / 4), res[i]);
+		ASSERT_EQ(4, kvt_stat(0, "direct_write_async") - a0);
+	}
+	ASSERT_EQ(0, kvt_pread_page(fc, len - PAGE, 64));
+	ASSERT_EQ(-1, fsync(fc));
+	ASSERT_EQ(EIO, errno);
+
 	/* The device is back: the pool's copies reach it, byte for byte. */
 	ASSERT_EQ(0, linear());
 	ASSERT_EQ(-1, fsync(fa));
 	ASSERT_EQ(EIO, errno);
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, posix_fadvise(fb, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, posix_fadvise(fc, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
 	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
 	ASSERT_EQ(-1, kvt_check(a, len, 0, 61));
 	memset(buf, 0, len);
 	ASSERT_EQ((ssize_t)len, pread(fb, buf, len, 0));
 	ASSERT_EQ(-1, kvt_check(buf, len, 0, 62));
+	ASSERT_EQ((ssize_t)len, pread(fc, buf, len, 0));
+	ASSERT_EQ(-1, kvt_check(buf, len, 0, 64));
+	close(fc);
 
 	/* And a direct write works again, on both. */
 	fl = fcntl(fb, F_GETFL);

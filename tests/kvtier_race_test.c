@@ -929,8 +929,8 @@ static void dr_range(unsigned int *rs, size_t max, size_t *off, size_t *len)
 /*
  * One racer until @end, as process @who: 0 preads into aligned memory
  * (direct), 1 preads into unaligned memory (pool) and pwrites from aligned
- * (direct for a volatile region with the checksum off) and unaligned
- * memory (pool), 2 stores
+ * (direct for a volatile region with the checksum off; also through
+ * io_uring, asynchronous) and unaligned memory (pool), 2 stores
  * and loads through a mapping, 3 fsyncs and drops. Exits 0, or 1 + the
  * byte it found wrong (logged), 2 for a failed call.
  */
@@ -969,12 +969,24 @@ static int dr_racer(const char *name, int who, time_t end)
 					return 2;
 				bad = dr_check(buf + 8, len, off);
 			} else {
-				/* Aligned (direct with the checksum off) or not. */
-				unsigned char *src = buf + (rand_r(&rs) % 3 ? 0 : 8);
+				/*
+				 * Aligned (direct with the checksum off), the
+				 * same through io_uring (asynchronous), or
+				 * unaligned (the pool).
+				 */
+				int way = rand_r(&rs) % 3;
+				unsigned char *src = buf + (way == 2 ? 8 : 0);
+				long long res = 0;
 
 				kvt_fill(src, len, off, seed);
-				if (pwrite(fd, src, len, off) != (ssize_t)len)
+				if (way == 1) {
+					if (kvt_uring_pwrites(fd, src, len, 1, off,
+							      &res, NULL) ||
+					    res != (long long)len)
+						return 2;
+				} else if (pwrite(fd, src, len, off) != (ssize_t)len) {
 					return 2;
+				}
 			}
 			break;
 		case 2:
@@ -1053,7 +1065,7 @@ TEST_F_TIMEOUT(race, direct_pread_races, 300)
 
 TEST_F_TIMEOUT(race, direct_pwrite_races, 300)
 {
-	long long direct, retries, reads;
+	long long direct, retries, reads, async;
 	unsigned char *buf;
 	int crc, fd;
 
@@ -1068,11 +1080,13 @@ TEST_F_TIMEOUT(race, direct_pwrite_races, 300)
 		direct = kvt_stat(0, "direct_write_pages");
 		retries = kvt_stat(0, "direct_write_retries");
 		reads = kvt_stat(0, "direct_read_pages");
+		async = kvt_stat(0, "direct_write_async");
 		ASSERT_EQ(0, dr_race("dw", 5));
 		direct = kvt_stat(0, "direct_write_pages") - direct;
 		retries = kvt_stat(0, "direct_write_retries") - retries;
-		TH_LOG("checksum %d: %lld pages written directly, %lld written again through the pool, %lld read directly",
+		TH_LOG("checksum %d: %lld pages written directly, %lld written again, %lld asynchronous writes, %lld read directly",
 		       crc, direct, retries,
+		       kvt_stat(0, "direct_write_async") - async,
 		       kvt_stat(0, "direct_read_pages") - reads);
 		ASSERT_EQ(!crc, direct > 0);
 	}

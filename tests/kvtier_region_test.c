@@ -792,6 +792,100 @@ TEST_F_TIMEOUT(tier, pread_async_qd64, 300)
 	munmap(buf, len);
 }
 
+/* @n writes of AQ_BLOCK from @buf through io_uring (@how 0) or aio (1). */
+static int aq_write_n(int how, int fd, unsigned char *buf, unsigned int n,
+		      int *workers)
+{
+	long long res[AQ_DEPTH];
+	int good = 0, ret;
+	unsigned int i;
+
+	*workers = 0;
+	ret = how ? kvt_aio_pwrites(fd, buf, AQ_BLOCK, n, 0, res) :
+		    kvt_uring_pwrites(fd, buf, AQ_BLOCK, n, 0, res, workers);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		good += res[i] == (long long)AQ_BLOCK;
+	return good;
+}
+
+/*
+ * With the checksum off, io_uring and aio at a queue depth of 64 (256 KiB
+ * each, page-aligned buffers) write a region's pages straight from the
+ * buffers, every request completed asynchronously (direct_write_async),
+ * io_uring's inline and without an io-wq worker: over never-written pages,
+ * then over their copies (moved, the old slots freed), then with O_DIRECT.
+ * With a page of each block resident, or the checksum on, the requests go
+ * to io-wq and are served synchronously. Every byte reads back right.
+ */
+TEST_F_TIMEOUT(tier, pwrite_async_qd64, 300)
+{
+	size_t len = AQ_DEPTH * AQ_BLOCK, off;
+	struct kvtier_region_create rc = { .size = len };
+	long long a0, d0, used = 0;
+	unsigned char *buf;
+	int round, how, workers, fl;
+
+	buf = aligned_buf(len);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(0, kvt_knob(0, "max_inflight_kb", 4 * len / KiB));
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	for (round = 0; round < 3; round++) {
+		how = round == 1;
+		if (round == 2) {
+			fl = fcntl(self->fd, F_GETFL);
+			ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fl | O_DIRECT));
+		}
+		kvt_fill(buf, len, 0, 180 + round);
+		a0 = kvt_stat(0, "direct_write_async");
+		d0 = kvt_stat(0, "direct_write_pages");
+		ASSERT_EQ(AQ_DEPTH, aq_write_n(how, self->fd, buf, AQ_DEPTH,
+					       &workers));
+		TH_LOG("%s: %lld asynchronous, %lld pages direct, %d io-wq workers, %lld MiB used",
+		       how ? "aio" : "io_uring",
+		       kvt_stat(0, "direct_write_async") - a0,
+		       kvt_stat(0, "direct_write_pages") - d0, workers,
+		       kvt_tier_num(0, "used") / (long long)MiB);
+		ASSERT_EQ(AQ_DEPTH, kvt_stat(0, "direct_write_async") - a0);
+		ASSERT_EQ((long long)(len / PAGE),
+			  kvt_stat(0, "direct_write_pages") - d0);
+		ASSERT_EQ(0, workers);
+		ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+		ASSERT_TRUE(region_has(self->fd, 0, len, 0, 180 + round));
+		ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+		/* Moved, not doubled: each old slot went back. */
+		if (round)
+			ASSERT_EQ(used, kvt_tier_num(0, "used"));
+		used = kvt_tier_num(0, "used");
+	}
+	ASSERT_EQ(0, fcntl(self->fd, F_SETFL, fl));
+
+	/* A page of each block resident: io-wq, right all the same. */
+	for (off = 0; off < len; off += AQ_BLOCK)
+		ASSERT_EQ(0, kvt_pread_page(self->fd, off + PAGE, 182));
+	a0 = kvt_stat(0, "direct_write_async");
+	kvt_fill(buf, len, 0, 183);
+	ASSERT_EQ(AQ_DEPTH, aq_write_n(0, self->fd, buf, AQ_DEPTH, &workers));
+	ASSERT_EQ(a0, kvt_stat(0, "direct_write_async"));
+	TH_LOG("one page of each write resident: %d io-wq workers", workers);
+	ASSERT_LT(0, workers);
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 183));
+
+	/* The checksum on: through the pool, from io-wq. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 1));
+	kvt_fill(buf, len, 0, 184);
+	ASSERT_EQ(AQ_DEPTH, aq_write_n(1, self->fd, buf, AQ_DEPTH, &workers));
+	ASSERT_EQ(a0, kvt_stat(0, "direct_write_async"));
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 184));
+	munmap(buf, len);
+}
+
 /*
  * io_uring reads started inline (IOCB_NOWAIT) into a mapping of another
  * region whose pages are only on the namespace, with max_inflight_kb at

@@ -306,8 +306,8 @@ unsigned char *kvt_map_filled(int *fd, size_t len,
 	return p;
 }
 
-int kvt_aio_preads(int fd, void *buf, size_t block, unsigned int n,
-		   off_t off, long long *res)
+static int kvt_aio_rw(int write, int fd, void *buf, size_t block,
+		      unsigned int n, off_t off, long long *res)
 {
 	struct iocb *cbs = calloc(n, sizeof(*cbs)), **list = calloc(n, sizeof(*list));
 	struct io_event *ev = calloc(n, sizeof(*ev));
@@ -324,7 +324,7 @@ int kvt_aio_preads(int fd, void *buf, size_t block, unsigned int n,
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		cbs[i].aio_lio_opcode = IOCB_CMD_PREAD;
+		cbs[i].aio_lio_opcode = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
 		cbs[i].aio_fildes = fd;
 		cbs[i].aio_buf = (unsigned long)((char *)buf + i * block);
 		cbs[i].aio_nbytes = block;
@@ -376,8 +376,20 @@ static int kvt_threads_named(const char *prefix)
 	return n;
 }
 
-int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
-		     off_t off, long long *res, int *workers)
+int kvt_aio_preads(int fd, void *buf, size_t block, unsigned int n,
+		   off_t off, long long *res)
+{
+	return kvt_aio_rw(0, fd, buf, block, n, off, res);
+}
+
+int kvt_aio_pwrites(int fd, void *buf, size_t block, unsigned int n,
+		    off_t off, long long *res)
+{
+	return kvt_aio_rw(1, fd, buf, block, n, off, res);
+}
+
+static int kvt_uring_rw(int write, int fd, void *buf, size_t block,
+			unsigned int n, off_t off, long long *res, int *workers)
 {
 	struct io_uring_params p = { 0 };
 	unsigned int *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
@@ -420,7 +432,7 @@ int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
 		unsigned int idx = tail & *sq_mask;
 
 		memset(&sqes[idx], 0, sizeof(sqes[idx]));
-		sqes[idx].opcode = IORING_OP_READ;
+		sqes[idx].opcode = write ? IORING_OP_WRITE : IORING_OP_READ;
 		sqes[idx].fd = fd;
 		sqes[idx].addr = (unsigned long)((char *)buf + i * block);
 		sqes[idx].len = block;
@@ -460,6 +472,18 @@ int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
 	munmap(sq, sq_len);
 	close(ring);
 	return ret;
+}
+
+int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
+		     off_t off, long long *res, int *workers)
+{
+	return kvt_uring_rw(0, fd, buf, block, n, off, res, workers);
+}
+
+int kvt_uring_pwrites(int fd, void *buf, size_t block, unsigned int n,
+		      off_t off, long long *res, int *workers)
+{
+	return kvt_uring_rw(1, fd, buf, block, n, off, res, workers);
 }
 
 int kvt_pread_page(int fd, unsigned long long off,

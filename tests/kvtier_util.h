@@ -167,6 +167,11 @@ int kvt_aio_preads(int fd, void *buf, size_t block, unsigned int n,
 		   off_t off, long long *res);
 int kvt_uring_preads(int fd, void *buf, size_t block, unsigned int n,
 		     off_t off, long long *res, int *workers);
+/* The same, writing @buf + i * @block at @off + i * @block. */
+int kvt_aio_pwrites(int fd, void *buf, size_t block, unsigned int n,
+		    off_t off, long long *res);
+int kvt_uring_pwrites(int fd, void *buf, size_t block, unsigned int n,
+		      off_t off, long long *res, int *workers);
 
 /* pread page @off of @fd: 0 (right bytes), -errno, 1 (wrong bytes), 2 (short). */
 int kvt_pread_page(int fd, unsigned long long off,
