@@ -11,7 +11,8 @@
  * Without CUDA one thread moves the units through an io_uring, up to
  * RING_BYTES of them in flight in units of at most RING_UNIT (the module
  * completes page-aligned reads from its direct path without a kernel
- * worker; stores go to io_uring's workers, at most RING_WRITES). Where
+ * worker, and page-aligned writes too with its checksum off; other stores
+ * go to io_uring's workers; at most RING_WRITES stores). Where
  * io_uring cannot be set up (kernel.io_uring_disabled, a seccomp filter,
  * an old kernel) four worker threads move them with pread/pwrite
  * instead, and a ring that fails for good later finishes its units with
@@ -65,11 +66,13 @@
  */
 #define RING_UNIT		(1UL << 20)
 /*
- * Stores in flight on the ring: the module's write path is synchronous
- * (each store holds an io_uring worker until it is done), so more writers
- * than the four workers had only contend for the budget.
+ * Stores in flight on the ring. With the module's checksum off a store is
+ * a direct write, issued inline and completed from its bios; with it on,
+ * the module's write path is synchronous, so each store holds one of
+ * io_uring's workers until it is done, and many such writers only contend
+ * for the budget.
  */
-#define RING_WRITES		4
+#define RING_WRITES		16
 /* A submission refused for want of resources is tried for about 1 s. */
 #define RING_RETRIES		1000
 
@@ -402,13 +405,12 @@ static void ring_prep(struct kvtier_xfer *x, struct job *j, uint64_t u)
 	sqe = io_uring_get_sqe(&r->uring);
 	/* A unit is at most RING_UNIT: it fits the SQE's length. */
 	if (j->dir == DIR_STORE) {
+		/*
+		 * Issued inline: the module starts a direct write there, or
+		 * answers EAGAIN and io_uring hands it to a worker.
+		 */
 		io_uring_prep_write(sqe, x->fd, ru->buf, (unsigned int)ru->len,
 				    ru->off);
-		/*
-		 * The module answers EAGAIN to every write that must not
-		 * block (file.c): straight to io_uring's workers, no try.
-		 */
-		io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 		r->writes++;
 	} else
 		io_uring_prep_read(sqe, x->fd, ru->buf, (unsigned int)ru->len,
