@@ -90,19 +90,20 @@
  *     pages that are not resident, and note each one's slot (or none: a
  *     page never written); then, outside it, give each run of up to 1 MiB
  *     consecutive fresh slots and room for its CRC flags. A resident page
- *     ends the plan; a namespace without a free slot sends the request to
- *     the pool, which asks for room.
+ *     ends the plan; free slots short of the reserve background
+ *     write-back keeps send the request to the pool.
  * W2. Pin the caller's pages of each run into its bio, as a read does.
  * W3. Under the xa_lock, check that each page of the run is still where
- *     the plan found it.
+ *     the plan found it, and that the tier is not fenced.
  * W4. Submit, outside direct_srcu: the bios write only fresh slots, which
  *     nothing names yet; a page's slot is never written in place here.
  * W5. Once every bio completed, under the xa_lock, each page that is still
  *     where the plan found it takes its fresh slot, without a CRC. The
  *     first page that is not (a fault, a pool write or a read made it
- *     resident meanwhile), or a run whose write failed, ends what is
- *     kept: the pool writes that run again, the next direct write the
- *     runs after it. Fresh slots no page took are freed.
+ *     resident meanwhile, or its entry could not be allocated), or a run
+ *     whose write failed, ends what is kept: the pool writes that run
+ *     again, the next direct write the runs after it. Fresh slots no page
+ *     took are freed.
  * W6. The slots the pages taken left are freed after the wait a commit
  *     makes for direct_srcu's readers: a direct read that looked one up
  *     has either finished or will find the page moved.
@@ -117,6 +118,16 @@
  * a mapping made during the write, to a page W5 then takes, is ordered
  * before the write: the page holds the pwrite's bytes. With the checksum
  * on nothing changes under a reader: no slot it may check is rewritten.
+ *
+ * Asynchronous writes (io_uring, aio) that one direct write plans whole
+ * (no page resident, a fresh slot for each) return -EIOCBQUEUED once
+ * their bios are submitted, under IOCB_NOWAIT too (pinned first, then the
+ * in-flight room of all taken at once, as for reads). The last completion
+ * queues kvtier_direct_write_end() on kvtier_direct_wq, which does W5 and
+ * W6, writes the pages not kept through the pool from the pinned buffer,
+ * writes back and flushes as O_DIRECT and O_DSYNC ask, and completes the
+ * request. One that cannot be started whole takes none of its pages and
+ * is served synchronously.
  */
 #include <linux/bio.h>
 #include <linux/completion.h>
@@ -166,7 +177,7 @@ bool kvtier_direct_ok(loff_t pos, const struct iov_iter *to)
 	       !((iov_iter_alignment(to) | pos) & ~PAGE_MASK);
 }
 
-/* The @i-th page the bio of @ur reads into (the caller's, pinned). */
+/* The @i-th page of the bio of @ur (the caller's, pinned). */
 static struct page *kvtier_direct_page(struct kvtier_ubio *ur, unsigned int i)
 {
 	struct bvec_iter_all iter;
@@ -308,8 +319,20 @@ static bool kvtier_direct_still(struct kvtier_direct *d,
 }
 
 /*
- * Step W3: whether each page of @ur still is where the plan found it
- * (@d->old: its slot, or absent).
+ * Is @entry, page @n of direct write @d, still where the plan found it:
+ * absent, or only on the namespace at the slot noted in @d->old?
+ */
+static bool kvtier_direct_same(struct kvtier_direct *d, unsigned int n,
+			       void *entry)
+{
+	if (d->old[n] == KVTIER_NO_SLOT)
+		return !entry;
+	return xa_is_value(entry) && kvt_shadow_slot(entry) == d->old[n];
+}
+
+/*
+ * Step W3: whether each page of @ur still is where the plan found it, on
+ * a tier that still owns its namespace.
  */
 static bool kvtier_direct_unchanged(struct kvtier_direct *d,
 				    struct kvtier_ubio *ur)
@@ -317,15 +340,14 @@ static bool kvtier_direct_unchanged(struct kvtier_direct *d,
 	struct kvtier_region *region = d->region;
 	unsigned int i;
 
+	if (kvtier_fenced(region->tier))
+		return false;
 	xa_lock(&region->pages);
-	for (i = 0; i < ur->nr; i++) {
-		unsigned int n = ur->first + i;
-		void *entry = xa_load(&region->pages, d->index + n);
-
-		if (d->old[n] == KVTIER_NO_SLOT ? !!entry :
-		    !xa_is_value(entry) || kvt_shadow_slot(entry) != d->old[n])
+	for (i = 0; i < ur->nr; i++)
+		if (!kvtier_direct_same(d, ur->first + i,
+					xa_load(&region->pages,
+						d->index + ur->first + i)))
 			break;
-	}
 	xa_unlock(&region->pages);
 	return i == ur->nr;
 }
@@ -373,7 +395,8 @@ static bool kvtier_direct_pin(struct kvtier_direct *d, unsigned int r,
 }
 
 /*
- * Steps 2 to 4, run by run, into the memory @to describes. @d->pending
+ * Steps 2 to 4, run by run, with the memory @to describes (read into, or
+ * written from, with @d->write). @d->pending
  * counts the runs submitted, plus one for the caller; @d->nr_runs becomes
  * their number (0: the first page could not be pinned, or changed). A run
  * pinned only in part is the last.
@@ -540,9 +563,12 @@ out:
  * that are not in the pool (each one's slot in @d->old), in runs of up to
  * BIO_MAX_VECS pages, and give each run consecutive fresh slots (@d->fresh
  * of them from @ur->slot) and its pages room for their CRC flags, outside
- * the xa_lock. A resident page ends the plan; so does a namespace without
- * a free slot, which sets *@full (the pool path asks for room). Returns
- * the pages planned; @d->nr_runs their runs.
+ * the xa_lock. A resident page ends the plan, and so does the namespace's
+ * running out of slots (the next call goes on). Free slots short of the
+ * pages planned plus the reserve background write-back keeps
+ * (kvtier_clean_room()) plan nothing and set *@full: the request goes
+ * through the pool, whose pages of a volatile region keep their slots.
+ * Returns the pages planned; @d->nr_runs their runs.
  */
 static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
 				       unsigned int max, bool *full)
@@ -574,17 +600,18 @@ static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
 	}
 	xa_unlock(&region->pages);
 
-	*full = false;
+	/* The namespace's last free space is the pool's (write-back). */
+	*full = n && !kvtier_clean_room(region->tier, n);
+	if (*full)
+		d->nr_runs = 0;
 	for (r = 0; r < d->nr_runs; r++) {
 		ur = &d->runs[r];
 		if (kvtier_crcs_reserve_range(region, d->index + ur->first,
 					      ur->nr, GFP_KERNEL))
 			break;
 		ur->slot = kvtier_slots_alloc(&region->tier->slots, ur->nr, &got);
-		if (ur->slot == KVTIER_NO_SLOT) {
-			*full = !r;
+		if (ur->slot == KVTIER_NO_SLOT)
 			break;
-		}
 		d->fresh[r] = got;
 		/* A shorter run ends the plan: the next call goes on. */
 		if (got < ur->nr) {
@@ -616,8 +643,7 @@ static unsigned int kvtier_direct_take(struct kvtier_direct *d,
 		pgoff_t index = d->index + n;
 		void *entry = xa_load(&region->pages, index);
 
-		if (d->old[n] == KVTIER_NO_SLOT ? !!entry :
-		    !xa_is_value(entry) || kvt_shadow_slot(entry) != d->old[n])
+		if (!kvtier_direct_same(d, n, entry))
 			break;
 		/* Replacing an entry allocates nothing; a new one may. */
 		if (xa_is_err(__xa_store(&region->pages, index,

@@ -628,9 +628,9 @@ static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
  * (kvtier_write_bounced()), so a source reclaim keeps taking away cannot
  * make it spin. A page written whole is not read back or zero-filled first
  * (kvtier_get_page_blank()). Writing at or past the end: -EFBIG; bound
- * read-only: -EACCES. With the checksum off, whole pages of a region that
- * is not persistent, from page-aligned memory, that are not resident are
- * written straight from the caller's pages instead (direct.c).
+ * read-only: -EACCES. With the checksum off, whole pages of a region
+ * that is not persistent, from page-aligned memory, that are not resident
+ * are written straight from the caller's pages instead (direct.c).
  *
  * O_DIRECT (IOCB_DIRECT) writes through: the pages written reach the
  * namespace and leave the pool before the call returns, as a block
@@ -692,8 +692,10 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 
 			pos += got;
 			done += got;
-			if (got)
+			if (got) {
+				bounced = false;
 				goto next_direct;
+			}
 		}
 		n = min_t(loff_t, n, size - pos);
 		/* Only what can be faulted in: a source cut short is EFAULT. */

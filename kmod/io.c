@@ -434,8 +434,10 @@ int kvtier_io_prepare_user(struct kvtier_ubio *ur, const struct iov_iter *iter,
 	int err;
 
 	iov_iter_truncate(&it, (size_t)ur->nr << PAGE_SHIFT);
+	/* As a block device's O_DIRECT write: a task waits for it. */
 	bio = bio_alloc(tier->backing.kb.bdev, ur->nr,
-			ur->write ? REQ_OP_WRITE : REQ_OP_READ, gfp);
+			ur->write ? REQ_OP_WRITE | REQ_SYNC | REQ_IDLE :
+				    REQ_OP_READ, gfp);
 	if (!bio)
 		return -ENOMEM;
 	bio->bi_iter.bi_sector = slot_to_sector(tier, ur->slot);

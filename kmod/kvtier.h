@@ -48,6 +48,8 @@
  * clean or dirty (in the pool, mapped on demand) -> written back (has a
  * slot on the namespace, clean) -> evicted (only the slot remains; the
  * xarray holds the slot number) -> refaulted (read back from the slot).
+ * A direct write (direct.c) takes a page that is absent or only on the
+ * namespace straight to a fresh slot, never through the pool.
  *
  * Lock order (outermost first; Documentation/kvtier-design.rst has the
  * same list with what each lock is for):
@@ -474,7 +476,8 @@ struct kvtier_pool {
  * @inflight_wait: submitters waiting under max_inflight_kb
  * @direct_srcu: readers are direct reads between checking their slots and
  *               their bios' completion; a commit waits for them before
- *               it frees (and discards) slots (direct.c)
+ *               it frees (and discards) slots, and so does a direct write
+ *               before it frees the slots of the pages it moved (direct.c)
  * @meta_inflight: metadata and lease I/O submitted and not completed
  * @nr_prefetch: regions' WILLNEED prefetches queued or running, at most
  *               KVTIER_PREFETCH_MAX (page.c)
@@ -1083,6 +1086,7 @@ unsigned int kvtier_wb_pair_inflight(const struct kvtier_wb_pair *p);
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict);
 long kvtier_dirty_excess(struct kvtier_tier *tier, unsigned int div);
+bool kvtier_clean_room(struct kvtier_tier *tier, unsigned long nr);
 void kvtier_writeback_background(struct work_struct *work);
 
 /* direct.c: pread and pwrite between the caller's memory and the namespace */
@@ -1109,7 +1113,7 @@ int kvtier_io_read(struct kvtier_tier *tier, struct kvtier_page **kps,
  * @bio: set when prepared
  * @slot: first slot; the pages are at consecutive slots
  * @nr: pages asked for; once prepared, pages to move
- * @first: its first page, counted from the direct read's first
+ * @first: its first page, counted from the direct read's or write's first
  * @err: its status, once completed
  * @write: a direct write: from the caller's pages to the slots
  * @verify: queue @work when the read succeeded (its CRCs, direct.c)

@@ -454,8 +454,11 @@ kvtier_clean_pick(struct kvtier_tier *tier, struct kvtier_region **tried,
 	return best;
 }
 
-/* Free slots beyond the reserve, for @nr more pages? */
-static bool kvtier_clean_room(struct kvtier_tier *tier, unsigned long nr)
+/*
+ * Free slots beyond the reserve, for @nr more pages? Background write-back
+ * and direct writes (direct.c), which may wait, never take the reserve.
+ */
+bool kvtier_clean_room(struct kvtier_tier *tier, unsigned long nr)
 {
 	unsigned long total = READ_ONCE(tier->slots.nr);
 	unsigned long used = READ_ONCE(tier->slots.used);
