@@ -638,9 +638,9 @@ static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
  * a direct write, the bytes go through pool pages: a CRC32C computed on
  * the caller's buffer would not be that of what the device reads from it
  * if the caller (another thread) changed it during the DMA, and a page
- * copied under its lock is stable. O_DSYNC (IOCB_DSYNC, also O_SYNC, RWF_DSYNC) makes the
- * write durable before it returns, as fdatasync() of the range after it
- * would. Either fails the call with the write-back's error although the
+ * copied under its lock is stable. O_DSYNC (IOCB_DSYNC, also O_SYNC,
+ * RWF_DSYNC) makes the write durable before it returns, as fdatasync() of
+ * the range after it would. Either fails the call with the write-back's error although the
  * bytes were copied (as generic_write_sync() does).
  */
 static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)

@@ -421,8 +421,8 @@ static void kvtier_ubio_end_io(struct bio *bio)
  * becomes that. Pinning may fault, so the caller holds no lock of the
  * tier. @gfp: GFP_KERNEL for the first bio of a read or write, GFP_NOWAIT
  * for the others (it holds its bios until it is checked: it must not wait
- * for the bio pool while it does). Returns 0, or -EFAULT when no page could be
- * pinned or another error of the pinning, -ENOMEM.
+ * for the bio pool while it does). Returns 0, or -EFAULT when no page
+ * could be pinned or another error of the pinning, -ENOMEM.
  */
 int kvtier_io_prepare_user(struct kvtier_ubio *ur, const struct iov_iter *iter,
 			   gfp_t gfp)

@@ -456,7 +456,8 @@ kvtier_clean_pick(struct kvtier_tier *tier, struct kvtier_region **tried,
 
 /*
  * Free slots beyond the reserve, for @nr more pages? Background write-back
- * and direct writes (direct.c), which may wait, never take the reserve.
+ * and direct writes (direct.c) never take the reserve: it is kept for the
+ * writes that must happen (eviction, fsync).
  */
 bool kvtier_clean_room(struct kvtier_tier *tier, unsigned long nr)
 {
