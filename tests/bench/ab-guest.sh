@@ -103,7 +103,7 @@ run() {
 		churn) set -- --ratio 2 --nseq 8 --tokens 128 churn ;;
 		pwrite | pwrite-direct | pread)
 			set -- --restore-mb "$restore_mb" --chunk-kb 4096 "$w" ;;
-		pread-uring)
+		pread-uring | pwrite-uring)
 			# Four times pread's bytes: 32 requests in flight need
 			# more than one batch to reach a steady state.
 			set -- --restore-mb $((restore_mb * 4)) --chunk-kb 1024 --qd 32 "$w" ;;

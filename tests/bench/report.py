@@ -40,7 +40,7 @@ COLD = ("restore", "pread", "pread-uring", "restore-mmap", "restore-pread",
 # Each kvtier workload's raw-namespace shape in the same boot: restore
 # touches 64 KiB at a time in order; pread and pwrite (with its fsync;
 # pwrite-direct: O_DIRECT) move 4 MiB per call; pread-uring keeps 32 reads
-# of 1 MiB in flight;
+# of 1 MiB in flight, pwrite-uring 32 writes (and ends with an fsync);
 # write-back is judged against the best sequential write at depth.
 SHAPE = {
     "restore": "fio-read-64k-qd1",
@@ -48,6 +48,7 @@ SHAPE = {
     "pread-uring": "fio-read-1M-qd32",
     "pwrite": "fio-write-4M-qd1",
     "pwrite-direct": "fio-write-4M-qd1",
+    "pwrite-uring": "fio-write-1M-qd32",
     "writeback": "fio-write-1M-qd32",
 }
 
@@ -193,7 +194,9 @@ def ab_table(rows):
             "writeback": max([g for n, g in fio.items() if "-write-" in n] or [0]),
             "pread": fio.get("fio-read-1M-qd1") or 0,
             "pwrite": fio.get("fio-write-1M-qd1") or 0,
-            "pwrite-direct": fio.get("fio-write-1M-qd1") or 0}
+            "pwrite-direct": fio.get("fio-write-1M-qd1") or 0,
+            "pread-uring": fio.get("fio-read-1M-qd32") or 0,
+            "pwrite-uring": fio.get("fio-write-1M-qd32") or 0}
     print("%-10s %-13s %9s %9s %9s %9s %9s %9s" % (
         "module", "workload", "GB/s", "vs fio", "p50 us", "p99 us",
         "majflt", "read MiB"))
@@ -209,7 +212,8 @@ def ab_table(rows):
             "  REJECTED: " + warm(r) if warm(r) else ""))
         if not warm(r):
             mean.setdefault((m, w), []).append(g)
-    for w in ("restore", "writeback", "pwrite", "pwrite-direct", "pread"):
+    for w in ("restore", "writeback", "pwrite", "pwrite-direct", "pread",
+              "pread-uring", "pwrite-uring"):
         a, b = mean.get(("A", w)), mean.get(("B", w))
         if a and b:
             ma, mb = sum(a) / len(a), sum(b) / len(b)

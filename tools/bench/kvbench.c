@@ -106,7 +106,7 @@ static struct {
 	const char *cdf;	/* append latency quantiles here */
 	char name[KVTIER_NAME_MAX];	/* reuse: the persistent region */
 	size_t chunk;		/* reuse, pwrite, pread: bytes per call */
-	unsigned int qd;	/* pread-uring: requests in flight */
+	unsigned int qd;	/* pread-uring, pwrite-uring: requests in flight */
 	const char *note;	/* reuse: appended to the note column */
 } opt = {
 	.system = "",
@@ -706,38 +706,6 @@ static char *xbuf(size_t len)
 	return buf;
 }
 
-/*
- * The explicit path, written: opt.restore bytes (budget / 2) by pwrite in
- * opt.chunk pieces from a user buffer, then fsync; both timed (one sample
- * per chunk, the fsync in the total). With @direct (pwrite-direct), the
- * file is O_DIRECT: each call writes its chunk through.
- */
-static void wl_pwrite(int direct)
-{
-	size_t len = (opt.restore ? opt.restore : opt.budget / 2) / PAGE * PAGE;
-	char *buf = xbuf(len);
-	struct run r;
-	struct map m;
-
-	run_begin(&r, direct ? "pwrite-direct" : "pwrite");
-	r.region = len;
-	r.nseq = 1;
-	r.ratio = (double)len / (double)opt.budget;
-	map_new(&m, len);
-	if (direct && fcntl(m.fd, F_SETFL, fcntl(m.fd, F_GETFL) | O_DIRECT))
-		die("O_DIRECT: %s", strerror(errno));
-	xfill(buf, len, 0, 1);
-	run_start(&r);
-	xio(m.fd, buf, len, &r, 1);
-	map_sync(&m);
-	r.bytes = len;
-	snprintf(r.note, sizeof(r.note), "pwrite %zu KiB chunks%s + fsync",
-		 opt.chunk >> 10, direct ? " O_DIRECT" : "");
-	run_end(&r);
-	map_free(&m);
-	munmap(buf, len);
-}
-
 /* An io_uring instance's rings, mapped by hand (no liburing needed). */
 struct uring {
 	int fd;
@@ -785,14 +753,18 @@ static void uring_init(struct uring *q, unsigned int entries)
 	q->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
 }
 
-/* Queue a read of @n bytes at @off of @fd into @buf (submitted later). */
-static void uring_read(struct uring *q, int fd, char *buf, size_t n, size_t off)
+/*
+ * Queue a read (a write, with @write) of @n bytes at @off of @fd into (from)
+ * @buf, submitted later.
+ */
+static void uring_rw(struct uring *q, int write, int fd, char *buf, size_t n,
+		     size_t off)
 {
 	unsigned int tail = *q->sq_tail, idx = tail & *q->sq_mask;
 	struct io_uring_sqe *sqe = &q->sqes[idx];
 
 	memset(sqe, 0, sizeof(*sqe));
-	sqe->opcode = IORING_OP_READ;
+	sqe->opcode = write ? IORING_OP_WRITE : IORING_OP_READ;
 	sqe->fd = fd;
 	sqe->addr = (uintptr_t)buf;
 	sqe->len = (unsigned int)n;
@@ -803,10 +775,10 @@ static void uring_read(struct uring *q, int fd, char *buf, size_t n, size_t off)
 }
 
 /*
- * Submit the @submit reads queued, all of them (io_uring_enter() may take
- * fewer than asked, and a completion already in the ring must not stop
- * the submission: the reads left in the ring would never be issued), then
- * wait for one completion; its result.
+ * Submit the @submit requests queued, all of them (io_uring_enter() may
+ * take fewer than asked, and a completion already in the ring must not
+ * stop the submission: the requests left in the ring would never be
+ * issued), then wait for one completion; its result.
  */
 static int uring_reap(struct uring *q, unsigned int submit)
 {
@@ -819,7 +791,7 @@ static int uring_reap(struct uring *q, unsigned int submit)
 		if (ret < 0 && errno != EINTR && errno != EAGAIN)
 			die("io_uring_enter: %s", strerror(errno));
 		if (!ret)
-			die("io_uring_enter: none of %u reads submitted", submit);
+			die("io_uring_enter: none of %u requests submitted", submit);
 		if (ret > 0)
 			submit -= (unsigned int)ret;
 	}
@@ -833,16 +805,17 @@ static int uring_reap(struct uring *q, unsigned int submit)
 	}
 	res = q->cqes[head & *q->cq_mask].res;
 	if (res != (int)q->cqes[head & *q->cq_mask].user_data)
-		die("io_uring read: %s", res < 0 ? strerror(-res) : "short");
+		die("io_uring request: %s", res < 0 ? strerror(-res) : "short");
 	__atomic_store_n(q->cq_head, head + 1, __ATOMIC_RELEASE);
 	return res;
 }
 
 /*
- * pread [0, len) of @fd into @buf through io_uring, opt.chunk a request,
- * opt.qd of them in flight from this one thread.
+ * pread (pwrite, with @write) [0, len) of @fd into (from) @buf through
+ * io_uring, opt.chunk a request, opt.qd of them in flight from this one
+ * thread.
  */
-static void xio_uring(int fd, char *buf, size_t len)
+static void xio_uring(int fd, char *buf, size_t len, int write)
 {
 	unsigned int inflight = 0, queued = 0;
 	struct uring q;
@@ -853,7 +826,7 @@ static void xio_uring(int fd, char *buf, size_t len)
 		while (off < len && inflight < opt.qd) {
 			size_t n = len - off < opt.chunk ? len - off : opt.chunk;
 
-			uring_read(&q, fd, buf + off, n, off);
+			uring_rw(&q, write, fd, buf + off, n, off);
 			off += n;
 			inflight++;
 			queued++;
@@ -863,6 +836,51 @@ static void xio_uring(int fd, char *buf, size_t len)
 		inflight--;
 	}
 	close(q.fd);
+}
+
+/*
+ * The explicit path, written: opt.restore bytes (budget / 2) by pwrite in
+ * opt.chunk pieces from a user buffer, then fsync; both timed (one sample
+ * per chunk, the fsync in the total). PW_DIRECT (pwrite-direct): the file
+ * is O_DIRECT, each call writes its chunk through. PW_URING (pwrite-uring):
+ * io_uring writes, opt.qd in flight from this thread, then fsync.
+ */
+enum { PW_PLAIN, PW_DIRECT, PW_URING };
+
+static void wl_pwrite(int how)
+{
+	static const char *const names[] = { "pwrite", "pwrite-direct",
+					     "pwrite-uring" };
+	size_t len = (opt.restore ? opt.restore : opt.budget / 2) / PAGE * PAGE;
+	char *buf = xbuf(len);
+	struct run r;
+	struct map m;
+
+	run_begin(&r, names[how]);
+	r.region = len;
+	r.nseq = 1;
+	r.ratio = (double)len / (double)opt.budget;
+	map_new(&m, len);
+	if (how == PW_DIRECT &&
+	    fcntl(m.fd, F_SETFL, fcntl(m.fd, F_GETFL) | O_DIRECT))
+		die("O_DIRECT: %s", strerror(errno));
+	xfill(buf, len, 0, 1);
+	run_start(&r);
+	if (how == PW_URING)
+		xio_uring(m.fd, buf, len, 1);
+	else
+		xio(m.fd, buf, len, &r, 1);
+	map_sync(&m);
+	r.bytes = len;
+	if (how == PW_URING)
+		snprintf(r.note, sizeof(r.note), "io_uring writes of %zu KiB, %u in flight, + fsync",
+			 opt.chunk >> 10, opt.qd);
+	else
+		snprintf(r.note, sizeof(r.note), "pwrite %zu KiB chunks%s + fsync",
+			 opt.chunk >> 10, how == PW_DIRECT ? " O_DIRECT" : "");
+	run_end(&r);
+	map_free(&m);
+	munmap(buf, len);
 }
 
 /*
@@ -892,7 +910,7 @@ static void wl_pread(int uring)
 	memset(buf, 0, len);
 	run_start(&r);
 	if (uring)
-		xio_uring(m.fd, buf, len);
+		xio_uring(m.fd, buf, len, 0);
 	else
 		xio(m.fd, buf, len, &r, 0);
 	r.bytes = len;
@@ -1529,7 +1547,7 @@ static void usage(void)
 "usage: kvbench --target kvtier:/dev/kvtierN|anon|file:PATH [options] WORKLOAD...\n"
 "       kvbench --header\n"
 "workloads: restore decode churn writeback hot pwrite pwrite-direct pread\n"
-"           pread-uring all\n"
+"           pread-uring pwrite-uring all\n"
 "  kvtier only, one persistent region across a module reload:\n"
 "           persist drop restore-mmap restore-pread restore-fault unlink\n"
 "  --model NAME        llama-3.1-8b (default) or llama-70b\n"
@@ -1550,7 +1568,7 @@ static void usage(void)
 "  --seed N            also the reuse pattern's seed\n"
 "  --name NAME         reuse: the persistent region's name (kvbench-reuse)\n"
 "  --chunk-kb N        reuse, pwrite(-direct), pread: chunk of each call (1024)\n"
-"  --qd N              pread-uring: requests in flight (32)\n"
+"  --qd N              pread-uring, pwrite-uring: requests in flight (32)\n"
 "  --note TEXT         reuse: appended to the note column\n"
 "  --dev NAME          the namespace in /sys/block (nvme0n1): its reads,\n"
 "                      writes and queue time go to the dev_* columns\n");
@@ -1678,9 +1696,11 @@ int main(int argc, char **argv)
 		else if (!strcmp(w, "hot"))
 			wl_hot();
 		else if (!strcmp(w, "pwrite"))
-			wl_pwrite(0);
+			wl_pwrite(PW_PLAIN);
 		else if (!strcmp(w, "pwrite-direct"))
-			wl_pwrite(1);
+			wl_pwrite(PW_DIRECT);
+		else if (!strcmp(w, "pwrite-uring"))
+			wl_pwrite(PW_URING);
 		else if (!strcmp(w, "pread"))
 			wl_pread(0);
 		else if (!strcmp(w, "pread-uring"))
