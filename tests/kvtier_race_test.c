@@ -96,7 +96,8 @@
  * - direct_write_frees_slot_after_reads: the same race with a direct
  *   write (checksum off) moving the page instead of a commit: the slot it
  *   left is freed only after the delayed direct read of it, so region B,
- *   written into every free slot next, never reaches the reader.
+ *   written into every free slot next, never reaches the reader; then a
+ *   pwrite that would take the reserve left for the pool goes through it.
  *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
@@ -1282,7 +1283,28 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 	ASSERT_EQ((ssize_t)PAGE, pread(r.fd, r.buf, PAGE, RS_PAGE));
 	ASSERT_EQ(-1, kvt_check(r.buf, PAGE, RS_PAGE, 92));
 	ASSERT_EQ(-1, check_fd(fb, room * PAGE, 93));
+
 	close(fb);
+
+	/*
+	 * B's slots back: one page plus the reserve free. Two pages would
+	 * take the reserve: an aligned pwrite of them goes through the pool,
+	 * whose write-back keeps their slots.
+	 */
+	ASSERT_EQ(room, rs_free_pages());
+	free(page);
+	ASSERT_EQ(0, posix_memalign((void **)&page, PAGE, 2 * PAGE));
+	d0 = kvt_stat(0, "direct_write_pages");
+	kvt_fill(page, 2 * PAGE, 7 * PAGE, 94);
+	ASSERT_EQ((ssize_t)(2 * PAGE), pwrite(r.fd, page, 2 * PAGE, 7 * PAGE));
+	ASSERT_EQ(d0, kvt_stat(0, "direct_write_pages"));
+	ASSERT_EQ(2, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ(0, fsync(r.fd));
+	ASSERT_EQ(0, posix_fadvise(r.fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(room, rs_free_pages());
+	memset(page, 0, 2 * PAGE);
+	ASSERT_EQ((ssize_t)(2 * PAGE), pread(r.fd, page, 2 * PAGE, 7 * PAGE));
+	ASSERT_EQ(-1, kvt_check(page, 2 * PAGE, 7 * PAGE, 94));
 	close(r.fd);
 	free(page);
 	free(r.buf);
