@@ -783,13 +783,15 @@ ssize_t kvtier_direct_write(struct kvtier_region *region, pgoff_t index,
 }
 
 /*
- * The pages of an asynchronous direct write @d from @from on were not
- * kept: write each through the pool from the caller's pinned page, as the
- * synchronous path's loop would (file.c). Returns the pages written,
- * stopping at the first error, which *@err gets.
+ * The pages of an asynchronous direct read or write @d from @from on were
+ * not kept (a read's failed a check): move each through the pool, between
+ * its pool page and the caller's pinned one. A read reads it there (which
+ * reads and checks once more) and copies it out; a write copies it in and
+ * marks it dirty, as the synchronous path's loop would (file.c). Returns
+ * the pages moved, stopping at the first error, which *@err gets.
  */
-static unsigned int kvtier_direct_refill(struct kvtier_direct *d,
-					 unsigned int from, int *err)
+static unsigned int kvtier_direct_pool(struct kvtier_direct *d,
+				       unsigned int from, int *err)
 {
 	struct kvtier_tier *tier = d->region->tier;
 	unsigned int r, i, n = 0;
@@ -798,24 +800,29 @@ static unsigned int kvtier_direct_refill(struct kvtier_direct *d,
 		struct kvtier_ubio *ur = &d->runs[r];
 
 		for (i = 0; i < ur->nr; i++) {
-			struct page *src = kvtier_direct_page(ur, i);
+			struct page *user = kvtier_direct_page(ur, i);
+			pgoff_t index = d->index + ur->first + i;
 			struct kvtier_page *kp;
 			enum kvtier_get how;
 
 			if (ur->first + i < from)
 				continue;
-			kp = kvtier_get_page_blank(d->region,
-						   d->index + ur->first + i, &how);
+			kp = d->write ? kvtier_get_page_blank(d->region, index, &how) :
+					kvtier_get_page(d->region, index, &how);
 			if (IS_ERR(kp)) {
 				*err = PTR_ERR(kp);
 				return n;
 			}
-			/* @src may be this very page (a mapping of it). */
-			if (src != kp->page)
-				copy_highpage(kp->page, src);
-			/* Written whole: a blank page is kept. */
-			if (how != KVT_GET_BLANK ||
-			    kvtier_page_blank_end(kp, PAGE_SIZE)) {
+			/* @user may be this very page (a mapping of it). */
+			if (user != kp->page && d->write)
+				copy_highpage(kp->page, user);
+			else if (user != kp->page)
+				copy_highpage(user, kp->page);
+			/* A write fills it whole: a blank page is kept. */
+			if (!d->write) {
+				unlock_page(kp->page);
+			} else if (how != KVT_GET_BLANK ||
+				   kvtier_page_blank_end(kp, PAGE_SIZE)) {
 				kvtier_pool_mark_dirty(tier, kp);
 				unlock_page(kp->page);
 			}
@@ -847,7 +854,7 @@ static void kvtier_direct_write_end(struct work_struct *work)
 	kept = kvtier_direct_install(d);
 	kvtier_direct_free_old(d, kept);
 	if (kept < all)
-		kept += kvtier_direct_refill(d, kept, &err);
+		kept += kvtier_direct_pool(d, kept, &err);
 	kvtier_direct_release(d);
 	ret = kept ? (long)kept << PAGE_SHIFT : err;
 	if (ret > 0 && iocb->ki_flags & (IOCB_DIRECT | IOCB_DSYNC)) {
@@ -932,44 +939,6 @@ out:
 }
 
 /*
- * The pages of @d from @from on failed a check: read each through the
- * pool (which reads and checks once more) and copy it into the caller's
- * pinned page. Returns the pages filled, stopping at the first error,
- * which *@err gets.
- */
-static unsigned int kvtier_direct_fill(struct kvtier_direct *d,
-				       unsigned int from, int *err)
-{
-	unsigned int r, i, n = 0;
-
-	for (r = 0; r < d->nr_runs; r++) {
-		struct kvtier_ubio *ur = &d->runs[r];
-
-		for (i = 0; i < ur->nr; i++) {
-			struct page *dst = kvtier_direct_page(ur, i);
-			struct kvtier_page *kp;
-			enum kvtier_get how;
-
-			if (ur->first + i < from)
-				continue;
-			kp = kvtier_get_page(d->region, d->index + ur->first + i,
-					     &how);
-			if (IS_ERR(kp)) {
-				*err = PTR_ERR(kp);
-				return n;
-			}
-			/* @dst may be this very page (a mapping of it). */
-			if (dst != kp->page)
-				copy_highpage(dst, kp->page);
-			unlock_page(kp->page);
-			put_page(kp->page);
-			n++;
-		}
-	}
-	return n;
-}
-
-/*
  * The last bio of an asynchronous direct read completed: check, read what
  * failed through the pool, unpin, and complete the request, last: that
  * may drop the file, and with it the region and the tier.
@@ -986,7 +955,7 @@ static void kvtier_direct_end(struct work_struct *work)
 
 	kept = kvtier_direct_check(d);
 	if (kept < all)
-		kept += kvtier_direct_fill(d, kept, &err);
+		kept += kvtier_direct_pool(d, kept, &err);
 	kvtier_direct_release(d);
 	kvtier_region_put(d->region);
 	kfree(d);
