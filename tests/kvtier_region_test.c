@@ -681,24 +681,35 @@ TEST_F_TIMEOUT(tier, pread_direct_into_kvtier_mapping, 300)
 #define AQ_BLOCK	(256 * KiB)	/* a quarter of the 4 MiB budget at most */
 
 /*
- * How many of @n reads of AQ_BLOCK from 0 through @how (1: aio) read
- * AQ_BLOCK, or -errno; io_uring's io-wq workers in *@workers.
+ * How many of @n reads (@write: writes) of AQ_BLOCK from 0 through @how
+ * (1: aio) moved AQ_BLOCK, or -errno; io_uring's io-wq workers in
+ * *@workers.
  */
-static int aq_read_n(int how, int fd, unsigned char *buf, unsigned int n,
-		     int *workers)
+static int aq_rw_n(int write, int how, int fd, unsigned char *buf,
+		   unsigned int n, int *workers)
 {
 	long long res[AQ_DEPTH];
 	int good = 0, ret;
 	unsigned int i;
 
 	*workers = 0;
-	ret = how ? kvt_aio_preads(fd, buf, AQ_BLOCK, n, 0, res) :
-		    kvt_uring_preads(fd, buf, AQ_BLOCK, n, 0, res, workers);
+	if (write)
+		ret = how ? kvt_aio_pwrites(fd, buf, AQ_BLOCK, n, 0, res) :
+			    kvt_uring_pwrites(fd, buf, AQ_BLOCK, n, 0, res, workers);
+	else
+		ret = how ? kvt_aio_preads(fd, buf, AQ_BLOCK, n, 0, res) :
+			    kvt_uring_preads(fd, buf, AQ_BLOCK, n, 0, res, workers);
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++)
 		good += res[i] == (long long)AQ_BLOCK;
 	return good;
+}
+
+static int aq_read_n(int how, int fd, unsigned char *buf, unsigned int n,
+		     int *workers)
+{
+	return aq_rw_n(0, how, fd, buf, n, workers);
 }
 
 static int aq_read(int how, int fd, unsigned char *buf, int *workers)
@@ -796,18 +807,7 @@ TEST_F_TIMEOUT(tier, pread_async_qd64, 300)
 static int aq_write_n(int how, int fd, unsigned char *buf, unsigned int n,
 		      int *workers)
 {
-	long long res[AQ_DEPTH];
-	int good = 0, ret;
-	unsigned int i;
-
-	*workers = 0;
-	ret = how ? kvt_aio_pwrites(fd, buf, AQ_BLOCK, n, 0, res) :
-		    kvt_uring_pwrites(fd, buf, AQ_BLOCK, n, 0, res, workers);
-	if (ret)
-		return ret;
-	for (i = 0; i < n; i++)
-		good += res[i] == (long long)AQ_BLOCK;
-	return good;
+	return aq_rw_n(1, how, fd, buf, n, workers);
 }
 
 /*
