@@ -873,6 +873,39 @@ static void kvtier_direct_write_end(struct work_struct *work)
 	iocb->ki_complete(iocb, ret);
 }
 
+/*
+ * Start the @d->nr_runs runs planned for the @pages of asynchronous
+ * request @iocb from @it, to complete through @end, a work on
+ * kvtier_direct_wq. True when they all went out and cover the request:
+ * it is queued (counted in @stat), and @d is no longer the caller's.
+ * False once the runs that did go out completed (@d->nr_runs of them):
+ * the caller undoes them and serves the request synchronously.
+ */
+static bool kvtier_direct_queue(struct kvtier_direct *d, struct kiocb *iocb,
+				const struct iov_iter *it, unsigned int pages,
+				work_func_t end, enum kvtier_stat stat)
+{
+	struct kvtier_tier *tier = d->region->tier;
+	unsigned int runs = d->nr_runs, started;
+
+	d->iocb = iocb;
+	INIT_WORK(&d->end_work, end);
+	started = iocb->ki_flags & IOCB_NOWAIT ? kvtier_direct_start_nowait(d, it) :
+						 kvtier_direct_start(d, it);
+	if (started == runs &&
+	    d->runs[runs - 1].first + d->runs[runs - 1].nr == pages) {
+		kvtier_count(tier, stat, 1);
+		if (atomic_dec_and_test(&d->pending))
+			kvtier_direct_ended(&d->runs[0]);
+		return true;
+	}
+	/* Not all of it could be pinned, or a page changed since the plan. */
+	d->iocb = NULL;
+	if (!atomic_dec_and_test(&d->pending))
+		wait_for_completion_io(&d->done);
+	return false;
+}
+
 /**
  * kvtier_direct_write_async - start an asynchronous direct write
  * @region: the file's region, as for kvtier_direct_write()
@@ -888,7 +921,7 @@ ssize_t kvtier_direct_write_async(struct kvtier_region *region,
 				  struct kiocb *iocb, struct iov_iter *from)
 {
 	pgoff_t index = iocb->ki_pos >> PAGE_SHIFT;
-	unsigned int pages = iov_iter_count(from) >> PAGE_SHIFT, runs, started;
+	unsigned int pages = iov_iter_count(from) >> PAGE_SHIFT, runs;
 	struct kvtier_direct *d;
 	void *entry;
 	bool full;
@@ -910,25 +943,10 @@ ssize_t kvtier_direct_write_async(struct kvtier_region *region,
 		goto out;
 	}
 	runs = d->nr_runs;
-	d->iocb = iocb;
-	INIT_WORK(&d->end_work, kvtier_direct_write_end);
-	started = iocb->ki_flags & IOCB_NOWAIT ? kvtier_direct_start_nowait(d, from) :
-						 kvtier_direct_start(d, from);
-	if (started == runs &&
-	    d->runs[runs - 1].first + d->runs[runs - 1].nr == pages) {
-		kvtier_count(region->tier, KVT_STAT_DIRECT_WRITE_ASYNC, 1);
-		if (atomic_dec_and_test(&d->pending))
-			kvtier_direct_ended(&d->runs[0]);
+	if (kvtier_direct_queue(d, iocb, from, pages, kvtier_direct_write_end,
+				KVT_STAT_DIRECT_WRITE_ASYNC))
 		return -EIOCBQUEUED;
-	}
-	/*
-	 * Not all of it could be pinned, or a page changed since the plan:
-	 * wait for the runs that went out, take none of their pages, and
-	 * let the caller do it all synchronously.
-	 */
-	d->iocb = NULL;
-	if (!atomic_dec_and_test(&d->pending))
-		wait_for_completion_io(&d->done);
+	/* Take none of the pages written: all of it synchronously. */
 	kvtier_direct_release(d);
 	kvtier_direct_unplan(d, 0, runs);
 	kvtier_region_put(region);
@@ -980,7 +998,7 @@ ssize_t kvtier_direct_read_async(struct kvtier_region *region,
 {
 	pgoff_t index = iocb->ki_pos >> PAGE_SHIFT;
 	size_t count = iov_iter_count(to);
-	unsigned int pages = count >> PAGE_SHIFT, runs, started;
+	unsigned int pages = count >> PAGE_SHIFT, runs;
 	struct kvtier_direct *d;
 
 	if (!pages || kvtier_direct_max(region->tier, pages) != pages ||
@@ -994,25 +1012,10 @@ ssize_t kvtier_direct_read_async(struct kvtier_region *region,
 		kfree(d);
 		return -EAGAIN;
 	}
-	d->iocb = iocb;
-	INIT_WORK(&d->end_work, kvtier_direct_end);
-	started = iocb->ki_flags & IOCB_NOWAIT ? kvtier_direct_start_nowait(d, to) :
-						 kvtier_direct_start(d, to);
-	if (started == runs &&
-	    d->runs[runs - 1].first + d->runs[runs - 1].nr == pages) {
-		kvtier_count(region->tier, KVT_STAT_DIRECT_ASYNC, 1);
-		if (atomic_dec_and_test(&d->pending))
-			kvtier_direct_ended(&d->runs[0]);
+	if (kvtier_direct_queue(d, iocb, to, pages, kvtier_direct_end,
+				KVT_STAT_DIRECT_ASYNC))
 		return -EIOCBQUEUED;
-	}
-	/*
-	 * Not all of it could be pinned, or a page changed since the lookup:
-	 * wait for the runs that went out, and let the caller do it all
-	 * synchronously.
-	 */
-	d->iocb = NULL;
-	if (!atomic_dec_and_test(&d->pending))
-		wait_for_completion_io(&d->done);
+	/* Drop what was read: all of it synchronously. */
 	kvtier_direct_settle(d);
 	kvtier_direct_release(d);
 	kvtier_region_put(region);
