@@ -1129,6 +1129,23 @@ static void *rs_reader(void *p)
 	return NULL;
 }
 
+/*
+ * The first RS_NS of NS1 as the dm device: linear, or with reads delayed
+ * by @delay_ms (writes and flushes are not).
+ */
+static int rs_table(int delay_ms)
+{
+	const char *ns = kvt_ns("KVTIER_NS1");
+	char t[256];
+
+	if (delay_ms)
+		snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 0\n",
+			 RS_NS / 512, ns, delay_ms, ns);
+	else
+		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", RS_NS / 512, ns);
+	return table(t);
+}
+
 /* The tier's free data space, in pages. */
 static long long rs_free_pages(void)
 {
@@ -1140,7 +1157,6 @@ TEST_F_TIMEOUT(race, direct_read_of_reused_slot, 300)
 	struct rs_read r = { 0 };
 	long long pages, d0, r0, t0;
 	unsigned char *page;
-	char t[256];
 	pthread_t th;
 	int crc, fb;
 
@@ -1151,9 +1167,7 @@ TEST_F_TIMEOUT(race, direct_read_of_reused_slot, 300)
 	for (crc = 0; crc <= 1; crc++) {
 		/* A small namespace: region A takes all of it but one slot. */
 		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", RS_NS / 512,
-			 kvt_ns("KVTIER_NS1"));
-		ASSERT_EQ(0, table(t));
+		ASSERT_EQ(0, rs_table(0));
 		ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
 		ASSERT_EQ(0, kvt_knob(0, "checksum", crc));
 		pages = rs_free_pages() - 1;
@@ -1165,10 +1179,7 @@ TEST_F_TIMEOUT(race, direct_read_of_reused_slot, 300)
 		r.fd = kvt_tier_open(0, O_RDWR);
 		ASSERT_GE(r.fd, 0);
 		ASSERT_EQ(0, kvt_bind_name(r.fd, "rs-a", 0, 0, 0));
-		snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 0\n",
-			 RS_NS / 512, kvt_ns("KVTIER_NS1"), RS_DELAY_MS,
-			 kvt_ns("KVTIER_NS1"));
-		ASSERT_EQ(0, table(t));
+		ASSERT_EQ(0, rs_table(RS_DELAY_MS));
 		d0 = kvt_stat(0, "direct_read_pages");
 		r0 = kvt_stat(0, "direct_read_retries");
 		ASSERT_EQ(0, pthread_create(&th, NULL, rs_reader, &r));
@@ -1224,7 +1235,6 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 	struct rs_read r = { 0 };
 	long long pages, room, d0, t0;
 	unsigned char *page;
-	char t[256];
 	pthread_t th;
 	int fb;
 
@@ -1233,9 +1243,7 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 	ASSERT_EQ(0, posix_memalign((void **)&r.buf, PAGE, PAGE));
 	ASSERT_EQ(0, posix_memalign((void **)&page, PAGE, PAGE));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	snprintf(t, sizeof(t), "0 %llu linear %s 0\n", RS_NS / 512,
-		 kvt_ns("KVTIER_NS1"));
-	ASSERT_EQ(0, table(t));
+	ASSERT_EQ(0, rs_table(0));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
 	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
 	/*
@@ -1251,10 +1259,7 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 	ASSERT_EQ(room, rs_free_pages());
 
 	/* Reads now take RS_DELAY_MS; writes do not. */
-	snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 0\n",
-		 RS_NS / 512, kvt_ns("KVTIER_NS1"), RS_DELAY_MS,
-		 kvt_ns("KVTIER_NS1"));
-	ASSERT_EQ(0, table(t));
+	ASSERT_EQ(0, rs_table(RS_DELAY_MS));
 	d0 = kvt_stat(0, "direct_write_pages");
 	ASSERT_EQ(0, pthread_create(&th, NULL, rs_reader, &r));
 	usleep(RS_DELAY_MS * 1000 / 4);
