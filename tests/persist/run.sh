@@ -200,7 +200,35 @@ test_reboot() {
 
 # --- apply -------------------------------------------------------------------
 
+# apply_moddep: the module index of the guest's kernel with kvtier.ko in
+# updates/, made here by depmod -b on a hard-linked copy of its module tree
+# (depmod writes new files and renames them over the old, so the cache's
+# own index is left alone); guest.sh copies $o/moddep/modules.*
+# over its overlay instead of running depmod -a, which reads every module
+# of the kernel and takes a minute in TCG.
+apply_moddep() {
+	local mods=$build/cache/$kver/root/lib/modules/$kver root=$o/moddep-root f
+	[[ -n ${KVTIER_VM_KERNEL_ROOT:-} && -d $KVTIER_VM_KERNEL_ROOT/lib/modules/$kver ]] &&
+		mods=$KVTIER_VM_KERNEL_ROOT/lib/modules/$kver
+	rm -rf "$root" "$o/moddep"
+	mkdir -p "$root/lib/modules" "$o/moddep" &&
+		{ cp -al "$mods" "$root/lib/modules/$kver" 2>/dev/null ||
+			cp -a "$mods" "$root/lib/modules/$kver"; } &&
+		install -D -m 0644 "$build/$kver/kvtier.ko" "$root/lib/modules/$kver/updates/kvtier.ko" &&
+		depmod -b "$root" "$kver" || return 1
+	for f in "$root/lib/modules/$kver"/modules.*; do
+		cp "$f" "$o/moddep/" || return 1
+	done
+	rm -rf "$root"
+}
+
 test_apply() {
+	if apply_moddep; then
+		result ok "host: depmod of the guest's module tree with kvtier.ko in updates/"
+	else
+		result not-ok "host: depmod of the guest's module tree with kvtier.ko in updates/"
+		return
+	fi
 	boot 1 2 256M 600 apply-1 "kvtier.service's ExecStart and ExecStop on kvtier.conf" ||
 		return
 	boot 2 2 256M 600 apply-2 "the next boot's ExecStart, the region read back by name"
