@@ -5,8 +5,8 @@
 #
 #   host:  checkpatch --strict, W=1 builds for each supported kernel,
 #          DKMS add/build/install for each (private trees)
-#   guest: for each kernel, boot it in QEMU with emulated NVMe namespaces
-#          and run the kselftest suite (tests/run-suite.sh); the guest's
+#   guest: for each kernel (side by side), boot it in QEMU with emulated
+#          NVMe namespaces and run the kselftest suite (tests/run-suite.sh); the guest's
 #          kernel log must be clean (tests/vm/run.sh gates it); then the
 #          multi-boot persistence tests (tests/persist/run.sh: reboot,
 #          host-side corruption, kvtier.conf at boot, 8 and 15 TiB
@@ -54,18 +54,26 @@ phase "dkms add/build/install, all kernels" "$top/tests/dkms-check.sh" "$build"
 
 kernels=$("$top/tests/vm/kernels.sh" list)
 nkernels=$(wc -l <<<"$kernels")
-k=-1
+
+# The boot images first, one at a time (prepare.sh may apt-get download a
+# kernel into the shared cache).
 while read -r short kver; do
-	k=$((k + 1))
+	phase "boot image $short ($kver)" "$top/tests/vm/prepare.sh" "$kver" "$cache"
+done <<<"$kernels"
+
+# kernel_phases K SHORT KVER: every boot of one kernel (the suite, the
+# blkdebug boot, the persistence tests), counted in this shell's pass, fail,
+# skip and summary.
+kernel_phases() {
+	local k=$1 short=$2 kver=$3 out bout persist part
 	out=$build/vm-$kver
 	rm -rf "$out"
-	phase "boot image $short ($kver)" "$top/tests/vm/prepare.sh" "$kver" "$cache"
 	# shellcheck disable=SC2086 # VAR=VALUE words
 	vm_phase "suite on $short" "$out" "$kver: suite" \
 		"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
 		--nvme-count 2 --nvme-size 512M --timeout "${KVTIER_SUITE_TIMEOUT:-1500}" \
 		--resume-after-stall -- \
-		env ${KVTIER_GUEST_ENV-} "$top/tests/run-suite.sh" "$build" "$out" "$@"
+		env ${KVTIER_GUEST_ENV-} "$top/tests/run-suite.sh" "$build" "$out" "${tests[@]}"
 	# I/O errors at chosen sectors: QEMU blkdebug rules on the second
 	# NVMe drive (tests/vm/blkdebug-ioerr.conf), one short boot that runs
 	# kvtier_blkdebug_test alone (in the suite above it skips).
@@ -94,7 +102,59 @@ while read -r short kver; do
 			"$top/tests/persist/run.sh" "$build" "$kver" "$build/persist-$kver" \
 			$persist </dev/null
 	fi
-done <<<"$kernels"
+}
+
+# The kernels' boots run side by side: a TCG guest keeps about one of the
+# host's CPUs busy, so two halve the wall time (KVTIER_CHECK_SERIAL=1: one
+# after the other). The first kernel prints as it goes; each other one
+# writes its output to BUILD/check-KVER.log and its counts to
+# BUILD/check-KVER.counts, printed and added once it is done.
+tests=("$@")
+mapfile -t klist <<<"$kernels"
+if [[ -n ${KVTIER_CHECK_SERIAL:-} ]]; then
+	for k in "${!klist[@]}"; do
+		# shellcheck disable=SC2086 # "short kver"
+		kernel_phases "$k" ${klist[$k]}
+	done
+else
+	declare -a pids=()
+	for ((k = 1; k < ${#klist[@]}; k++)); do
+		kver=${klist[$k]#* }
+		rm -f "$build/check-$kver.counts"
+		# shellcheck disable=SC2030,SC2031 # the subshell's own counts
+		(
+			pass=0 fail=0 skip=0
+			summary=()
+			# shellcheck disable=SC2086 # "short kver"
+			kernel_phases "$k" ${klist[$k]}
+			{
+				echo "$pass $fail $skip"
+				printf '%s\n' "${summary[@]}"
+			} >"$build/check-$kver.counts"
+		) >"$build/check-$kver.log" 2>&1 </dev/null &
+		pids[k]=$!
+	done
+	# shellcheck disable=SC2086 # "short kver"
+	kernel_phases 0 ${klist[0]}
+	for ((k = 1; k < ${#klist[@]}; k++)); do
+		wait "${pids[$k]}"
+		kver=${klist[$k]#* }
+		echo "# the phases of $kver, run beside those above:"
+		cat "$build/check-$kver.log"
+		if [[ -f $build/check-$kver.counts ]]; then
+			# shellcheck disable=SC2030,SC2031 # this shell's counts
+			{
+				read -r p f s
+				pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+				while IFS= read -r line; do
+					summary+=("$line")
+				done
+			} <"$build/check-$kver.counts"
+		else
+			result not-ok "$kver: its phases left no counts (see $build/check-$kver.log)"
+		fi
+	done
+fi
 
 # The README's first command, as a new user runs it (tests/demo.sh, its
 # own boot of the newest kernel): it must not break silently again.
