@@ -71,7 +71,7 @@ kernel_phases() {
 	# shellcheck disable=SC2086 # VAR=VALUE words
 	vm_phase "suite on $short" "$out" "$kver: suite" \
 		"$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
-		--nvme-count 2 --nvme-size 512M --timeout "${KVTIER_SUITE_TIMEOUT:-1500}" \
+		--nvme-count 2 --nvme-size 512M --timeout "${KVTIER_SUITE_TIMEOUT:-2700}" \
 		--resume-after-stall -- \
 		env ${KVTIER_GUEST_ENV-} "$top/tests/run-suite.sh" "$build" "$out" "${tests[@]}"
 	# I/O errors at chosen sectors: QEMU blkdebug rules on the second
