@@ -319,9 +319,14 @@ static struct kvtier_wb_pair *kvtier_range_pair(struct kvtier_tier *tier)
  * over again (a few times at most) for pages a transient reference kept.
  * Such a reference is a task between unlock_page() and put_page() (the
  * background worker after a batch, a racing lookup): on a loaded host it
- * can be descheduled there for a while, so later passes first sleep a
- * jiffy rather than only yield.
+ * can be descheduled there for a while, so later passes first sleep, a
+ * jiffy and then twice as long each time, up to KVTIER_BUSY_SLEEP_MAX: a
+ * holder preempted for tens of milliseconds no longer leaves its page
+ * resident, and a page held for good (a GUP pin) costs at most about
+ * 0.3 s per call.
  */
+#define KVTIER_BUSY_SLEEP_MAX	(HZ / 10)
+
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
 {
@@ -351,7 +356,8 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 		from = rg.busy ? first : rg.skip_first;
 		to = rg.busy ? last : rg.skip_last;
 		if (pass)
-			schedule_timeout_uninterruptible(1);
+			schedule_timeout_uninterruptible(min_t(long, 1L << (pass - 1),
+							       KVTIER_BUSY_SLEEP_MAX));
 		else
 			cond_resched();
 	}
