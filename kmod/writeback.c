@@ -319,13 +319,14 @@ static struct kvtier_wb_pair *kvtier_range_pair(struct kvtier_tier *tier)
  * over again (a few times at most) for pages a transient reference kept.
  * Such a reference is a task between unlock_page() and put_page() (the
  * background worker after a batch, a racing lookup): on a loaded host it
- * can be descheduled there for a while, so later passes first sleep, a
- * jiffy and then twice as long each time, up to KVTIER_BUSY_SLEEP_MAX: a
- * holder preempted for tens of milliseconds no longer leaves its page
- * resident, and a page held for good (a GUP pin) costs at most about
- * 0.3 s per call.
+ * can be descheduled there for a while, so the passes after the second
+ * first sleep, a jiffy and then twice as long each time, up to
+ * KVTIER_BUSY_SLEEP_MAX: a holder preempted for tens of milliseconds no
+ * longer leaves its page resident, and a page held for good (a GUP pin)
+ * costs 35 jiffies per call (0.14 s at HZ=250).
  */
-#define KVTIER_BUSY_SLEEP_MAX	(HZ / 10)
+#define KVTIER_RANGE_PASSES	8
+#define KVTIER_BUSY_SLEEP_MAX	max(HZ / 25, 1)
 
 int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			    pgoff_t last, bool evict)
@@ -339,7 +340,7 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 	p = kvtier_range_pair(region->tier);
 	if (!p)
 		return -ENOMEM;
-	for (pass = 0; pass < 8; pass++) {
+	for (pass = 0; pass < KVTIER_RANGE_PASSES; pass++) {
 		rg.busy = 0;
 		rg.nr_skipped = 0;
 		rg.skips = !pass;
@@ -351,6 +352,8 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 			break;
 		/* Skipped pages are gone over again whatever: fsync, detach. */
 		if (!rg.nr_skipped && fatal_signal_pending(current))
+			break;
+		if (pass + 1 == KVTIER_RANGE_PASSES)
 			break;
 		/* Only the span that had skipped pages, unless some were busy. */
 		from = rg.busy ? first : rg.skip_first;
