@@ -207,19 +207,29 @@ test_reboot() {
 # over its overlay instead of running depmod -a, which reads every module
 # of the kernel and takes a minute in TCG.
 apply_moddep() {
-	local mods=$build/cache/$kver/root/lib/modules/$kver root=$o/moddep-root f
-	[[ -n ${KVTIER_VM_KERNEL_ROOT:-} && -d $KVTIER_VM_KERNEL_ROOT/lib/modules/$kver ]] &&
+	local mods=$build/cache/$kver/root/lib/modules/$kver root=$o/moddep-root f kroot rc=0
+	# The kernel tests/vm/run.sh boots: the debug kernel's, or another root's.
+	if [[ ${KVTIER_VM_DEBUG:-0} == 1 ]]; then
+		kroot=$("$top/tests/debug-kernel/build.sh" --root) || return 1
+		mods=$kroot/lib/modules/$kver
+	elif [[ -n ${KVTIER_VM_KERNEL_ROOT:-} && -d $KVTIER_VM_KERNEL_ROOT/lib/modules/$kver ]]; then
 		mods=$KVTIER_VM_KERNEL_ROOT/lib/modules/$kver
+	fi
 	rm -rf "$root" "$o/moddep"
+	# A copy, not links, when the two are on different file systems.
 	mkdir -p "$root/lib/modules" "$o/moddep" &&
 		{ cp -al "$mods" "$root/lib/modules/$kver" 2>/dev/null ||
-			cp -a "$mods" "$root/lib/modules/$kver"; } &&
+			{ rm -rf "$root/lib/modules/$kver" &&
+				cp -a "$mods" "$root/lib/modules/$kver"; }; } &&
 		install -D -m 0644 "$build/$kver/kvtier.ko" "$root/lib/modules/$kver/updates/kvtier.ko" &&
-		depmod -b "$root" "$kver" || return 1
-	for f in "$root/lib/modules/$kver"/modules.*; do
-		cp "$f" "$o/moddep/" || return 1
-	done
+		depmod -b "$root" "$kver" || rc=1
+	if ((rc == 0)); then
+		for f in "$root/lib/modules/$kver"/modules.*; do
+			cp "$f" "$o/moddep/" || rc=1
+		done
+	fi
 	rm -rf "$root"
+	return $rc
 }
 
 test_apply() {
