@@ -35,7 +35,6 @@ struct kvtier_io {
 	unsigned int first;
 	struct work_struct work;	/* reads: verify ahead */
 	struct kvtier_region *region;
-	struct page **pages;
 	pgoff_t *index;
 	struct kvtier_page *kps[];
 };
@@ -144,7 +143,7 @@ void kvtier_io_drain(struct kvtier_tier *tier)
 	spin_unlock_irq(&tier->inflight_wait.lock);
 }
 
-/* @read: with room for the verify-ahead arrays after @kps. */
+/* @read: with room for the verify-ahead work's indexes after @kps. */
 static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
 					 unsigned int nr, bool read)
 {
@@ -154,15 +153,14 @@ static struct kvtier_io *kvtier_io_alloc(struct kvtier_tier *tier,
 	if (kvtier_should_fail(KVT_FAIL_IO_ALLOC))
 		return NULL;
 	if (read)
-		size += nr * (sizeof(*io->pages) + sizeof(*io->index));
+		size += nr * sizeof(*io->index);
 	io = kmalloc(size, GFP_NOIO);
 	if (!io)
 		return NULL;
 	io->tier = tier;
 	io->nr = nr;
 	io->bytes = (long)nr << PAGE_SHIFT;
-	io->pages = read ? (struct page **)&io->kps[nr] : NULL;
-	io->index = read ? (pgoff_t *)&io->pages[nr] : NULL;
+	io->index = read ? (pgoff_t *)&io->kps[nr] : NULL;
 	return io;
 }
 
@@ -285,6 +283,13 @@ bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp)
  * checked by that user, so each CRC is computed once, and what a page
  * becomes (up to date, or failed on a mismatch) is what its first user
  * would have made it.
+ *
+ * The work keeps the bio's indexes, not its pages: it finds each page
+ * again in the region (whose reference it holds) and holds it only while
+ * checking it. A page reference held from the bio's end to the work's
+ * turn would make every page of the bio look in use to eviction
+ * (kvtier_evict_page()), so a DONTNEED or a reclaim pass that came
+ * meanwhile would pass over them, however long the work waited to run.
  */
 static void kvtier_verify_ahead(struct work_struct *work)
 {
@@ -293,9 +298,21 @@ static void kvtier_verify_ahead(struct work_struct *work)
 	unsigned int i = io->nr, done = 0;
 
 	while (i--) {
-		struct kvtier_page *kp = io->kps[i];
-		struct page *page = io->pages[i];
+		struct kvtier_page *kp;
+		struct page *page;
+		void *entry;
 
+		xa_lock(&region->pages);
+		entry = xa_load(&region->pages, io->index[i]);
+		if (!entry || xa_is_value(entry) ||
+		    !kvt_pg_test(entry, KVT_PG_VERIFY)) {
+			xa_unlock(&region->pages);
+			continue;
+		}
+		kp = entry;
+		page = kp->page;
+		get_page(page);
+		xa_unlock(&region->pages);
 		if (trylock_page(page)) {
 			/* kp may be freed once unlocked: compare before using it. */
 			if (xa_load(&region->pages, io->index[i]) == kp &&
@@ -344,11 +361,8 @@ static void kvtier_read_end_io(struct bio *bio)
 	for (i = 0; i < io->nr; i++) {
 		struct kvtier_page *kp = io->kps[i];
 
-		if (ahead) {
-			io->pages[i] = kp->page;
+		if (ahead)
 			io->index[i] = kp->index;
-			get_page(kp->page);
-		}
 		kvt_pg_set(kp, ok ? in : KVT_PG_ERROR);
 		unlock_page(kp->page);
 	}
