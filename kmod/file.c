@@ -160,7 +160,12 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
  * one; returns how many. Only pages that can be locked without waiting
  * are mapped. One walk of the xarray under one xa_lock finds them (a
  * fresh region's neighbours are absent, and a zero-fill fault then costs
- * one short walk, not one lookup each).
+ * one short walk, not one lookup each), and each run of consecutive
+ * indexes is mapped by one vm_insert_pages(): one page-table walk and a
+ * PTE lock per eight pages instead of a walk and a lock per page, which
+ * was most of a read-back's fault-around. The pages stay locked until
+ * they are mapped, as every mapping of a pool page is made (eviction
+ * unmaps with the lock held).
  */
 static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
 					  struct kvtier_region *region,
@@ -171,7 +176,7 @@ static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
 	pgoff_t idx[KVTIER_FAULT_AROUND_BATCH];
 	struct vm_area_struct *vma = vmf->vma;
 	XA_STATE(xas, &region->pages, first);
-	unsigned int mapped = 0, n = 0, i;
+	unsigned int mapped = 0, n = 0, nl = 0, i, run;
 	void *entry;
 
 	xa_lock(&region->pages);
@@ -187,22 +192,49 @@ static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
 	}
 	xa_unlock(&region->pages);
 
+	/* Keep the pages that lock at once and are ready, in index order. */
 	for (i = 0; i < n; i++) {
 		struct kvtier_page *kp = kps[i];
 		struct page *page = pages[i];
-		pgoff_t index = idx[i];
-		unsigned long addr = vma->vm_start +
-			((index - vma->vm_pgoff) << PAGE_SHIFT);
 
-		/* kp may be freed once unlocked: compare before using it. */
 		if (trylock_page(page)) {
-			if (xa_load(&region->pages, index) == kp &&
-			    kp->page == page && kvtier_page_ready(kp) &&
-			    !vm_insert_page(vma, addr, page))
-				mapped++;
+			/* kp may be freed once unlocked: compare before using it. */
+			if (xa_load(&region->pages, idx[i]) == kp &&
+			    kp->page == page && kvtier_page_ready(kp)) {
+				pages[nl] = page;
+				idx[nl++] = idx[i];
+				continue;
+			}
 			unlock_page(page);
 		}
 		put_page(page);
+	}
+
+	for (i = 0; i < nl; i += run) {
+		unsigned long left, num;
+
+		for (run = 1; i + run < nl && idx[i + run] == idx[i] + run; run++)
+			;
+		left = run;
+		while (left) {
+			unsigned int at = i + run - left;
+			unsigned long addr = vma->vm_start +
+				((idx[at] - vma->vm_pgoff) << PAGE_SHIFT);
+			int err;
+
+			num = left;
+			err = vm_insert_pages(vma, addr, pages + at, &num);
+			mapped += left - num;
+			left = num;
+			/* A page mapped already (-EBUSY): pass over it. */
+			if (err != -EBUSY)
+				break;
+			left--;
+		}
+	}
+	for (i = 0; i < nl; i++) {
+		unlock_page(pages[i]);
+		put_page(pages[i]);
 	}
 	return mapped;
 }
@@ -369,7 +401,7 @@ static int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma)
 	vma->vm_ops = &kvtier_vm_ops;
 	vma->vm_private_data = region;
 	/*
-	 * MIXEDMAP lets fault-around insert pages with vm_insert_page(); they
+	 * MIXEDMAP lets fault-around insert pages with vm_insert_pages(); they
 	 * are ordinary refcounted pages (GUP and HMM see them). DONTEXPAND:
 	 * a region has a fixed size, mremap may move but not grow it.
 	 */
