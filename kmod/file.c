@@ -158,9 +158,9 @@ int kvtier_file_create_region(struct kvtier_file *kf, loff_t size)
 /*
  * Map the resident, ready pages of [@first, @last] except the faulting
  * one; returns how many. Only pages that can be locked without waiting
- * are mapped. One walk of the xarray under one xa_lock finds them (a
- * fresh region's neighbours are absent, and a zero-fill fault then costs
- * one short walk, not one lookup each), and each run of consecutive
+ * are mapped. One walk of the xarray under one xa_lock finds and locks
+ * them (a fresh region's neighbours are absent, and a zero-fill fault then
+ * costs one short walk, not one lookup each), and each run of consecutive
  * indexes is mapped by one vm_insert_pages(): one page-table walk and a
  * PTE lock per eight pages instead of a walk and a lock per page, which
  * was most of a read-back's fault-around. The pages stay locked until
@@ -179,12 +179,19 @@ static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
 	unsigned int mapped = 0, n = 0, nl = 0, i, run;
 	void *entry;
 
+	/*
+	 * A page locked under the xa_lock is the region's page at its index
+	 * until it is unlocked (freeing a kp takes its page lock): only
+	 * pages that lock at once are taken, so nothing waits here.
+	 */
 	xa_lock(&region->pages);
 	xas_for_each(&xas, entry, last) {
 		if (xa_is_value(entry) || xas.xa_index == vmf->pgoff)
 			continue;
 		kps[n] = entry;
 		pages[n] = kps[n]->page;
+		if (!trylock_page(pages[n]))
+			continue;
 		idx[n] = xas.xa_index;
 		get_page(pages[n]);
 		if (++n == KVTIER_FAULT_AROUND_BATCH)
@@ -192,22 +199,15 @@ static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
 	}
 	xa_unlock(&region->pages);
 
-	/* Keep the pages that lock at once and are ready, in index order. */
+	/* Keep the ready ones, in index order. */
 	for (i = 0; i < n; i++) {
-		struct kvtier_page *kp = kps[i];
-		struct page *page = pages[i];
-
-		if (trylock_page(page)) {
-			/* kp may be freed once unlocked: compare before using it. */
-			if (xa_load(&region->pages, idx[i]) == kp &&
-			    kp->page == page && kvtier_page_ready(kp)) {
-				pages[nl] = page;
-				idx[nl++] = idx[i];
-				continue;
-			}
-			unlock_page(page);
+		if (kvtier_page_ready(kps[i])) {
+			pages[nl] = pages[i];
+			idx[nl++] = idx[i];
+			continue;
 		}
-		put_page(page);
+		unlock_page(pages[i]);
+		put_page(pages[i]);
 	}
 
 	for (i = 0; i < nl; i += run) {

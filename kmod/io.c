@@ -19,9 +19,8 @@
 /*
  * One bio's worth of pages, at consecutive slots from @slot. A read's
  * pages are all of one region; with checksum on, @work checks their CRCs
- * after the completion (kvtier_verify_ahead()), holding @region, a
- * reference to each of @pages and their @index (after @kps, in the same
- * allocation).
+ * after the completion (kvtier_verify_ahead()), holding @region and the
+ * pages' @index (after @kps, in the same allocation), not the pages.
  */
 struct kvtier_io {
 	struct kvtier_tier *tier;
@@ -298,31 +297,33 @@ static void kvtier_verify_ahead(struct work_struct *work)
 	unsigned int i = io->nr, done = 0;
 
 	while (i--) {
-		struct kvtier_page *kp;
+		struct kvtier_page *kp = NULL;
 		struct page *page;
 		void *entry;
 
+		/*
+		 * Locked under the xa_lock, a kp is the region's page at its
+		 * index until it is unlocked (freeing it takes the lock).
+		 */
 		xa_lock(&region->pages);
 		entry = xa_load(&region->pages, io->index[i]);
-		if (!entry || xa_is_value(entry) ||
-		    !kvt_pg_test(entry, KVT_PG_VERIFY)) {
-			xa_unlock(&region->pages);
-			continue;
+		if (entry && !xa_is_value(entry) &&
+		    kvt_pg_test(entry, KVT_PG_VERIFY) &&
+		    trylock_page(((struct kvtier_page *)entry)->page)) {
+			kp = entry;
+			get_page(kp->page);	/* across the unlock */
 		}
-		kp = entry;
-		page = kp->page;
-		get_page(page);
 		xa_unlock(&region->pages);
-		if (trylock_page(page)) {
-			/* kp may be freed once unlocked: compare before using it. */
-			if (xa_load(&region->pages, io->index[i]) == kp &&
-			    kp->page == page && kvt_pg_test(kp, KVT_PG_VERIFY)) {
-				/* Count only the pages with a CRC to check. */
-				done += !kvtier_crcs_unchecked(region, kp->index);
-				kvtier_page_ready(kp);
-			}
-			unlock_page(page);
+		if (!kp)
+			continue;
+		/* Still VERIFY now that it is ours (or checked meanwhile). */
+		if (kvt_pg_test(kp, KVT_PG_VERIFY)) {
+			/* Count only the pages with a CRC to check. */
+			done += !kvtier_crcs_unchecked(region, kp->index);
+			kvtier_page_ready(kp);
 		}
+		page = kp->page;
+		unlock_page(page);
 		put_page(page);
 	}
 	if (done)

@@ -65,13 +65,18 @@
  *       budget stall waits for that work (flush_work) under the locks
  *       above it: mmap_lock, pin_lock, tier.lock (detach).
  *     page lock (PG_locked of a resident page; held across its I/O).
- *       Several are held at once by write-back batches; only the range
- *       pass (writeback.c) waits for one while holding others, in index
- *       order within one region; every other holder only tries them.
+ *       Several are held at once by write-back batches and by a fault's
+ *       neighbours (fault-around, file.c); only the range pass
+ *       (writeback.c) waits for one while holding others, in index order
+ *       within one region; every other holder only tries them.
  *       kvtier_slots.lock (a mutex; only memory allocation under it)
  *       i_mmap_rwsem of a region's address_space (unmap_mapping_range)
  *       kvtier_tier.regions_lock
- *         kvtier_region.pages xa_lock
+ *         kvtier_region.pages xa_lock (page locks are only tried under
+ *         it: a page locked there is the region's page at its index
+ *         until it is unlocked, since a kp leaves the xarray only under
+ *         its page lock and is freed after, or with its region, whose
+ *         last reference is gone)
  *           kvtier_pool.lock
  *   kvtier_tier.gpu_lock is a leaf: nothing else is taken under it.
  */
@@ -816,6 +821,27 @@ static inline bool kvt_pg_test_and_set(struct kvtier_page *kp,
 				       enum kvtier_page_flag f)
 {
 	return test_and_set_bit(f, &kp->flags);
+}
+
+/*
+ * Is @kp still the region's page at @index, with @page, which the caller
+ * holds locked (and a reference to)? kp may have been freed before the
+ * lock was taken, so it is looked at under the xa_lock, which every free
+ * of a published kp takes to remove it first (but a region's own
+ * destruction, which no caller with a region reference can meet). If it
+ * is, it stays so until the caller unlocks @page: removing it takes that
+ * lock.
+ */
+static inline bool kvtier_page_is_at(struct kvtier_region *region,
+				     pgoff_t index, struct kvtier_page *kp,
+				     struct page *page)
+{
+	bool ret;
+
+	xa_lock(&region->pages);
+	ret = xa_load(&region->pages, index) == kp && kp->page == page;
+	xa_unlock(&region->pages);
+	return ret;
 }
 
 /* The one conversion of the knobs' units (KiB, MiB) to pages. */

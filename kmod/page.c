@@ -350,7 +350,7 @@ struct kvtier_page *kvtier_get_page(struct kvtier_region *region,
 	struct kvtier_page **ra;
 	struct kvtier_page *kp;
 	unsigned int nr_ra, ra_max, failed = 0;
-	bool single = false;
+	bool single = false, locked;
 	struct page *page;
 	void *entry;
 	int ret;
@@ -362,13 +362,20 @@ retry:
 		kp = entry;
 		page = kp->page;
 		get_page(page);
+		/*
+		 * Locked under the xa_lock, kp is the region's page here
+		 * until it is unlocked (freeing it takes the lock); locked
+		 * after a sleep, it may have been freed meanwhile.
+		 */
+		locked = trylock_page(page);
 		xa_unlock(&region->pages);
-		lock_page(page);
-		/* kp may have been freed while we slept: compare first. */
-		if (xa_load(&region->pages, index) != kp || kp->page != page) {
-			unlock_page(page);
-			put_page(page);
-			goto retry;
+		if (!locked) {
+			lock_page(page);
+			if (!kvtier_page_is_at(region, index, kp, page)) {
+				unlock_page(page);
+				put_page(page);
+				goto retry;
+			}
 		}
 		if (!kvtier_page_ready(kp)) {
 			/*
@@ -454,7 +461,7 @@ retry:
 	 * kp (kvtier_page_unread()): compare before using it, as above.
 	 */
 	lock_page(page);
-	if (xa_load(&region->pages, index) != kp || kp->page != page) {
+	if (!kvtier_page_is_at(region, index, kp, page)) {
 		unlock_page(page);
 		put_page(page);
 		if (++failed >= KVTIER_READ_TRIES)

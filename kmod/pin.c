@@ -79,8 +79,8 @@ static unsigned long kvtier_unpin_index(struct kvtier_file *kf, pgoff_t index)
 	get_page(page);
 	xa_unlock(&region->pages);
 	lock_page(page);
-	if (!WARN_ON_ONCE(xa_load(&region->pages, index) != kp ||
-			  kp->page != page || !kp->pins) &&
+	if (!WARN_ON_ONCE(!kvtier_page_is_at(region, index, kp, page) ||
+			  !kp->pins) &&
 	    !--kp->pins) {
 		kvt_pg_clear(kp, KVT_PG_PINNED);
 		atomic_long_dec(&tier->nr_pinned);

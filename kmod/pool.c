@@ -485,9 +485,9 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		get_page(page);
 		spin_unlock(&pool->lock);
 
-		/* kp may be freed once unlocked: compare before dereferencing. */
+		/* kp may be freed once unlocked: compare before using it. */
 		if (trylock_page(page)) {
-			if (xa_load(&region->pages, index) == kp && kp->page == page)
+			if (kvtier_page_is_at(region, index, kp, page))
 				return kp;
 			unlock_page(page);
 		}

@@ -238,7 +238,7 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 				kvtier_region_batch_end(done, rg);
 			lock_page(page);
 		}
-		if (xa_load(&region->pages, index) != kp || kp->page != page) {
+		if (!kvtier_page_is_at(region, index, kp, page)) {
 			/* Replaced while we waited: look at this index again. */
 			unlock_page(page);
 			put_page(page);
