@@ -181,8 +181,8 @@ static unsigned int kvtier_map_neighbours(struct vm_fault *vmf,
 
 	/*
 	 * A page locked under the xa_lock is the region's page at its index
-	 * until it is unlocked (freeing a kp takes its page lock): only
-	 * pages that lock at once are taken, so nothing waits here.
+	 * until it is unlocked (a kp leaves the xarray only under its page
+	 * lock): only pages that lock at once are taken, so nothing waits.
 	 */
 	xa_lock(&region->pages);
 	xas_for_each(&xas, entry, last) {

@@ -303,7 +303,7 @@ static void kvtier_verify_ahead(struct work_struct *work)
 
 		/*
 		 * Locked under the xa_lock, a kp is the region's page at its
-		 * index until it is unlocked (freeing it takes the lock).
+		 * index until it is unlocked (it leaves only under that lock).
 		 */
 		xa_lock(&region->pages);
 		entry = xa_load(&region->pages, io->index[i]);

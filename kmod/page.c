@@ -364,8 +364,8 @@ retry:
 		get_page(page);
 		/*
 		 * Locked under the xa_lock, kp is the region's page here
-		 * until it is unlocked (freeing it takes the lock); locked
-		 * after a sleep, it may have been freed meanwhile.
+		 * until it is unlocked (it leaves only under that lock);
+		 * locked after a sleep, it may have been freed meanwhile.
 		 */
 		locked = trylock_page(page);
 		xa_unlock(&region->pages);
