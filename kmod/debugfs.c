@@ -56,6 +56,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_DIRECT_WRITE_ASYNC] = "direct_write_async",
 	[KVT_STAT_WB_UNCHECKED] = "writeback_unchecked",
 	[KVT_STAT_WB_BACKGROUND] = "writeback_background",
+	[KVT_STAT_WB_WAITS] = "writeback_waits",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

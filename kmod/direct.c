@@ -813,6 +813,8 @@ static unsigned int kvtier_direct_pool(struct kvtier_direct *d,
 				*err = PTR_ERR(kp);
 				return n;
 			}
+			if (d->write)
+				kvtier_page_wait_writeback(kp);
 			/* @user may be this very page (a mapping of it). */
 			if (user != kp->page && d->write)
 				copy_highpage(kp->page, user);

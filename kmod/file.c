@@ -349,6 +349,7 @@ static vm_fault_t kvtier_vm_mkwrite(struct vm_fault *vmf)
 		unlock_page(page);
 		return VM_FAULT_NOPAGE;
 	}
+	kvtier_page_wait_writeback(kp);
 	kvtier_pool_mark_dirty(region->tier, kp);
 	return VM_FAULT_LOCKED;
 }
@@ -642,6 +643,7 @@ static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
 		free_page((unsigned long)bounce);
 		return PTR_ERR(kp);
 	}
+	kvtier_page_wait_writeback(kp);
 	memcpy_to_page(kp->page, off, bounce, got);
 	kvtier_pool_mark_dirty(region->tier, kp);
 	unlock_page(kp->page);
@@ -760,6 +762,7 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 				done = PTR_ERR(kp);
 			break;
 		}
+		kvtier_page_wait_writeback(kp);
 		page = kp->page;
 		pagefault_disable();
 		copied = copy_page_from_iter_atomic(page, off, n, from);

@@ -528,10 +528,12 @@ static void kvtier_write_end_io(struct bio *bio)
  * @errs[i] gets each page's status (set at once for a page whose bio could
  * not be made). Waits only for room under max_inflight_kb, never for
  * these bios: the caller may prepare and start its next batch meanwhile.
+ * Returns how many pages, from the first, went out in bios; the rest
+ * have their error set already.
  */
-void kvtier_io_write_start(struct kvtier_tier *tier, struct kvtier_page **kps,
-			   unsigned int nr, int *errs,
-			   struct kvtier_io_batch *b)
+unsigned int kvtier_io_write_start(struct kvtier_tier *tier,
+				   struct kvtier_page **kps, unsigned int nr,
+				   int *errs, struct kvtier_io_batch *b)
 {
 	unsigned int i = 0, j, k;
 	struct blk_plug plug;
@@ -545,7 +547,7 @@ void kvtier_io_write_start(struct kvtier_tier *tier, struct kvtier_page **kps,
 	if (kvtier_fenced(tier)) {
 		for (k = 0; k < nr; k++)
 			errs[k] = -EBUSY;
-		i = nr;
+		return 0;
 	}
 	/* The batch's bios go to the device together. */
 	blk_start_plug(&plug);
@@ -573,6 +575,7 @@ void kvtier_io_write_start(struct kvtier_tier *tier, struct kvtier_page **kps,
 		i = j;
 	}
 	blk_finish_plug(&plug);
+	return i;
 }
 
 /*

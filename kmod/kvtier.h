@@ -64,7 +64,9 @@
  *       full queues the store's room work (kvtier_store_need_room()). A
  *       budget stall waits for that work (flush_work) under the locks
  *       above it: mmap_lock, pin_lock, tier.lock (detach).
- *     page lock (PG_locked of a resident page; held across its I/O).
+ *     page lock (PG_locked of a resident page; held across its I/O, but
+ *       fsync's and background write-back let go of it once the bios are
+ *       out: KVT_PG_WRITEBACK, which writers wait for holding the lock).
  *       Several are held at once by write-back batches and by a fault's
  *       neighbours (fault-around, file.c); only the range pass
  *       (writeback.c) waits for one while holding others, in index order
@@ -327,6 +329,7 @@ enum kvtier_stat {
 	KVT_STAT_DIRECT_WRITE_ASYNC,
 	KVT_STAT_WB_UNCHECKED,
 	KVT_STAT_WB_BACKGROUND,
+	KVT_STAT_WB_WAITS,
 	KVT_STAT_NR,
 };
 
@@ -767,6 +770,15 @@ enum kvtier_page_flag {
 				 * CRC (checksum off, not persistent): valid
 				 * with @crc, under the write-back
 				 */
+	KVT_PG_WRITEBACK,	/* being written back with its lock let go
+				 * (writeback.c): readers and faults may
+				 * use it; writers, eviction and other
+				 * write-backs wait or pass it over. Set
+				 * under the page lock, cleared without it
+				 * (clear_and_wake_up_bit) by the task that
+				 * started the write, which holds a page
+				 * reference until then
+				 */
 };
 
 /**
@@ -1067,7 +1079,10 @@ struct kvtier_io_batch {
 
 /*
  * A write-back batch between kvtier_writeback_start() and
- * kvtier_writeback_finish(): its pages stay locked throughout.
+ * kvtier_writeback_finish(). Its pages stay locked throughout, but with
+ * @release those whose bios went out are unlocked once submitted
+ * (KVT_PG_WRITEBACK); finishing them takes them out of @kps, leaving
+ * the caller the ones it still holds locked.
  */
 struct kvtier_wb {
 	struct kvtier_tier *tier;
@@ -1077,6 +1092,9 @@ struct kvtier_wb {
 	unsigned int n;
 	int *errs;			/* nr for kps, then n for wr */
 	int ret;			/* an error before submission */
+	bool release;			/* unlock the pages once submitted */
+	unsigned int released;		/* wr[0..released) were unlocked */
+	unsigned long cleaned;		/* of those, clean when finished */
 	struct kvtier_io_batch io;
 };
 
@@ -1094,13 +1112,17 @@ struct kvtier_wb_pair {
 	bool background;		/* background write-back's: a full
 					 * namespace asks for no room
 					 */
+	bool release;			/* batches unlock their pages once
+					 * submitted (struct kvtier_wb)
+					 */
 	struct kvtier_page *kps[];
 };
 
 /* writeback.c: where dirty pages go to the namespace */
 void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr,
-			    bool ask_room);
+			    bool ask_room, bool release);
+void kvtier_page_wait_writeback(struct kvtier_page *kp);
 int kvtier_writeback_finish(struct kvtier_wb *wb);
 struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp);
 struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,
@@ -1178,9 +1200,9 @@ bool kvtier_inflight_reserve(struct kvtier_tier *tier, long bytes);
 void kvtier_inflight_unreserve(struct kvtier_tier *tier, long bytes);
 void kvtier_io_user_done(struct bio *bio);
 bool kvtier_io_verify(struct kvtier_tier *tier, struct kvtier_page *kp);
-void kvtier_io_write_start(struct kvtier_tier *tier, struct kvtier_page **kps,
-			   unsigned int nr, int *errs,
-			   struct kvtier_io_batch *b);
+unsigned int kvtier_io_write_start(struct kvtier_tier *tier,
+				   struct kvtier_page **kps, unsigned int nr,
+				   int *errs, struct kvtier_io_batch *b);
 int kvtier_io_write_wait(struct kvtier_tier *tier, struct kvtier_io_batch *b);
 int kvtier_io_flush(struct kvtier_tier *tier);
 #define KVT_META_QUIET	0x1	/* kvtier_io_meta(): the lease's own I/O */

@@ -468,11 +468,12 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		}
 		page = kp->page;
 		/*
-		 * Locked: being written back, read or used. A reference taken
-		 * now would only be dropped again, and write-back counts
-		 * references to tell GUP's (writeback.c).
+		 * Locked or KVT_PG_WRITEBACK: being written back, read or
+		 * used. A reference taken now would only be dropped again,
+		 * and write-back counts references to tell GUP's
+		 * (writeback.c).
 		 */
-		if (PageLocked(page)) {
+		if (PageLocked(page) || kvt_pg_test(kp, KVT_PG_WRITEBACK)) {
 			spin_unlock(&pool->lock);
 			continue;
 		}
@@ -485,9 +486,14 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		get_page(page);
 		spin_unlock(&pool->lock);
 
-		/* kp may be freed once unlocked: compare before using it. */
+		/*
+		 * kp may be freed once unlocked: compare before using it. A
+		 * write-back that let go of the lock keeps the page: it is
+		 * neither evicted nor written again meanwhile.
+		 */
 		if (trylock_page(page)) {
-			if (kvtier_page_is_at(region, index, kp, page))
+			if (kvtier_page_is_at(region, index, kp, page) &&
+			    !kvt_pg_test(kp, KVT_PG_WRITEBACK))
 				return kp;
 			unlock_page(page);
 		}

@@ -11,6 +11,19 @@
  * range pass keep two batches in flight that way (struct kvtier_wb_pair,
  * at the end of this file).
  *
+ * Reclaim and DONTNEED drop the pages they wrote, so they hold the pages
+ * locked until then. fsync's pass and background write-back leave them
+ * resident: they let go of each page's lock once its bio is submitted and
+ * mark it KVT_PG_WRITEBACK until the batch is finished. Meanwhile readers
+ * and faults use the page (mapped read-only: write-back unmapped it);
+ * writers (page_mkwrite, pwrite) wait for the mark under the page lock
+ * (kvtier_page_wait_writeback()), since the bytes and the CRC on their way
+ * to the namespace must not change; eviction, reclaim and other write-backs
+ * pass the page over, or, for a range pass that must see it written, wait.
+ * A task waits for such a mark only when it holds none of its own (it
+ * finishes its batch in flight first), and finishing a batch takes no page
+ * lock, so the waits cannot form a cycle.
+ *
  * The range pass (kvtier_region_writeback) walks a region's resident
  * pages for fsync, DONTNEED (which also drops what came out clean,
  * through pool.c's eviction) and detach, with two batches in flight.
@@ -73,24 +86,26 @@ static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
 }
 
 /*
- * Finish a batch of a region's locked dirty pages that
- * kvtier_writeback_start() started; with @rg->evict, drop those that came
- * out clean. Releases every page's lock and reference. When a batch larger
- * than writeback_batch_kb ran out of memory (its arrays, a CRC chunk, a
- * bio), the pages still dirty are written again in batches of that size
- * (those written already are clean and not again). The first error goes
- * to @rg->ret.
+ * Finish a batch of a region's dirty pages that kvtier_writeback_start()
+ * started; with @rg->evict, drop those that came out clean. Releases every
+ * page's lock and reference. When a batch larger than writeback_batch_kb
+ * ran out of memory (its arrays, a CRC chunk, a bio), the pages still
+ * dirty are written again in batches of that size (those written already
+ * are clean and not again). The first error goes to @rg->ret.
  */
 static void kvtier_region_batch_end(struct kvtier_wb *wb,
 				    struct kvtier_range *rg)
 {
 	struct kvtier_tier *tier = wb->tier;
 	struct kvtier_page **batch = wb->kps;
-	unsigned int nb = wb->nr, small = kvtier_writeback_batch(tier);
+	unsigned int nb, small = kvtier_writeback_batch(tier);
 	unsigned int i, n, nd = 0;
 	int ret, err;
 
 	ret = kvtier_writeback_finish(wb);
+	/* Those it let go of at submission are done with: the rest. */
+	nb = wb->nr;
+	rg->cleaned += wb->cleaned;
 	if (ret == -ENOMEM && nb > small) {
 		/* The dirty ones to the front (the order of @batch is free). */
 		for (i = 0; i < nb; i++) {
@@ -103,7 +118,7 @@ static void kvtier_region_batch_end(struct kvtier_wb *wb,
 
 			n = min(small, nd - i);
 			kvtier_writeback_start(&retry, tier, batch + i, n,
-					       !rg->background);
+					       !rg->background, false);
 			err = kvtier_writeback_finish(&retry);
 			if (err && !ret)
 				ret = err;
@@ -141,7 +156,8 @@ static void kvtier_region_batch_end(struct kvtier_wb *wb,
 static bool kvtier_cleanable(struct kvtier_page *kp)
 {
 	return kvt_pg_test(kp, KVT_PG_DIRTY) &&
-		!kvt_pg_test(kp, KVT_PG_PINNED) && !kvt_pg_test(kp, KVT_PG_GUP);
+		!kvt_pg_test(kp, KVT_PG_PINNED) && !kvt_pg_test(kp, KVT_PG_GUP) &&
+		!kvt_pg_test(kp, KVT_PG_WRITEBACK);
 }
 
 /*
@@ -187,6 +203,14 @@ static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 	return kp;
 }
 
+/* A page passed over for another task's lock or write-back: noted. */
+static void kvtier_range_skip(struct kvtier_range *rg, pgoff_t index)
+{
+	if (!rg->nr_skipped++)
+		rg->skip_first = index;
+	rg->skip_last = index;
+}
+
 /*
  * One pass over [first, last]: write back the dirty pages in batches;
  * with @rg->evict, also drop every clean page. Two batches are in flight: one
@@ -228,9 +252,7 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 		if (!rg->background && !trylock_page(page)) {
 			if (rg->skips) {
 				put_page(page);
-				if (!rg->nr_skipped++)
-					rg->skip_first = index;
-				rg->skip_last = index;
+				kvtier_range_skip(rg, index);
 				goto next;
 			}
 			done = kvtier_wb_pair_behind(p);
@@ -241,6 +263,26 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 		if (!kvtier_page_is_at(region, index, kp, page)) {
 			/* Replaced while we waited: look at this index again. */
 			unlock_page(page);
+			put_page(page);
+			continue;
+		}
+		if (kvt_pg_test(kp, KVT_PG_WRITEBACK)) {
+			/*
+			 * Another task writes it back, its lock let go. Our
+			 * reference keeps kp: no eviction while it is held.
+			 */
+			unlock_page(page);
+			if (rg->skips || rg->background) {
+				put_page(page);
+				if (rg->skips)
+					kvtier_range_skip(rg, index);
+				goto next;
+			}
+			done = kvtier_wb_pair_behind(p);
+			if (done)
+				kvtier_region_batch_end(done, rg);
+			wait_on_bit_io(&kp->flags, KVT_PG_WRITEBACK,
+				       TASK_UNINTERRUPTIBLE);
 			put_page(page);
 			continue;
 		}
@@ -284,9 +326,9 @@ next:
  * The range pass's batch: a quarter of max_inflight_kb (two batches are in
  * flight at once, each of several bios; the other half is left to reads),
  * at least writeback_batch_kb, at most KVTIER_RANGE_BATCH_MAX pages and a
- * sixteenth of the budget (a batch's pages stay locked while it is
- * collected and written: faults on them wait, and a budget stall cannot
- * evict them; two batches, an eighth).
+ * sixteenth of the budget (a batch's pages are held while it is collected
+ * and written, locked or KVT_PG_WRITEBACK: writers wait for them, and a
+ * budget stall cannot evict them; two batches, an eighth).
  */
 static unsigned int kvtier_range_batch(struct kvtier_tier *tier)
 {
@@ -340,6 +382,8 @@ int kvtier_region_writeback(struct kvtier_region *region, pgoff_t first,
 	p = kvtier_range_pair(region->tier);
 	if (!p)
 		return -ENOMEM;
+	/* Pages it drops stay locked; those it keeps are let go at once. */
+	p->release = !evict;
 	for (pass = 0; pass < KVTIER_RANGE_PASSES; pass++) {
 		rg.busy = 0;
 		rg.nr_skipped = 0;
@@ -549,6 +593,7 @@ void kvtier_writeback_background(struct work_struct *work)
 						 GFP_KERNEL | __GFP_NOWARN);
 		if (p) {
 			p->background = true;
+			p->release = true;
 			kvtier_clean_region(region, p, &rg);
 		}
 		kvtier_region_put(region);
@@ -705,13 +750,14 @@ static void kvtier_writeback_done(struct kvtier_tier *tier,
 		atomic64_inc(&tier->store.changes);
 	/*
 	 * DMA may have changed it under the bio, or may still: stays dirty.
-	 * Only a reference held when the batch was planned can be GUP's: the
-	 * page was unmapped before, and is locked until now, so no GUP can
-	 * find it since. Counting references again here would take the
-	 * transient ones of kvtier's own walkers (an LRU scan, a range pass
-	 * waiting for this lock) for GUP and write the page twice. The flag
-	 * stays until the next plan: background write-back passes the page
-	 * over rather than write it again and again.
+	 * Only a reference held when the batch was planned can be GUP's for
+	 * writing: the page was unmapped before, and is locked, or
+	 * KVT_PG_WRITEBACK, until now, so a write fault (GUP's included)
+	 * waits in page_mkwrite. Counting references again here would take
+	 * the transient ones of kvtier's own walkers (an LRU scan, a range
+	 * pass waiting for this lock) for GUP and write the page twice. The
+	 * flag stays until the next plan: background write-back passes the
+	 * page over rather than write it again and again.
 	 */
 	if (kvt_pg_test(kp, KVT_PG_GUP))
 		return;
@@ -855,21 +901,25 @@ static unsigned int kvtier_writeback_plan(struct kvtier_tier *tier,
 }
 
 /*
- * Start writing back a batch of dirty pages. The caller holds each page's
- * lock until kvtier_writeback_finish() (so no write can change them while
- * in flight: stable pages); their mappings are write-protected here by
- * unmapping, so a later write faults into page_mkwrite and waits for the
- * lock. @kps is reordered. Returns once the bios are submitted; errors
- * are reported by kvtier_writeback_finish().
+ * Start writing back a batch of dirty pages, locked by the caller (so no
+ * write can change them while in flight: stable pages); their mappings
+ * are write-protected here by unmapping, so a later write faults into
+ * page_mkwrite and waits. The locks are held until
+ * kvtier_writeback_finish(); with @release, those of the pages whose bios
+ * went out are let go here, each page marked KVT_PG_WRITEBACK instead
+ * (writers wait for the mark) and its reference kept until the finish.
+ * @kps is reordered. Returns once the bios are submitted; errors are
+ * reported by kvtier_writeback_finish().
  */
 void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr,
-			    bool ask_room)
+			    bool ask_room, bool release)
 {
-	unsigned int i, j;
+	unsigned int i, j, sent;
 	int *errs, err;
 
-	*wb = (struct kvtier_wb){ .tier = tier, .kps = kps, .nr = nr };
+	*wb = (struct kvtier_wb){ .tier = tier, .kps = kps, .nr = nr,
+				  .release = release };
 	wb->wr = kmalloc_array(nr, sizeof(*wb->wr), GFP_NOIO);
 	wb->errs = kcalloc(2 * nr, sizeof(*wb->errs), GFP_NOIO);
 	if (!wb->wr || !wb->errs) {
@@ -909,16 +959,68 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 		else if (errs[i] != -ENOMEM)
 			kvtier_count(tier, KVT_STAT_NOSPACE, 1);
 	}
-	if (wb->n)
-		kvtier_io_write_start(tier, wb->wr, wb->n, errs + nr, &wb->io);
+	if (!wb->n)
+		return;
+	sent = kvtier_io_write_start(tier, wb->wr, wb->n, errs + nr, &wb->io);
+	if (!release)
+		return;
+	for (i = 0; i < sent; i++) {
+		kvt_pg_set(wb->wr[i], KVT_PG_WRITEBACK);
+		unlock_page(wb->wr[i]->page);
+	}
+	wb->released = sent;
+}
+
+/*
+ * Wait until a write-back that let go of @kp's lock is done with it
+ * (KVT_PG_WRITEBACK): the bytes on their way to the namespace, and the CRC
+ * computed from them, must not change under the bio. For every writer of a
+ * resident page (page_mkwrite, pwrite), before it changes a byte. Caller
+ * holds the page lock, so no other write-back starts meanwhile. Counted in
+ * writeback_waits.
+ */
+void kvtier_page_wait_writeback(struct kvtier_page *kp)
+{
+	if (!kvt_pg_test(kp, KVT_PG_WRITEBACK))
+		return;
+	kvtier_count(kp->region->tier, KVT_STAT_WB_WAITS, 1);
+	wait_on_bit_io(&kp->flags, KVT_PG_WRITEBACK, TASK_UNINTERRUPTIBLE);
+}
+
+/*
+ * The pages of @wb its start let go of are done with: each is writable
+ * again (its waiting writers wake) and loses the batch's reference, and
+ * leaves @wb->kps, which keeps the pages the caller holds locked, in
+ * order. Those that came out clean are counted in @wb->cleaned, before
+ * the mark goes: a writer may dirty them again at once.
+ */
+static void kvtier_writeback_release(struct kvtier_wb *wb)
+{
+	unsigned int i, k = 0;
+
+	for (i = 0; i < wb->nr; i++) {
+		struct kvtier_page *kp = wb->kps[i];
+		struct page *page = kp->page;
+
+		if (!kvt_pg_test(kp, KVT_PG_WRITEBACK)) {
+			wb->kps[k++] = kp;
+			continue;
+		}
+		wb->cleaned += !kvt_pg_test(kp, KVT_PG_DIRTY);
+		/* Orders the new slot, CRC and clean state before the wake. */
+		clear_and_wake_up_bit(KVT_PG_WRITEBACK, &kp->flags);
+		put_page(page);
+	}
+	wb->nr = k;
 }
 
 /*
  * Wait for a batch kvtier_writeback_start() started and record what each
  * page's write gave: on success a page is clean; on failure it stays
- * dirty and its region keeps the first error. Pages stay locked. Returns
- * an error of the batch (the I/O's over -ENOSPC over -ENOMEM: what the
- * caller acts on), or 0.
+ * dirty and its region keeps the first error. The pages the start let go
+ * of are released and leave wb->kps (wb->nr drops); the others stay
+ * locked. Returns an error of the batch (the I/O's over -ENOSPC over
+ * -ENOMEM: what the caller acts on), or 0.
  */
 int kvtier_writeback_finish(struct kvtier_wb *wb)
 {
@@ -934,6 +1036,8 @@ int kvtier_writeback_finish(struct kvtier_wb *wb)
 	}
 	for (i = 0; i < wb->n; i++)
 		kvtier_writeback_done(wb->tier, wb->wr[i], wb->errs[wb->nr + i]);
+	if (wb->released)
+		kvtier_writeback_release(wb);
 	kfree(wb->wr);
 	kfree(wb->errs);
 	return ret;
@@ -957,6 +1061,7 @@ struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp)
 	p->cur = 0;
 	p->behind = false;
 	p->background = false;
+	p->release = false;
 	return p;
 }
 
@@ -972,7 +1077,7 @@ struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,
 	struct kvtier_wb *older = kvtier_wb_pair_behind(p);
 
 	kvtier_writeback_start(&p->wb[p->cur], tier, p->batch[p->cur], nr,
-			       !p->background);
+			       !p->background, p->release);
 	p->behind = true;
 	p->cur = !p->cur;
 	return older;
