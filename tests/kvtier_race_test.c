@@ -99,6 +99,19 @@
  *   written into every free slot next, never reaches the reader; then a
  *   pwrite that would take the reserve left for the pool goes through it.
  *
+ * - writeback_lets_readers_in: fsync and DONTNEED of a region while its
+ *   write-back is held up by dm-delay (writes and flushes), checksum off
+ *   and on. fsync's write-back lets go of the page locks once its bio is
+ *   out: a pread and a fault on its pages return before the write
+ *   completes; a pwrite and a store through the mapping wait for it
+ *   (writeback_waits; without the wait the page changes under the bio, and
+ *   with checksum on it reads back as a CRC mismatch). DONTNEED waits for
+ *   the write-back in flight and drops every page, without writing any
+ *   again; reclaim, pushed by another region over the budget, passes the
+ *   pages in flight over (writing them again would give them a second
+ *   slot: the namespace would hold more slots than the regions' pages).
+ *   Every byte reads back after.
+ *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
  * VM (tests/run-suite.sh); see kvtier_util.h.
@@ -1313,6 +1326,180 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 	close(r.fd);
 	free(page);
 	free(r.buf);
+}
+
+#define WB_NS		(64 * MiB)	/* the namespace of this test */
+#define WB_DELAY_MS	1500
+#define WB_PAGES	16
+#define WB_LEN		(WB_PAGES * PAGE)
+#define WB_OTHER	(5 * MiB)	/* region B: over the 4 MiB budget */
+
+/* The first WB_NS of NS1, its writes and flushes delayed by @ms (0: none). */
+static int wb_table(int ms)
+{
+	const char *ns = kvt_ns("KVTIER_NS1");
+	char t[256];
+
+	if (ms)
+		snprintf(t, sizeof(t), "0 %llu delay %s 0 0 %s 0 %d\n",
+			 WB_NS / 512, ns, ns, ms);
+	else
+		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", WB_NS / 512, ns);
+	return table(t);
+}
+
+struct wb_sync {
+	int fd;
+	int ret;
+	pthread_t th;
+};
+
+static void *wb_fsync(void *p)
+{
+	struct wb_sync *s = p;
+
+	s->ret = fsync(s->fd);
+	return NULL;
+}
+
+/*
+ * Make @fd's WB_LEN dirty with pattern @seed and start an fsync of it in a
+ * thread; returns once its bio is out and its pages let go of, with
+ * writeback_pages before it in *@w0, or -1. The bytes are written from
+ * @buf + 8 (WB_LEN + 8 bytes): memory that is not page-aligned goes
+ * through the pool, never straight to the namespace (checksum off).
+ */
+static int wb_start(struct wb_sync *s, int fd, unsigned char *buf,
+		    unsigned long long seed, long long *w0)
+{
+	long long b0 = kvt_stat(0, "writeback_bios");
+
+	kvt_fill(buf + 8, WB_LEN, 0, seed);
+	if (pwrite(fd, buf + 8, WB_LEN, 0) != (ssize_t)WB_LEN)
+		return -1;
+	*w0 = kvt_stat(0, "writeback_pages");
+	s->fd = fd;
+	s->ret = -1;
+	if (pthread_create(&s->th, NULL, wb_fsync, s))
+		return -1;
+	if (kvt_wait_stat(0, "writeback_bios", b0, 1, 10) < 1)
+		return -1;
+	/* The locks go right after the bios: give the thread the moment. */
+	usleep(100 * 1000);
+	return 0;
+}
+
+TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
+{
+	unsigned char *buf, *map, *other;
+	long long w0, k0, used, t_read, t_write;
+	struct wb_sync s;
+	int crc, fd, fc, fb;
+
+	if (kvt_dm_missing("delay"))
+		SKIP(return, "no dm-delay target");
+	ASSERT_EQ(0, posix_memalign((void **)&buf, PAGE, WB_LEN + 8));
+	other = malloc(WB_OTHER + 8);
+	ASSERT_NE(NULL, other);
+	for (crc = 0; crc <= 1; crc++) {
+		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+		ASSERT_EQ(0, wb_table(0));
+		ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+		ASSERT_EQ(0, kvt_knob(0, "checksum", crc));
+		/* Nothing but the fsync writes: no background write-back. */
+		ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 0));
+		fd = region_fd(WB_LEN);
+		ASSERT_GE(fd, 0);
+		map = mmap(NULL, WB_LEN, PROT_READ | PROT_WRITE, MAP_SHARED,
+			   fd, 0);
+		ASSERT_NE(MAP_FAILED, map);
+		ASSERT_EQ(0, wb_table(WB_DELAY_MS));
+
+		/* 1: a pread and a fault get in; a pwrite waits. */
+		ASSERT_EQ(0, wb_start(&s, fd, buf, 1, &w0));
+		memset(buf, 0, PAGE);
+		t_read = kvt_now_ms();
+		ASSERT_EQ((ssize_t)PAGE, pread(fd, buf, PAGE, 3 * PAGE));
+		ASSERT_EQ(-1, kvt_check(buf, PAGE, 3 * PAGE, 1));
+		ASSERT_EQ(-1, kvt_check(map + 4 * PAGE, PAGE, 4 * PAGE, 1));
+		t_read = kvt_now_ms() - t_read;
+		ASSERT_EQ(w0, kvt_stat(0, "writeback_pages"));
+		k0 = kvt_stat(0, "writeback_waits");
+		kvt_fill(buf, PAGE, 5 * PAGE, 2);
+		t_write = kvt_now_ms();
+		ASSERT_EQ((ssize_t)PAGE, pwrite(fd, buf, PAGE, 5 * PAGE));
+		t_write = kvt_now_ms() - t_write;
+		TH_LOG("checksum %d: during fsync (writes delayed %d ms): pread + fault %lld ms, pwrite %lld ms",
+		       crc, WB_DELAY_MS, t_read, t_write);
+		EXPECT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		EXPECT_EQ(k0 + 1, kvt_stat(0, "writeback_waits"));
+		pthread_join(s.th, NULL);
+		ASSERT_EQ(0, s.ret);
+		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+
+		/* 2: a store through the mapping waits. */
+		ASSERT_EQ(0, wb_start(&s, fd, buf, 3, &w0));
+		k0 = kvt_stat(0, "writeback_waits");
+		kvt_fill(map + 6 * PAGE, PAGE, 6 * PAGE, 4);
+		EXPECT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		EXPECT_EQ(k0 + 1, kvt_stat(0, "writeback_waits"));
+		pthread_join(s.th, NULL);
+		ASSERT_EQ(0, s.ret);
+		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+
+		/* 3: DONTNEED waits for the write-back and drops it all. */
+		ASSERT_EQ(0, wb_start(&s, fd, buf, 5, &w0));
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		EXPECT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		EXPECT_EQ(0, kvt_stat(0, "resident_pages"));
+		pthread_join(s.th, NULL);
+		ASSERT_EQ(0, s.ret);
+		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		ASSERT_EQ(0, kvt_stat(0, "resident_pages"));
+		ASSERT_EQ(-1, kvt_check(map, WB_LEN, 0, 5));
+
+		/*
+		 * 4: region C's first write-back in flight (fresh slots) while
+		 * region B pushes reclaim through the budget, C's pages the
+		 * coldest.
+		 */
+		fc = region_fd(WB_LEN);
+		ASSERT_GE(fc, 0);
+		fb = region_fd(WB_OTHER);
+		ASSERT_GE(fb, 0);
+		ASSERT_EQ(0, wb_table(WB_DELAY_MS / 5));
+		ASSERT_EQ(0, wb_start(&s, fc, buf, 6, &w0));
+		/* Not page-aligned: through the pool. */
+		kvt_fill(other + 8, WB_OTHER, 0, 7);
+		ASSERT_EQ((ssize_t)WB_OTHER, pwrite(fb, other + 8, WB_OTHER, 0));
+		pthread_join(s.th, NULL);
+		ASSERT_EQ(0, s.ret);
+		ASSERT_EQ(0, wb_table(0));
+		ASSERT_EQ(0, fsync(fb));
+		used = kvt_stat(0, "slots_used");
+		TH_LOG("checksum %d: slots used %lld for %d pages; writeback_waits %lld",
+		       crc, used, 2 * WB_PAGES + (int)(WB_OTHER / PAGE),
+		       kvt_stat(0, "writeback_waits"));
+		ASSERT_EQ(2 * WB_PAGES + WB_OTHER / PAGE, used);
+
+		/* Every byte, read back from the namespace. */
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(0, posix_fadvise(fc, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(0, posix_fadvise(fb, 0, 0, POSIX_FADV_DONTNEED));
+		ASSERT_EQ(0, kvt_stat(0, "resident_pages"));
+		ASSERT_EQ(-1, check_fd(fd, WB_LEN, 5));
+		ASSERT_EQ(-1, check_fd(fc, WB_LEN, 6));
+		ASSERT_EQ(-1, check_fd(fb, WB_OTHER, 7));
+		ASSERT_EQ(0, kvt_stat(0, "checksum_errors"));
+		munmap(map, WB_LEN);
+		close(fb);
+		close(fc);
+		close(fd);
+	}
+	free(other);
+	free(buf);
 }
 
 TEST_HARNESS_MAIN
