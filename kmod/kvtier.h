@@ -66,7 +66,9 @@
  *       above it: mmap_lock, pin_lock, tier.lock (detach).
  *     page lock (PG_locked of a resident page; held across its I/O, but
  *       fsync's and background write-back let go of it once the bios are
- *       out: KVT_PG_WRITEBACK, which writers wait for holding the lock).
+ *       out: KVT_PG_WRITEBACK, which writers wait for holding the lock. A
+ *       task holding such marks never sleeps on a page lock or another
+ *       mark: it finishes its batch first, see writeback.c).
  *       Several are held at once by write-back batches and by a fault's
  *       neighbours (fault-around, file.c); only the range pass
  *       (writeback.c) waits for one while holding others, in index order
@@ -833,6 +835,16 @@ static inline bool kvt_pg_test_and_set(struct kvtier_page *kp,
 				       enum kvtier_page_flag f)
 {
 	return test_and_set_bit(f, &kp->flags);
+}
+
+/*
+ * Is @kp marked KVT_PG_WRITEBACK? An acquire, pairing with the release in
+ * clear_and_wake_up_bit() (writeback.c): a page found unmarked shows the
+ * slot, CRC and clean state its write-back recorded.
+ */
+static inline bool kvt_pg_writeback(const struct kvtier_page *kp)
+{
+	return test_bit_acquire(KVT_PG_WRITEBACK, &kp->flags);
 }
 
 /*

@@ -473,7 +473,7 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		 * and write-back counts references to tell GUP's
 		 * (writeback.c).
 		 */
-		if (PageLocked(page) || kvt_pg_test(kp, KVT_PG_WRITEBACK)) {
+		if (PageLocked(page) || kvt_pg_writeback(kp)) {
 			spin_unlock(&pool->lock);
 			continue;
 		}
@@ -493,7 +493,7 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		 */
 		if (trylock_page(page)) {
 			if (kvtier_page_is_at(region, index, kp, page) &&
-			    !kvt_pg_test(kp, KVT_PG_WRITEBACK))
+			    !kvt_pg_writeback(kp))
 				return kp;
 			unlock_page(page);
 		}

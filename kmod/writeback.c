@@ -11,18 +11,22 @@
  * range pass keep two batches in flight that way (struct kvtier_wb_pair,
  * at the end of this file).
  *
- * Reclaim and DONTNEED drop the pages they wrote, so they hold the pages
- * locked until then. fsync's pass and background write-back leave them
- * resident: they let go of each page's lock once its bio is submitted and
- * mark it KVT_PG_WRITEBACK until the batch is finished. Meanwhile readers
- * and faults use the page (mapped read-only: write-back unmapped it);
- * writers (page_mkwrite, pwrite) wait for the mark under the page lock
- * (kvtier_page_wait_writeback()), since the bytes and the CRC on their way
- * to the namespace must not change; eviction, reclaim and other write-backs
- * pass the page over, or, for a range pass that must see it written, wait.
- * A task waits for such a mark only when it holds none of its own (it
- * finishes its batch in flight first), and finishing a batch takes no page
- * lock, so the waits cannot form a cycle.
+ * Reclaim, DONTNEED, seal and detach drop the pages they wrote (or need
+ * them to stay as written), so they hold the pages locked until then. The
+ * range pass of fsync (and of an O_DSYNC write) and background write-back
+ * leave them resident: they let go of each page's lock once its bio is
+ * submitted and mark it KVT_PG_WRITEBACK until the batch is finished.
+ * Meanwhile readers and faults use the page (mapped read-only: write-back
+ * unmapped it); writers (page_mkwrite, pwrite) wait for the mark under the
+ * page lock (kvtier_page_wait_writeback()), since the bytes and the CRC on
+ * their way to the namespace must not change; eviction, reclaim and other
+ * write-backs pass the page over, or, for a range pass that must see it
+ * written, wait for it. Waiters may hold page locks (a writer its page's, a
+ * range pass the batch it collects), so the rule that keeps this free of
+ * cycles is on the holder's side: a task holding marks never sleeps on a
+ * page lock or on another mark (the range pass finishes its batch in
+ * flight first; background write-back only tries locks), and finishing a
+ * batch takes no page lock.
  *
  * The range pass (kvtier_region_writeback) walks a region's resident
  * pages for fsync, DONTNEED (which also drops what came out clean,
@@ -46,8 +50,9 @@
  * @evict: drop the pages that are (or came out) clean (DONTNEED)
  * @background: background write-back: only pages kvtier_cleanable() that
  *              no other task holds locked; stops when reclaim starts
- * @skips: pass over pages other tasks hold locked, noting them
- * @nr_skipped: pages passed over for their lock
+ * @skips: pass over pages other tasks hold locked or write back
+ *         (KVT_PG_WRITEBACK), noting them
+ * @nr_skipped: pages passed over for their lock or mark
  * @skip_first: the first of them
  * @skip_last: the last of them
  * @quota: dirty pages it may still take (background write-back); a pass
@@ -98,15 +103,15 @@ static void kvtier_region_batch_end(struct kvtier_wb *wb,
 {
 	struct kvtier_tier *tier = wb->tier;
 	struct kvtier_page **batch = wb->kps;
-	unsigned int nb, small = kvtier_writeback_batch(tier);
-	unsigned int i, n, nd = 0;
+	unsigned int all = wb->nr, small = kvtier_writeback_batch(tier);
+	unsigned int i, n, nb, nd = 0;
 	int ret, err;
 
 	ret = kvtier_writeback_finish(wb);
 	/* Those it let go of at submission are done with: the rest. */
 	nb = wb->nr;
 	rg->cleaned += wb->cleaned;
-	if (ret == -ENOMEM && nb > small) {
+	if (ret == -ENOMEM && all > small && nb) {
 		/* The dirty ones to the front (the order of @batch is free). */
 		for (i = 0; i < nb; i++) {
 			if (kvt_pg_test(batch[i], KVT_PG_DIRTY))
@@ -157,7 +162,7 @@ static bool kvtier_cleanable(struct kvtier_page *kp)
 {
 	return kvt_pg_test(kp, KVT_PG_DIRTY) &&
 		!kvt_pg_test(kp, KVT_PG_PINNED) && !kvt_pg_test(kp, KVT_PG_GUP) &&
-		!kvt_pg_test(kp, KVT_PG_WRITEBACK);
+		!kvt_pg_writeback(kp);
 }
 
 /*
@@ -266,7 +271,7 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 			put_page(page);
 			continue;
 		}
-		if (kvt_pg_test(kp, KVT_PG_WRITEBACK)) {
+		if (kvt_pg_writeback(kp)) {
 			/*
 			 * Another task writes it back, its lock let go. Our
 			 * reference keeps kp: no eviction while it is held.
@@ -583,9 +588,10 @@ void kvtier_writeback_background(struct work_struct *work)
 		if (!region)
 			goto backoff;
 		/*
-		 * Two batches of this stay locked across their I/O, where a
-		 * budget stall cannot evict them: a sixteenth of the budget
-		 * each at most, whatever writeback_batch_kb says.
+		 * Two batches of this are held across their I/O (marked
+		 * KVT_PG_WRITEBACK), where a budget stall cannot evict them:
+		 * a sixteenth of the budget each at most, whatever
+		 * writeback_batch_kb says.
 		 */
 		if (!p)
 			p = kvtier_wb_pair_alloc(min(kvtier_range_batch(tier),
@@ -981,7 +987,7 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
  */
 void kvtier_page_wait_writeback(struct kvtier_page *kp)
 {
-	if (!kvt_pg_test(kp, KVT_PG_WRITEBACK))
+	if (!kvt_pg_writeback(kp))
 		return;
 	kvtier_count(kp->region->tier, KVT_STAT_WB_WAITS, 1);
 	wait_on_bit_io(&kp->flags, KVT_PG_WRITEBACK, TASK_UNINTERRUPTIBLE);
@@ -1007,7 +1013,13 @@ static void kvtier_writeback_release(struct kvtier_wb *wb)
 			continue;
 		}
 		wb->cleaned += !kvt_pg_test(kp, KVT_PG_DIRTY);
-		/* Orders the new slot, CRC and clean state before the wake. */
+		/*
+		 * Orders the new slot, CRC and clean state before the wake.
+		 * The reference goes after the mark, not before: without
+		 * either nothing keeps kp from eviction. A waiter may so see
+		 * one reference more for a moment: DONTNEED counts the page
+		 * busy and tries again.
+		 */
 		clear_and_wake_up_bit(KVT_PG_WRITEBACK, &kp->flags);
 		put_page(page);
 	}
