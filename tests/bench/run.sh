@@ -157,6 +157,7 @@ guest=("$top/tests/bench/guest.sh" $mode "$build" "$out" "$ko")
 	KVTIER_AB_RESTORE_MB="${KVTIER_AB_RESTORE_MB:-32}"
 	KVTIER_AB_PARAMS_A="${KVTIER_AB_PARAMS_A:-}"
 	KVTIER_AB_PARAMS_B="${KVTIER_AB_PARAMS_B:-}"
+	KVTIER_AB_WARMUP="${KVTIER_AB_WARMUP:-1}"
 	"$top/tests/bench/ab-guest.sh" "$build" "$out"
 	"$build/bench-ab/mod-a/$kver/kvtier.ko" "$ko")
 "$top/tests/vm/run.sh" --kver "$kver" --cache "$cache" --out "$out" \
