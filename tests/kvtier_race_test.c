@@ -111,6 +111,14 @@
  *   pages in flight over (writing them again would give them a second
  *   slot: the namespace would hold more slots than the regions' pages).
  *   Every byte reads back after.
+ * - long_pread_signals_and_unmaps: a 16 MiB pread of pages only on the
+ *   namespace, every read bio held up 100 ms by dm-delay, through the pool
+ *   (a buffer that is not page-aligned) and straight into the caller's
+ *   pages (an aligned one). Signals with a handler (real-time: queued)
+ *   every few milliseconds do not cut it short: every byte, right. SIGKILL ends the process
+ *   doing it within seconds. The buffer's second half unmapped while it
+ *   runs: EFAULT or a short read, whose bytes are right. The region is
+ *   intact after each, and nothing stays resident once it is closed.
  *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
@@ -1143,20 +1151,26 @@ static void *rs_reader(void *p)
 }
 
 /*
- * The first RS_NS of NS1 as the dm device: linear, or with reads delayed
- * by @delay_ms (writes and flushes are not).
+ * The first @bytes of NS1 as the dm device: linear, or with reads delayed
+ * by @rd_ms and writes and flushes by @wr_ms (dm-delay).
  */
-static int rs_table(int delay_ms)
+static int delay_table(unsigned long long bytes, int rd_ms, int wr_ms)
 {
 	const char *ns = kvt_ns("KVTIER_NS1");
 	char t[256];
 
-	if (delay_ms)
-		snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 0\n",
-			 RS_NS / 512, ns, delay_ms, ns);
+	if (rd_ms || wr_ms)
+		snprintf(t, sizeof(t), "0 %llu delay %s 0 %d %s 0 %d\n",
+			 bytes / 512, ns, rd_ms, ns, wr_ms);
 	else
-		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", RS_NS / 512, ns);
+		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", bytes / 512, ns);
 	return table(t);
+}
+
+/* The first RS_NS of NS1, its reads delayed by @delay_ms (0: none). */
+static int rs_table(int delay_ms)
+{
+	return delay_table(RS_NS, delay_ms, 0);
 }
 
 /* The tier's free data space, in pages. */
@@ -1337,15 +1351,7 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 /* The first WB_NS of NS1, its writes and flushes delayed by @ms (0: none). */
 static int wb_table(int ms)
 {
-	const char *ns = kvt_ns("KVTIER_NS1");
-	char t[256];
-
-	if (ms)
-		snprintf(t, sizeof(t), "0 %llu delay %s 0 0 %s 0 %d\n",
-			 WB_NS / 512, ns, ns, ms);
-	else
-		snprintf(t, sizeof(t), "0 %llu linear %s 0\n", WB_NS / 512, ns);
-	return table(t);
+	return delay_table(WB_NS, 0, ms);
 }
 
 struct wb_sync {
@@ -1500,6 +1506,137 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 	}
 	free(other);
 	free(buf);
+}
+
+#define LP_LEN		(16 * MiB)	/* read by one long pread */
+#define LP_DELAY_MS	100
+
+struct lp_read {
+	int fd;
+	unsigned char *buf;
+	ssize_t got;
+	int err;
+	int done;
+	pthread_t th;
+};
+
+static void *lp_reader(void *p)
+{
+	struct lp_read *r = p;
+
+	r->got = pread(r->fd, r->buf, LP_LEN, 0);
+	r->err = errno;
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static volatile sig_atomic_t lp_signals;
+
+static void lp_on_signal(int sig)
+{
+	(void)sig;
+	lp_signals++;
+}
+
+/* Drop the region's pages, then start a pread of all of it into @buf. */
+static int lp_start(struct lp_read *r, int fd, unsigned char *buf)
+{
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		return -1;
+	*r = (struct lp_read){ .fd = fd, .buf = buf };
+	return pthread_create(&r->th, NULL, lp_reader, r);
+}
+
+TEST_F_TIMEOUT(race, long_pread_signals_and_unmaps, 300)
+{
+	struct sigaction sa = { .sa_handler = lp_on_signal };
+	long long t0, ok_len;
+	unsigned char *map, *buf;
+	struct lp_read r;
+	int direct, fd, status;
+	pid_t pid;
+
+	if (kvt_dm_missing("delay"))
+		SKIP(return, "no dm-delay target");
+	/* Queued, not merged: each one sent during the read is handled. */
+	ASSERT_EQ(0, sigaction(SIGRTMIN, &sa, NULL));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, delay_table(WB_NS, 0, 0));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	fd = region_fd(LP_LEN);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_evict(fd, LP_LEN, 31));
+	/* A page more: the pool's buffer starts 8 bytes in. */
+	map = mmap(NULL, LP_LEN + PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	for (direct = 0; direct <= 1; direct++) {
+		buf = direct ? map : map + 8;
+		ASSERT_EQ(0, delay_table(WB_NS, LP_DELAY_MS, 0));
+
+		/* Signals with a handler, all the way through: every byte. */
+		lp_signals = 0;
+		t0 = kvt_now_ms();
+		ASSERT_EQ(0, lp_start(&r, fd, buf));
+		while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
+			pthread_kill(r.th, SIGRTMIN);
+			usleep(5000);
+		}
+		pthread_join(r.th, NULL);
+		TH_LOG("%s: pread %zd in %lld ms, %d signals handled",
+		       direct ? "direct" : "pool", r.got, kvt_now_ms() - t0,
+		       (int)lp_signals);
+		ASSERT_EQ((ssize_t)LP_LEN, r.got);
+		ASSERT_EQ(-1, kvt_check(buf, LP_LEN, 0, 31));
+		ASSERT_GE(lp_signals, 3);
+
+		/* SIGKILL in the middle of one. */
+		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (!pid) {
+			for (;;) {
+				if (pread(fd, buf, LP_LEN, 0) < 0)
+					_exit(1);
+				posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			}
+		}
+		usleep(3 * LP_DELAY_MS * 1000);
+		t0 = kvt_now_ms();
+		ASSERT_EQ(0, kill(pid, SIGKILL));
+		ASSERT_EQ(0, kvt_reap(pid, 10, &status));
+		TH_LOG("%s: killed, reaped after %lld ms", direct ? "direct" : "pool",
+		       kvt_now_ms() - t0);
+		ASSERT_TRUE(WIFSIGNALED(status));
+		ASSERT_EQ(SIGKILL, WTERMSIG(status));
+
+		/* The buffer's second half unmapped while the read runs. */
+		memset(buf, 0, LP_LEN);
+		ASSERT_EQ(0, lp_start(&r, fd, buf));
+		usleep(LP_DELAY_MS * 1000 / 2);
+		ASSERT_EQ(0, munmap(map + LP_LEN / 2, LP_LEN / 2 + PAGE));
+		pthread_join(r.th, NULL);
+		TH_LOG("%s: unmapped during the read: pread %zd (errno %d)",
+		       direct ? "direct" : "pool", r.got, r.got < 0 ? r.err : 0);
+		if (r.got < 0)
+			ASSERT_EQ(EFAULT, r.err);
+		ASSERT_LE(r.got, (ssize_t)LP_LEN);
+		/* What it says it read, as far as the buffer is still there. */
+		ok_len = r.got < 0 ? 0 : r.got;
+		if (ok_len > (long long)(LP_LEN / 2) - (buf - map))
+			ok_len = LP_LEN / 2 - (buf - map);
+		ASSERT_EQ(-1, kvt_check(buf, ok_len, 0, 31));
+		ASSERT_EQ(map + LP_LEN / 2,
+			  mmap(map + LP_LEN / 2, LP_LEN / 2 + PAGE,
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+
+		ASSERT_EQ(0, delay_table(WB_NS, 0, 0));
+		ASSERT_EQ(-1, check_fd(fd, LP_LEN, 31));
+	}
+	munmap(map, LP_LEN + PAGE);
+	close(fd);
+	ASSERT_EQ(0, kvt_stat(0, "resident_pages"));
 }
 
 TEST_HARNESS_MAIN
