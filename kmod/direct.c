@@ -813,8 +813,13 @@ static unsigned int kvtier_direct_pool(struct kvtier_direct *d,
 				*err = PTR_ERR(kp);
 				return n;
 			}
-			if (d->write)
-				kvtier_page_wait_writeback(kp);
+			/* Killed: a page marked is resident, not blank. */
+			if (d->write && kvtier_page_wait_writeback(kp)) {
+				unlock_page(kp->page);
+				put_page(kp->page);
+				*err = -EINTR;
+				return n;
+			}
 			/* @user may be this very page (a mapping of it). */
 			if (user != kp->page && d->write)
 				copy_highpage(kp->page, user);

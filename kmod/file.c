@@ -349,7 +349,11 @@ static vm_fault_t kvtier_vm_mkwrite(struct vm_fault *vmf)
 		unlock_page(page);
 		return VM_FAULT_NOPAGE;
 	}
-	kvtier_page_wait_writeback(kp);
+	if (kvtier_page_wait_writeback(kp)) {
+		/* Killed: the access is not retried. */
+		unlock_page(page);
+		return VM_FAULT_NOPAGE;
+	}
 	kvtier_pool_mark_dirty(region->tier, kp);
 	return VM_FAULT_LOCKED;
 }
@@ -643,7 +647,13 @@ static ssize_t kvtier_write_bounced(struct kvtier_region *region, pgoff_t index,
 		free_page((unsigned long)bounce);
 		return PTR_ERR(kp);
 	}
-	kvtier_page_wait_writeback(kp);
+	if (kvtier_page_wait_writeback(kp)) {
+		unlock_page(kp->page);
+		put_page(kp->page);
+		iov_iter_revert(from, got);
+		free_page((unsigned long)bounce);
+		return -EINTR;
+	}
 	memcpy_to_page(kp->page, off, bounce, got);
 	kvtier_pool_mark_dirty(region->tier, kp);
 	unlock_page(kp->page);
@@ -762,8 +772,14 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 				done = PTR_ERR(kp);
 			break;
 		}
-		kvtier_page_wait_writeback(kp);
 		page = kp->page;
+		if (kvtier_page_wait_writeback(kp)) {
+			unlock_page(page);
+			put_page(page);
+			if (!done)
+				done = -EINTR;
+			break;
+		}
 		pagefault_disable();
 		copied = copy_page_from_iter_atomic(page, off, n, from);
 		pagefault_enable();

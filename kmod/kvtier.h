@@ -1134,7 +1134,7 @@ struct kvtier_wb_pair {
 void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr,
 			    bool ask_room, bool release);
-void kvtier_page_wait_writeback(struct kvtier_page *kp);
+int kvtier_page_wait_writeback(struct kvtier_page *kp);
 int kvtier_writeback_finish(struct kvtier_wb *wb);
 struct kvtier_wb_pair *kvtier_wb_pair_alloc(unsigned int batch_max, gfp_t gfp);
 struct kvtier_wb *kvtier_wb_pair_start(struct kvtier_wb_pair *p,

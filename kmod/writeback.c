@@ -983,14 +983,17 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
  * computed from them, must not change under the bio. For every writer of a
  * resident page (page_mkwrite, pwrite), before it changes a byte. Caller
  * holds the page lock, so no other write-back starts meanwhile. Counted in
- * writeback_waits.
+ * writeback_waits. Returns 0, or -EINTR for a fatal signal: a write stuck
+ * behind a device that does not answer can still be killed (the write
+ * then changes nothing).
  */
-void kvtier_page_wait_writeback(struct kvtier_page *kp)
+int kvtier_page_wait_writeback(struct kvtier_page *kp)
 {
 	if (!kvt_pg_writeback(kp))
-		return;
+		return 0;
 	kvtier_count(kp->region->tier, KVT_STAT_WB_WAITS, 1);
-	wait_on_bit_io(&kp->flags, KVT_PG_WRITEBACK, TASK_UNINTERRUPTIBLE);
+	return wait_on_bit_io(&kp->flags, KVT_PG_WRITEBACK, TASK_KILLABLE) ?
+		-EINTR : 0;
 }
 
 /*

@@ -105,7 +105,8 @@
  *   out: a pread and a fault on its pages return before the write
  *   completes; a pwrite and a store through the mapping wait for it
  *   (writeback_waits; without the wait the page changes under the bio, and
- *   with checksum on it reads back as a CRC mismatch). DONTNEED waits for
+ *   with checksum on it reads back as a CRC mismatch), and either can be
+ *   killed while it waits, changing nothing. DONTNEED waits for
  *   the write-back in flight and drops every page, without writing any
  *   again; reclaim, pushed by another region over the budget, passes the
  *   pages in flight over (writing them again would give them a second
@@ -1400,7 +1401,8 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 	unsigned char *buf, *map, *other;
 	long long w0, k0, used, t_read, t_write;
 	struct wb_sync s;
-	int crc, fd, fc, fb;
+	int crc, fd, fc, fb, i, status;
+	pid_t pid;
 
 	if (kvt_dm_missing("delay"))
 		SKIP(return, "no dm-delay target");
@@ -1454,6 +1456,36 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		ASSERT_EQ(0, s.ret);
 		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
 		ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+
+		/*
+		 * 2b: a pwrite and a store waiting for it can be killed, and
+		 * change nothing.
+		 */
+		ASSERT_EQ(0, wb_start(&s, fd, buf, 8, &w0));
+		k0 = kvt_stat(0, "writeback_waits");
+		for (i = 0; i < 2; i++) {
+			pid = fork();
+			ASSERT_GE(pid, 0);
+			if (!pid) {
+				kvt_fill(buf + 8, PAGE, 7 * PAGE, 9);
+				if (i)
+					kvt_fill(map + 8 * PAGE, PAGE, 8 * PAGE, 9);
+				else if (pwrite(fd, buf + 8, PAGE, 7 * PAGE) < 0)
+					_exit(1);
+				_exit(0);
+			}
+			ASSERT_GE(kvt_wait_stat(0, "writeback_waits", k0, i + 1, 5), i + 1);
+			ASSERT_EQ(0, kill(pid, SIGKILL));
+			ASSERT_EQ(0, kvt_reap(pid, 5, &status));
+			ASSERT_TRUE(WIFSIGNALED(status));
+		}
+		/* Both gone before the write completed. */
+		EXPECT_EQ(w0, kvt_stat(0, "writeback_pages"));
+		pthread_join(s.th, NULL);
+		ASSERT_EQ(0, s.ret);
+		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+		ASSERT_EQ(-1, kvt_check(map + 7 * PAGE, 2 * PAGE, 7 * PAGE, 8));
 
 		/* 3: DONTNEED waits for the write-back and drops it all. */
 		ASSERT_EQ(0, wb_start(&s, fd, buf, 5, &w0));
