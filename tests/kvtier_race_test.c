@@ -1344,7 +1344,7 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 }
 
 #define WB_NS		(64 * MiB)	/* the namespace of this test */
-#define WB_DELAY_MS	1500
+#define WB_DELAY_MS	2000
 #define WB_PAGES	16
 #define WB_LEN		(WB_PAGES * PAGE)
 #define WB_OTHER	(5 * MiB)	/* region B: over the 4 MiB budget */
