@@ -1396,6 +1396,19 @@ static int wb_start(struct wb_sync *s, int fd, unsigned char *buf,
 	return 0;
 }
 
+/*
+ * Wait for wb_start()'s fsync: it succeeded, wrote WB_PAGES pages, and
+ * left @dirty pages dirty (written to during it).
+ */
+static void wb_end(struct __test_metadata *_metadata, struct wb_sync *s,
+		   long long w0, long long dirty)
+{
+	pthread_join(s->th, NULL);
+	ASSERT_EQ(0, s->ret);
+	ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+	ASSERT_EQ(dirty, kvt_stat(0, "dirty_pages"));
+}
+
 TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 {
 	unsigned char *buf, *map, *other;
@@ -1441,10 +1454,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		       crc, WB_DELAY_MS, t_read, t_write);
 		EXPECT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
 		EXPECT_EQ(k0 + 1, kvt_stat(0, "writeback_waits"));
-		pthread_join(s.th, NULL);
-		ASSERT_EQ(0, s.ret);
-		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
-		ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+		wb_end(_metadata, &s, w0, 1);
 
 		/* 2: a store through the mapping waits. */
 		ASSERT_EQ(0, wb_start(&s, fd, buf, 3, &w0));
@@ -1452,10 +1462,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		kvt_fill(map + 6 * PAGE, PAGE, 6 * PAGE, 4);
 		EXPECT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
 		EXPECT_EQ(k0 + 1, kvt_stat(0, "writeback_waits"));
-		pthread_join(s.th, NULL);
-		ASSERT_EQ(0, s.ret);
-		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
-		ASSERT_EQ(1, kvt_stat(0, "dirty_pages"));
+		wb_end(_metadata, &s, w0, 1);
 
 		/*
 		 * 2b: a pwrite and a store waiting for it can be killed, and
@@ -1481,10 +1488,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		}
 		/* Both gone before the write completed. */
 		EXPECT_EQ(w0, kvt_stat(0, "writeback_pages"));
-		pthread_join(s.th, NULL);
-		ASSERT_EQ(0, s.ret);
-		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
-		ASSERT_EQ(0, kvt_stat(0, "dirty_pages"));
+		wb_end(_metadata, &s, w0, 0);
 		ASSERT_EQ(-1, kvt_check(map + 7 * PAGE, 2 * PAGE, 7 * PAGE, 8));
 
 		/* 3: DONTNEED waits for the write-back and drops it all. */
@@ -1492,9 +1496,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
 		EXPECT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
 		EXPECT_EQ(0, kvt_stat(0, "resident_pages"));
-		pthread_join(s.th, NULL);
-		ASSERT_EQ(0, s.ret);
-		ASSERT_EQ(w0 + WB_PAGES, kvt_stat(0, "writeback_pages"));
+		wb_end(_metadata, &s, w0, 0);
 		ASSERT_EQ(0, kvt_stat(0, "resident_pages"));
 		ASSERT_EQ(-1, kvt_check(map, WB_LEN, 0, 5));
 
