@@ -1091,8 +1091,8 @@ struct kvtier_io_batch {
 
 /*
  * A write-back batch between kvtier_writeback_start() and
- * kvtier_writeback_finish(). Its pages stay locked throughout, but with
- * @release those whose bios went out are unlocked once submitted
+ * kvtier_writeback_finish(). Its pages stay locked throughout, but a
+ * start asked to release them unlocks those whose bios went out
  * (KVT_PG_WRITEBACK); finishing them takes them out of @kps, leaving
  * the caller the ones it still holds locked.
  */
@@ -1104,7 +1104,6 @@ struct kvtier_wb {
 	unsigned int n;
 	int *errs;			/* nr for kps, then n for wr */
 	int ret;			/* an error before submission */
-	bool release;			/* unlock the pages once submitted */
 	unsigned int released;		/* wr[0..released) were unlocked */
 	unsigned long cleaned;		/* of those, clean when finished */
 	struct kvtier_io_batch io;

@@ -924,8 +924,7 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 	unsigned int i, j, sent;
 	int *errs, err;
 
-	*wb = (struct kvtier_wb){ .tier = tier, .kps = kps, .nr = nr,
-				  .release = release };
+	*wb = (struct kvtier_wb){ .tier = tier, .kps = kps, .nr = nr };
 	wb->wr = kmalloc_array(nr, sizeof(*wb->wr), GFP_NOIO);
 	wb->errs = kcalloc(2 * nr, sizeof(*wb->errs), GFP_NOIO);
 	if (!wb->wr || !wb->errs) {
