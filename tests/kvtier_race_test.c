@@ -115,11 +115,13 @@
  * - long_pread_signals_and_unmaps: a 16 MiB pread of pages only on the
  *   namespace, every read bio held up 100 ms by dm-delay, through the pool
  *   (a buffer that is not page-aligned) and straight into the caller's
- *   pages (an aligned one). Signals with a handler (real-time: queued)
- *   every few milliseconds do not cut it short: every byte, right. SIGKILL ends the process
- *   doing it within seconds. The buffer's second half unmapped while it
- *   runs: EFAULT or a short read, whose bytes are right. The region is
- *   intact after each, and nothing stays resident once it is closed.
+ *   pages (an aligned one; each path checked by direct_read_pages).
+ *   Signals with a handler (real-time: queued) every few milliseconds do
+ *   not cut it short: every byte, right. SIGKILL ends the process doing
+ *   it at once, long before its read would have ended (fewer pages read
+ *   than it asked for). The buffer's second half unmapped while it runs:
+ *   EFAULT or a short read, whose bytes are right. The region is intact
+ *   after each, and nothing stays resident once it is closed.
  *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
@@ -131,6 +133,7 @@
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -1344,7 +1347,7 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 }
 
 #define WB_NS		(64 * MiB)	/* the namespace of this test */
-#define WB_DELAY_MS	2000
+#define WB_DELAY_MS	3000
 #define WB_PAGES	16
 #define WB_LEN		(WB_PAGES * PAGE)
 #define WB_OTHER	(5 * MiB)	/* region B: over the 4 MiB budget */
@@ -1474,6 +1477,8 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 			pid = fork();
 			ASSERT_GE(pid, 0);
 			if (!pid) {
+				/* Never outlive a test that failed. */
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
 				kvt_fill(buf + 8, PAGE, 7 * PAGE, 9);
 				if (i)
 					kvt_fill(map + 8 * PAGE, PAGE, 8 * PAGE, 9);
@@ -1510,9 +1515,9 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		fb = region_fd(WB_OTHER);
 		ASSERT_GE(fb, 0);
 		ASSERT_EQ(0, wb_table(WB_DELAY_MS / 5));
+		kvt_fill(other + 8, WB_OTHER, 0, 7);
 		ASSERT_EQ(0, wb_start(&s, fc, buf, 6, &w0));
 		/* Not page-aligned: through the pool. */
-		kvt_fill(other + 8, WB_OTHER, 0, 7);
 		ASSERT_EQ((ssize_t)WB_OTHER, pwrite(fb, other + 8, WB_OTHER, 0));
 		pthread_join(s.th, NULL);
 		ASSERT_EQ(0, s.ret);
@@ -1584,7 +1589,7 @@ static int lp_start(struct lp_read *r, int fd, unsigned char *buf)
 TEST_F_TIMEOUT(race, long_pread_signals_and_unmaps, 300)
 {
 	struct sigaction sa = { .sa_handler = lp_on_signal };
-	long long t0, ok_len;
+	long long t0, ok_len, d0, r0, b0;
 	unsigned char *map, *buf;
 	struct lp_read r;
 	int direct, fd, status;
@@ -1610,6 +1615,7 @@ TEST_F_TIMEOUT(race, long_pread_signals_and_unmaps, 300)
 
 		/* Signals with a handler, all the way through: every byte. */
 		lp_signals = 0;
+		d0 = kvt_stat(0, "direct_read_pages");
 		t0 = kvt_now_ms();
 		ASSERT_EQ(0, lp_start(&r, fd, buf));
 		while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
@@ -1623,38 +1629,50 @@ TEST_F_TIMEOUT(race, long_pread_signals_and_unmaps, 300)
 		ASSERT_EQ((ssize_t)LP_LEN, r.got);
 		ASSERT_EQ(-1, kvt_check(buf, LP_LEN, 0, 31));
 		ASSERT_GE(lp_signals, 3);
+		/* The path named: every page straight in, or none. */
+		ASSERT_EQ(direct ? (long long)(LP_LEN / PAGE) : 0,
+			  kvt_stat(0, "direct_read_pages") - d0);
 
-		/* SIGKILL in the middle of one. */
+		/*
+		 * SIGKILL in the middle of one: it stops at once, not after
+		 * its 16 MiB (1.6 s of delayed reads at least).
+		 */
 		ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+		r0 = kvt_stat(0, "read_pages");
+		b0 = kvt_stat(0, "read_bios");
 		pid = fork();
 		ASSERT_GE(pid, 0);
 		if (!pid) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			for (;;) {
 				if (pread(fd, buf, LP_LEN, 0) < 0)
 					_exit(1);
 				posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 			}
 		}
-		usleep(3 * LP_DELAY_MS * 1000);
+		ASSERT_GE(kvt_wait_stat(0, "read_bios", b0, 1, 10), 1);
 		t0 = kvt_now_ms();
 		ASSERT_EQ(0, kill(pid, SIGKILL));
 		ASSERT_EQ(0, kvt_reap(pid, 10, &status));
-		TH_LOG("%s: killed, reaped after %lld ms", direct ? "direct" : "pool",
-		       kvt_now_ms() - t0);
+		TH_LOG("%s: killed, reaped after %lld ms, %lld pages read",
+		       direct ? "direct" : "pool", kvt_now_ms() - t0,
+		       kvt_stat(0, "read_pages") - r0);
 		ASSERT_TRUE(WIFSIGNALED(status));
 		ASSERT_EQ(SIGKILL, WTERMSIG(status));
+		ASSERT_LT(kvt_stat(0, "read_pages") - r0, (long long)(LP_LEN / PAGE));
 
-		/* The buffer's second half unmapped while the read runs. */
+		/* The buffer's second half unmapped once the read runs. */
 		memset(buf, 0, LP_LEN);
+		b0 = kvt_stat(0, "read_bios");
 		ASSERT_EQ(0, lp_start(&r, fd, buf));
-		usleep(LP_DELAY_MS * 1000 / 2);
+		ASSERT_GE(kvt_wait_stat(0, "read_bios", b0, 1, 10), 1);
 		ASSERT_EQ(0, munmap(map + LP_LEN / 2, LP_LEN / 2 + PAGE));
 		pthread_join(r.th, NULL);
 		TH_LOG("%s: unmapped during the read: pread %zd (errno %d)",
 		       direct ? "direct" : "pool", r.got, r.got < 0 ? r.err : 0);
 		if (r.got < 0)
 			ASSERT_EQ(EFAULT, r.err);
-		ASSERT_LE(r.got, (ssize_t)LP_LEN);
+		ASSERT_LT(r.got, (ssize_t)LP_LEN);
 		/* What it says it read, as far as the buffer is still there. */
 		ok_len = r.got < 0 ? 0 : r.got;
 		if (ok_len > (long long)(LP_LEN / 2) - (buf - map))
