@@ -813,7 +813,11 @@ static unsigned int kvtier_direct_pool(struct kvtier_direct *d,
 				*err = PTR_ERR(kp);
 				return n;
 			}
-			/* Killed: a page marked is resident, not blank. */
+			/*
+			 * Runs in a kworker, which no fatal signal reaches:
+			 * the wait does not fail here, but if it did, the page
+			 * (marked, so resident, not blank) goes back as is.
+			 */
 			if (d->write && kvtier_page_wait_writeback(kp)) {
 				unlock_page(kp->page);
 				put_page(kp->page);
