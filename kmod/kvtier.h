@@ -1075,6 +1075,36 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback);
 void kvtier_pool_kick(struct kvtier_tier *tier);
 bool kvtier_pool_reclaiming(struct kvtier_tier *tier);
 int kvtier_evict_page(struct kvtier_page *kp, bool unmapped);
+void kvtier_pages_sort(struct kvtier_page **kps, unsigned int nr);
+void kvtier_unmap_runs(struct kvtier_page **kps, unsigned int nr);
+
+/* Clean pages evicted together; on the stack (a budget stall reaches here). */
+#define KVTIER_DROP_BATCH	16
+
+/**
+ * struct kvtier_drops - clean pages to evict together (pool.c)
+ * @nr: pages in @kps
+ * @region_refs: each page also holds a reference to its region (reclaim's
+ *               kvtier_lru_isolate()), put after its eviction
+ * @freed: pages evicted by the flushes so far
+ * @busy: pages a flush kept for another reference (a GUP pin, a lookup)
+ * @kps: locked, each with a page reference; kvtier_drops_flush() consumes
+ *       the locks and references. Pages of one tier, not pinned.
+ *
+ * Unmapping a page costs a TLB flush, and in a process whose threads run
+ * on other CPUs a shootdown (an IPI to each and a wait for all): the
+ * flush unmaps each run of consecutive indexes once, not each page.
+ */
+struct kvtier_drops {
+	unsigned int nr;
+	bool region_refs;
+	unsigned long freed;
+	unsigned int busy;
+	struct kvtier_page *kps[KVTIER_DROP_BATCH];
+};
+
+void kvtier_drops_add(struct kvtier_drops *d, struct kvtier_page *kp);
+void kvtier_drops_flush(struct kvtier_drops *d);
 struct kvtier_page *kvtier_page_new(struct kvtier_region *region,
 				    pgoff_t index, bool may_wait);
 void kvtier_page_free(struct kvtier_page *kp);

@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 
 #include "kvtier.h"
 #include "kvtier_trace.h"
@@ -381,6 +382,44 @@ static void kvtier_unmap_page(struct kvtier_page *kp)
 			    (loff_t)kp->index << PAGE_SHIFT, PAGE_SIZE, 1);
 }
 
+static int kvtier_page_cmp(const void *a, const void *b)
+{
+	const struct kvtier_page *x = *(struct kvtier_page * const *)a;
+	const struct kvtier_page *y = *(struct kvtier_page * const *)b;
+
+	if (x->region != y->region)
+		return x->region < y->region ? -1 : 1;
+	if (x->index != y->index)
+		return x->index < y->index ? -1 : 1;
+	return 0;
+}
+
+/* Order @kps by region, then index. */
+void kvtier_pages_sort(struct kvtier_page **kps, unsigned int nr)
+{
+	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
+}
+
+/*
+ * Unmap the pages of @kps (sorted by kvtier_pages_sort(), each locked by
+ * the caller) from every mapping of their regions: one unmap_mapping_range()
+ * per run of consecutive indexes of a region, so one TLB flush per run,
+ * not per page.
+ */
+void kvtier_unmap_runs(struct kvtier_page **kps, unsigned int nr)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < nr; i = j) {
+		for (j = i + 1; j < nr && kps[j]->region == kps[i]->region &&
+		     kps[j]->index == kps[j - 1]->index + 1; j++)
+			;
+		unmap_mapping_range(kps[i]->region->inode->i_mapping,
+				    (loff_t)kps[i]->index << PAGE_SHIFT,
+				    (loff_t)(j - i) << PAGE_SHIFT, 1);
+	}
+}
+
 /*
  * Evict a clean page. The caller holds the page lock and one extra page
  * reference, and a region reference; the lock and the extra reference are
@@ -436,6 +475,47 @@ out_unlock:
 	unlock_page(page);
 	put_page(page);
 	return ret;
+}
+
+/*
+ * Evict the pages of @d: unmapped together (kvtier_unmap_runs(), after
+ * every one was locked, so none can be mapped again before its eviction),
+ * then each as kvtier_evict_page() would. Counted in @d->freed and
+ * @d->busy. Pages of one tier.
+ */
+void kvtier_drops_flush(struct kvtier_drops *d)
+{
+	struct kvtier_tier *tier;
+	unsigned int i, freed = 0;
+
+	if (!d->nr)
+		return;
+	tier = d->kps[0]->region->tier;
+	kvtier_pages_sort(d->kps, d->nr);
+	kvtier_unmap_runs(d->kps, d->nr);
+	for (i = 0; i < d->nr; i++) {
+		struct kvtier_region *region = d->kps[i]->region;
+		int err = kvtier_evict_page(d->kps[i], true);
+
+		if (!err)
+			freed++;
+		else if (err == -EBUSY)
+			d->busy++;
+		if (d->region_refs)
+			kvtier_region_put(region);
+	}
+	if (freed)
+		kvtier_count(tier, KVT_STAT_EVICT_CLEAN, freed);
+	d->freed += freed;
+	d->nr = 0;
+}
+
+/* Add a clean page to @d (see struct kvtier_drops); flushes a full @d. */
+void kvtier_drops_add(struct kvtier_drops *d, struct kvtier_page *kp)
+{
+	d->kps[d->nr++] = kp;
+	if (d->nr == KVTIER_DROP_BATCH)
+		kvtier_drops_flush(d);
 }
 
 /*
@@ -548,7 +628,8 @@ static long kvtier_reclaim_end(struct kvtier_wb *wb, int *err)
 
 /*
  * Free up to @nr pages from the cold end of the LRU: clean pages are
- * dropped; with @writeback, dirty ones are written back in batches of
+ * dropped (KVTIER_DROP_BATCH at a time, unmapped together); with
+ * @writeback, dirty ones are written back in batches of
  * writeback_batch_kb and then dropped, two batches in flight (the next is
  * collected and started before the one before is finished, so the device
  * is not idle in between; the pair is allocated, off the stack, which a
@@ -558,6 +639,7 @@ static long kvtier_reclaim_end(struct kvtier_wb *wb, int *err)
 long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 {
 	unsigned long scan = 2 * READ_ONCE(tier->pool.nr_pages) + 16;
+	struct kvtier_drops drops = { .region_refs = true };
 	struct kvtier_wb_pair *p = NULL;
 	struct kvtier_page *kp;
 	struct kvtier_wb *done;
@@ -568,38 +650,38 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 	/* Without a pair, dirty pages are skipped (put back on the LRU). */
 	if (writeback)
 		p = kvtier_wb_pair_alloc(kvtier_writeback_batch(tier), GFP_NOIO);
-	/* The pages in flight count as freed: they will be. */
-	while (freed + (p ? kvtier_wb_pair_inflight(p) : 0) < nr &&
+	/* The pages in flight or to drop count as freed: they will be. */
+	while (freed + drops.freed + drops.nr +
+	       (p ? kvtier_wb_pair_inflight(p) : 0) < nr &&
 	       (kp = kvtier_lru_isolate(tier, &scan))) {
-		struct kvtier_region *region = kp->region;
-
 		cond_resched();
 		/* Written: free its pages now, not after the next batch. */
 		done = p ? kvtier_wb_pair_written(p) : NULL;
 		if (done)
 			freed += kvtier_reclaim_end(done, &err);
-		if (kvt_pg_test(kp, KVT_PG_DIRTY)) {
-			if (!p) {
-				kvtier_lru_putback(kp);
-				continue;
-			}
-			p->batch[p->cur][nb++] = kp;
-			/* Enough dirty pages to free what was asked: write them. */
-			if (nb == p->batch_max ||
-			    freed + kvtier_wb_pair_inflight(p) + nb >= nr) {
-				done = kvtier_wb_pair_start(p, tier, nb);
-				if (done)
-					freed += kvtier_reclaim_end(done, &err);
-				nb = 0;
-			}
+		if (!kvt_pg_test(kp, KVT_PG_DIRTY)) {
+			kvtier_drops_add(&drops, kp);
 			continue;
 		}
-		if (!kvtier_evict_page(kp, false)) {
-			kvtier_count(tier, KVT_STAT_EVICT_CLEAN, 1);
-			freed++;
+		if (!p) {
+			kvtier_lru_putback(kp);
+			continue;
 		}
-		kvtier_region_put(region);
+		p->batch[p->cur][nb++] = kp;
+		/* Enough dirty pages to free what was asked: write them. */
+		if (nb == p->batch_max ||
+		    freed + drops.freed + drops.nr +
+		    kvtier_wb_pair_inflight(p) + nb >= nr) {
+			/* The clean ones go first, not after the bios. */
+			kvtier_drops_flush(&drops);
+			done = kvtier_wb_pair_start(p, tier, nb);
+			if (done)
+				freed += kvtier_reclaim_end(done, &err);
+			nb = 0;
+		}
 	}
+	kvtier_drops_flush(&drops);
+	freed += drops.freed;
 	if (nb) {
 		done = kvtier_wb_pair_start(p, tier, nb);
 		if (done)

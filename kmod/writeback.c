@@ -41,7 +41,6 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
-#include <linux/sort.h>
 
 #include "kvtier.h"
 
@@ -59,6 +58,8 @@
  *         ends when it reaches 0
  * @busy: pages not dropped for a transient reference (an LRU scan, a
  *        lookup); they are tried again
+ * @drops: clean pages to drop (@evict), unmapped together; flushed before
+ *         the pass waits for another task's page lock or mark, and at its end
  * @cleaned: pages written back and clean now
  * @next: the index after the last dirty page taken
  * @ret: the first error
@@ -71,21 +72,24 @@ struct kvtier_range {
 	unsigned int nr_skipped;
 	pgoff_t skip_first, skip_last;
 	unsigned int busy;
+	struct kvtier_drops drops;
 	unsigned long cleaned;
 	pgoff_t next;
 	int ret;
 };
 
-/* Evict a clean page for DONTNEED. Pinned pages stay. */
-static void kvtier_drop_page(struct kvtier_tier *tier, struct kvtier_page *kp,
-			     enum kvtier_stat stat, struct kvtier_range *rg,
-			     bool unmapped)
+/*
+ * Evict a page DONTNEED wrote back and unmapped, holding its lock since.
+ * Pinned pages stay.
+ */
+static void kvtier_drop_written(struct kvtier_tier *tier,
+				struct kvtier_page *kp, struct kvtier_range *rg)
 {
 	bool pinned = kvt_pg_test(kp, KVT_PG_PINNED);
-	int err = kvtier_evict_page(kp, unmapped);
+	int err = kvtier_evict_page(kp, true);
 
 	if (!err)
-		kvtier_count(tier, stat, 1);
+		kvtier_count(tier, KVT_STAT_EVICT_DIRTY, 1);
 	else if (err == -EBUSY && !pinned)
 		rg->busy++;
 }
@@ -135,9 +139,7 @@ static void kvtier_region_batch_end(struct kvtier_wb *wb,
 
 		rg->cleaned += clean;
 		if (rg->evict && clean) {
-			/* Written back with the lock held: unmapped still. */
-			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_DIRTY, rg,
-					 true);
+			kvtier_drop_written(tier, kp, rg);
 			continue;
 		}
 		unlock_page(kp->page);
@@ -208,6 +210,14 @@ static struct kvtier_page *kvtier_next_resident(struct kvtier_region *region,
 	return kp;
 }
 
+/* Drop the clean pages collected; those kept for a reference are busy. */
+static void kvtier_range_drops_flush(struct kvtier_range *rg)
+{
+	kvtier_drops_flush(&rg->drops);
+	rg->busy += rg->drops.busy;
+	rg->drops.busy = 0;
+}
+
 /* A page passed over for another task's lock or write-back: noted. */
 static void kvtier_range_skip(struct kvtier_range *rg, pgoff_t index)
 {
@@ -260,6 +270,7 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 				kvtier_range_skip(rg, index);
 				goto next;
 			}
+			kvtier_range_drops_flush(rg);
 			done = kvtier_wb_pair_behind(p);
 			if (done)
 				kvtier_region_batch_end(done, rg);
@@ -283,6 +294,7 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 					kvtier_range_skip(rg, index);
 				goto next;
 			}
+			kvtier_range_drops_flush(rg);
 			done = kvtier_wb_pair_behind(p);
 			if (done)
 				kvtier_region_batch_end(done, rg);
@@ -302,9 +314,8 @@ static void kvtier_region_writeback_pass(struct kvtier_region *region,
 					kvtier_region_batch_end(done, rg);
 				nb = 0;
 			}
-		} else if (rg->evict) {
-			kvtier_drop_page(tier, kp, KVT_STAT_EVICT_CLEAN, rg,
-					 false);
+		} else if (rg->evict && !kvt_pg_test(kp, KVT_PG_PINNED)) {
+			kvtier_drops_add(&rg->drops, kp);
 		} else {
 			unlock_page(page);
 			put_page(page);
@@ -314,6 +325,7 @@ next:
 			break;
 		index++;
 	}
+	kvtier_range_drops_flush(rg);
 	if (nb) {
 		done = kvtier_wb_pair_start(p, tier, nb);
 		if (done)
@@ -629,18 +641,6 @@ backoff:
 	kvtier_clean_again(tier, pause);
 }
 
-static int kvtier_page_cmp(const void *a, const void *b)
-{
-	const struct kvtier_page *x = *(struct kvtier_page * const *)a;
-	const struct kvtier_page *y = *(struct kvtier_page * const *)b;
-
-	if (x->region != y->region)
-		return x->region < y->region ? -1 : 1;
-	if (x->index != y->index)
-		return x->index < y->index ? -1 : 1;
-	return 0;
-}
-
 /*
  * Does this write-back need a fresh slot? A page without one does, and so
  * does every page of a persistent region: its current slot may be named by
@@ -921,7 +921,7 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 			    struct kvtier_page **kps, unsigned int nr,
 			    bool ask_room, bool release)
 {
-	unsigned int i, j, sent;
+	unsigned int i, sent;
 	int *errs, err;
 
 	*wb = (struct kvtier_wb){ .tier = tier, .kps = kps, .nr = nr };
@@ -936,16 +936,8 @@ void kvtier_writeback_start(struct kvtier_wb *wb, struct kvtier_tier *tier,
 	}
 	errs = wb->errs;
 
-	sort(kps, nr, sizeof(*kps), kvtier_page_cmp, NULL);
-	/* One unmap per run of consecutive indexes of a region, not per page. */
-	for (i = 0; i < nr; i = j) {
-		for (j = i + 1; j < nr && kps[j]->region == kps[i]->region &&
-		     kps[j]->index == kps[j - 1]->index + 1; j++)
-			;
-		unmap_mapping_range(kps[i]->region->inode->i_mapping,
-				    (loff_t)kps[i]->index << PAGE_SHIFT,
-				    (loff_t)(j - i) << PAGE_SHIFT, 1);
-	}
+	kvtier_pages_sort(kps, nr);
+	kvtier_unmap_runs(kps, nr);
 	/* Room for each CRC first: the completion cannot allocate it. */
 	for (i = 0; i < nr; i++) {
 		errs[i] = kvtier_crcs_reserve(kps[i]->region, kps[i]->index,
