@@ -1658,7 +1658,9 @@ static void *hog_spin(void *arg)
  * the read-back and the drop - as long as that takes less than what the
  * kernel lets RT tasks have before it gives normal ones 50 ms (0.95 s of
  * each second: the RT throttle; on 6.12 the deferred fair server). A
- * window over 0.9 s proves nothing: SKIP. Over NVMe over Fabrics the
+ * window over 0.9 s proves nothing: SKIP. (The drop unmapped each page
+ * alone before 2026-12-07: a TLB shootdown of the spinners' CPU per page
+ * took the window past 0.9 s on a loaded host.) Over NVMe over Fabrics the
  * reads themselves need kworkers: SKIP. A work that held its bio's pages
  * (b47a0e4 and before) kept them resident here.
  */
@@ -1667,9 +1669,9 @@ TEST_F_TIMEOUT(tier, dontneed_drops_pages_awaiting_verify, 120)
 	size_t len = 2 * MiB;
 	unsigned char *p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
 	struct sched_param sp = { .sched_priority = 2 };
-	int ncpu = 0, stop = 0, i, ret;
+	int ncpu = 0, stop = 0, i;
 	struct hog hogs[CPU_SETSIZE];
-	long long resident, reads, t0, window;
+	long long resident, reads, t0, t1, t2, window;
 	pthread_attr_t attr;
 	cpu_set_t cpus;
 
@@ -1703,9 +1705,13 @@ TEST_F_TIMEOUT(tier, dontneed_drops_pages_awaiting_verify, 120)
 			usleep(1000);
 	}
 
+	t1 = kvt_now_ms();
 	reads = kvt_stat(0, "read_bios");
-	ret = kvt_check(p, len, 0, 131);
+	/* A byte a page: a fault each, the bytes are checked after. */
+	for (i = 0; i < (int)(len / PAGE); i++)
+		(void)((volatile unsigned char *)p)[i * PAGE];
 	reads = kvt_stat(0, "read_bios") - reads;
+	t2 = kvt_now_ms();
 	if (!posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED))
 		resident = kvt_tier_num(0, "resident");
 	else
@@ -1717,11 +1723,11 @@ TEST_F_TIMEOUT(tier, dontneed_drops_pages_awaiting_verify, 120)
 		pthread_join(hogs[i].th, NULL);
 	sp.sched_priority = 0;
 	ASSERT_EQ(0, sched_setscheduler(0, SCHED_OTHER, &sp));
-	TH_LOG("%d spinners for %lld ms; %lld read bios; %lld bytes resident after DONTNEED",
-	       ncpu, window, reads, resident);
+	TH_LOG("%d spinners for %lld ms (start %lld, read %lld, drop %lld); %lld read bios; %lld bytes resident after DONTNEED",
+	       ncpu, window, t1 - t0, t2 - t1, window - (t2 - t0), reads,
+	       resident);
 	for (i = 0; i < ncpu; i++)
 		ASSERT_EQ(1, hogs[i].started);
-	ASSERT_EQ(-1, ret);
 	ASSERT_LT(reads, (long long)(len / PAGE));	/* bios of several pages */
 	if (window > 900)
 		SKIP(return, "the window took %lld ms: kworkers may have run", window);
