@@ -69,8 +69,9 @@
  *       out: KVT_PG_WRITEBACK, which writers wait for holding the lock. A
  *       task holding such marks never sleeps on a page lock or another
  *       mark: it finishes its batch first, see writeback.c).
- *       Several are held at once by write-back batches and by a fault's
- *       neighbours (fault-around, file.c); only the range pass
+ *       Several are held at once by write-back batches, by clean pages
+ *       evicted together (struct kvtier_drops: reclaim, DONTNEED) and by
+ *       a fault's neighbours (fault-around, file.c); only the range pass
  *       (writeback.c) waits for one while holding others, in index order
  *       within one region; every other holder only tries them.
  *       kvtier_slots.lock (a mutex; only memory allocation under it)

@@ -10,7 +10,9 @@
  * address_space), then, if nobody else holds a reference (a GUP pin, a
  * concurrent lookup), replace its xarray entry by its slot number (or
  * nothing, if it never reached the namespace and so reads as zero) and
- * free it. A dirty page is written back first (writeback.c).
+ * free it. A dirty page is written back first (writeback.c). Reclaim and
+ * DONTNEED evict clean pages in batches (struct kvtier_drops), unmapped
+ * together: one TLB flush per run of pages, not per page.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -426,8 +428,9 @@ void kvtier_unmap_runs(struct kvtier_page **kps, unsigned int nr)
  * consumed. Returns 0 if the page was freed, -EAGAIN if it is dirty, -EBUSY
  * if it is pinned (KVTIER_IOC_PIN) or someone else holds a reference (a GUP
  * pin, a lookup). With @unmapped the caller has unmapped the page since it
- * took the lock (a write-back did): nothing can have mapped it again, since
- * every mapping of a page is made with its lock held.
+ * took the lock (a write-back did, or kvtier_drops_flush()): nothing can
+ * have mapped it again, since every mapping of a page is made with its
+ * lock held.
  */
 int kvtier_evict_page(struct kvtier_page *kp, bool unmapped)
 {
@@ -659,6 +662,14 @@ long kvtier_reclaim(struct kvtier_tier *tier, unsigned long nr, bool writeback)
 		done = p ? kvtier_wb_pair_written(p) : NULL;
 		if (done)
 			freed += kvtier_reclaim_end(done, &err);
+		/*
+		 * Isolation saw it unpinned before taking its lock: a pin may
+		 * have come in between. A pinned page is never unmapped.
+		 */
+		if (kvt_pg_test(kp, KVT_PG_PINNED)) {
+			kvtier_lru_putback(kp);
+			continue;
+		}
 		if (!kvt_pg_test(kp, KVT_PG_DIRTY)) {
 			kvtier_drops_add(&drops, kp);
 			continue;
