@@ -173,6 +173,27 @@ struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 }
 
 /*
+ * kvtier_name_get() for an ioctl: only once the namespace is attached, NULL
+ * before. An attach (under tier->lock, kvtier_store_open()) makes each
+ * region findable by name before it has filled in where the region's page
+ * records are and claimed its slots, and holds no reference of its own
+ * meanwhile: a region an ioctl found then and unlinked would be half
+ * loaded, and freed under the attach. Looked up under tier->lock, a
+ * region is one that an attach finished with.
+ */
+static struct kvtier_region *kvtier_name_get_attached(struct kvtier_tier *tier,
+						      const char *name)
+{
+	struct kvtier_region *r = NULL;
+
+	mutex_lock(&tier->lock);
+	if (kvtier_backing_attached(tier))
+		r = kvtier_name_get(tier, name);
+	mutex_unlock(&tier->lock);
+	return r;
+}
+
+/*
  * The mode bits alone, as for files: owner, then group, then others. No
  * capability is asked, so this may run under tier->regions_lock.
  */
@@ -355,7 +376,7 @@ long kvtier_ioctl_region_open(struct file *file,
 	if (capacity < 0)
 		goto out;
 
-	region = kvtier_name_get(tier, arg.name);
+	region = kvtier_name_get_attached(tier, arg.name);
 	if (!region) {
 		ret = -ENOENT;
 		if (!(arg.flags & KVTIER_OPEN_CREATE))
@@ -468,7 +489,7 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 
 	if (tier->backing.read_only)
 		return -EROFS;
-	region = kvtier_name_get(tier, arg.name);
+	region = kvtier_name_get_attached(tier, arg.name);
 	if (!region)
 		return -ENOENT;
 	ret = kvtier_region_owner(region) ? kvtier_name_unlink(region) : -EPERM;
@@ -527,7 +548,7 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 	if (tier->backing.read_only)
 		return -EROFS;
 
-	region = kvtier_name_get(tier, arg.name);
+	region = kvtier_name_get_attached(tier, arg.name);
 	if (!region)
 		return -ENOENT;
 	ret = -EINVAL;
