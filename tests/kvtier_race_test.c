@@ -122,6 +122,11 @@
  *   than it asked for). The buffer's second half unmapped while it runs:
  *   EFAULT or a short read, whose bytes are right. The region is intact
  *   after each, and nothing stays resident once it is closed.
+ * - names_wait_for_attach: UNLINK and SETFLAGS of a persistent region,
+ *   issued while an attach (its reads held up by dm-delay) loads the
+ *   namespace, wait for the attach to finish (its "attached" log line is
+ *   there when they return, not when they were issued); every other
+ *   region's bytes, the freed slots and the pin survive a reattach.
  *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
@@ -1689,6 +1694,170 @@ TEST_F_TIMEOUT(race, long_pread_signals_and_unmaps, 300)
 	munmap(map, LP_LEN + PAGE);
 	close(fd);
 	ASSERT_EQ(0, kvt_stat(0, "resident_pages"));
+}
+
+#define AT_REGIONS	48
+#define AT_PAGES	4
+#define AT_DELAY_MS	20	/* each read of the attach held up this long */
+
+struct at_attach {
+	int ret;
+	int done;
+	pthread_t th;
+};
+
+static void *at_attach(void *p)
+{
+	struct at_attach *a = p;
+
+	a->ret = kvt_tier_write(0, "backing_dev", DM_DEV);
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void at_name(char *name, size_t len, int i)
+{
+	snprintf(name, len, "at%02d", i);
+}
+
+/*
+ * Whether the kernel has logged an attach of DM_DEV since @fd (/dev/kmsg,
+ * opened at its end) was opened: the attach logs it holding tier->lock,
+ * as its last step.
+ */
+static int at_logged(int fd, int *seen)
+{
+	char rec[1024];
+	ssize_t n;
+
+	for (;;) {
+		n = read(fd, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten while reading: go on */
+		if (n <= 0)
+			break;
+		rec[n] = '\0';
+		if (strstr(rec, "attached " DM_DEV " ("))
+			*seen = 1;
+	}
+	return *seen;
+}
+
+/*
+ * Attach in a thread, its reads held up AT_DELAY_MS, and call @op (0:
+ * UNLINK of the last region, 1: SETFLAGS PINNED of the one before, the
+ * last once the first is gone) every millisecond until it finds the
+ * region. Returns 0 if the call that found it was issued before the
+ * attach had finished and returned after it (it waited), -1 otherwise.
+ */
+static int at_call_during_attach(struct __test_metadata *_metadata, int op)
+{
+	struct kvtier_region_flags rf = { .set = KVTIER_REGION_PINNED };
+	struct at_attach a = { 0 };
+	int fd, kfd, ret, before, after, seen = 0;
+
+	at_name(rf.name, sizeof(rf.name), AT_REGIONS - 1 - op);
+	if (kvt_tier_write(0, "backing_dev", "none") || delay_table(WB_NS, AT_DELAY_MS, 0))
+		return -1;
+	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (kfd < 0 || lseek(kfd, 0, SEEK_END) < 0)
+		return -1;
+	fd = kvt_tier_open(0, O_RDWR);
+	if (fd < 0 || pthread_create(&a.th, NULL, at_attach, &a))
+		return -1;
+	do {
+		usleep(1000);
+		before = at_logged(kfd, &seen);
+		if (op)
+			ret = ioctl(fd, KVTIER_IOC_REGION_SETFLAGS, &rf) ? -errno : 0;
+		else
+			ret = kvt_unlink_name(fd, rf.name);
+		after = at_logged(kfd, &seen);
+	} while (ret == -ENOENT && !__atomic_load_n(&a.done, __ATOMIC_ACQUIRE));
+	pthread_join(a.th, NULL);
+	close(fd);
+	close(kfd);
+	TH_LOG("%s: %d; attach logged before the call %d, after it %d",
+	       op ? "SETFLAGS" : "UNLINK", ret, before, after);
+	if (a.ret || ret || before || !after)
+		return -1;
+	return delay_table(WB_NS, 0, 0);
+}
+
+/*
+ * An ioctl that names a region finds it only once the attach that loads
+ * it has finished: UNLINK and SETFLAGS issued during an attach wait for it.
+ * An attach makes each region findable as soon as it has read its record,
+ * before it has claimed the region's slots, and holds no reference of its
+ * own: an UNLINK then would free the region under the attach and commit a
+ * store that is half loaded. After the waited-for unlink and pin, every
+ * other region is intact, the slots of the unlinked one are free, and
+ * both survive a detach and an attach.
+ */
+TEST_F_TIMEOUT(race, names_wait_for_attach, 300)
+{
+	unsigned char *buf = malloc(AT_PAGES * PAGE);
+	struct kvtier_region_list rl = { 0 };
+	struct kvtier_region_entry *e;
+	char name[32], pinned[32];
+	long long used;
+	int fd, i;
+
+	if (kvt_dm_missing("delay"))
+		SKIP(return, "no dm-delay target");
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, delay_table(WB_NS, 0, 0));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
+	for (i = 0; i < AT_REGIONS; i++) {
+		fd = kvt_tier_open(0, O_RDWR);
+		ASSERT_GE(fd, 0);
+		at_name(name, sizeof(name), i);
+		ASSERT_EQ(0, kvt_bind_name(fd, name, AT_PAGES * PAGE,
+					   KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
+					   KVTIER_OPEN_PERSISTENT, 0600));
+		kvt_fill(buf, AT_PAGES * PAGE, 0, 200 + i);
+		ASSERT_EQ((ssize_t)(AT_PAGES * PAGE), pwrite(fd, buf, AT_PAGES * PAGE, 0));
+		ASSERT_EQ(0, fsync(fd));
+		close(fd);
+	}
+	used = kvt_stat(0, "slots_used");
+
+	ASSERT_EQ(0, at_call_during_attach(_metadata, 0));
+	ASSERT_EQ(used - AT_PAGES, kvt_stat(0, "slots_used"));
+	ASSERT_EQ(0, at_call_during_attach(_metadata, 1));
+
+	/* Once more from the namespace: the unlink and the pin held. */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", DM_DEV));
+	ASSERT_EQ(used - AT_PAGES, kvt_stat(0, "slots_used"));
+	fd = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fd, 0);
+	rl.count = AT_REGIONS;
+	e = calloc(AT_REGIONS, sizeof(*e));
+	ASSERT_NE(NULL, e);
+	rl.entries = (unsigned long)e;
+	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_LIST, &rl));
+	ASSERT_EQ(AT_REGIONS - 1, rl.count);
+	at_name(name, sizeof(name), AT_REGIONS - 1);
+	at_name(pinned, sizeof(pinned), AT_REGIONS - 2);
+	for (i = 0; i < AT_REGIONS - 1; i++) {
+		ASSERT_STRNE(name, e[i].name);
+		ASSERT_EQ(strcmp(e[i].name, pinned) ? 0 : KVTIER_REGION_PINNED,
+			  e[i].flags & KVTIER_REGION_PINNED);
+	}
+	ASSERT_EQ(-ENOENT, kvt_bind_name(fd, name, 0, 0, 0));
+	close(fd);
+	for (i = 0; i < AT_REGIONS - 1; i++) {
+		at_name(name, sizeof(name), i);
+		fd = kvt_tier_open(0, O_RDWR);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, kvt_bind_name(fd, name, 0, 0, 0));
+		ASSERT_EQ(-1, check_fd(fd, AT_PAGES * PAGE, 200 + i));
+		close(fd);
+	}
+	free(e);
+	free(buf);
 }
 
 TEST_HARNESS_MAIN
