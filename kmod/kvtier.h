@@ -56,7 +56,8 @@
  *   mmap_lock / per-VMA lock (fault path)
  *     kvtier_file.lock (binding a region to a file), then
  *     kvtier_tier.lock (attach/detach, open/release, region creation, a
- *       knob write's cross-checks; never on the I/O path)
+ *       knob write's cross-checks, the ioctls' name lookups (names.c);
+ *       never on the I/O path)
  *     kvtier_file.pin_lock (a file's pins)
  *     kvtier_store.lock (commits; loading and unloading the page maps
  *       of closed regions, pagemap.c). Never taken under a page lock, and no

@@ -179,16 +179,24 @@ struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
  * records are and claimed its slots, and holds no reference of its own
  * meanwhile: a region an ioctl found then and unlinked would be half
  * loaded, and freed under the attach. Looked up under tier->lock, a
- * region is one that an attach finished with.
+ * region is one that an attach finished with. With @write, -EROFS on a
+ * read-only tier, decided under the same lock (the attach waited for may
+ * be a read-only one). -EINTR: killed while waiting for an attach.
  */
 static struct kvtier_region *kvtier_name_get_attached(struct kvtier_tier *tier,
-						      const char *name)
+						      const char *name,
+						      bool write)
 {
 	struct kvtier_region *r = NULL;
 
-	mutex_lock(&tier->lock);
-	if (kvtier_backing_attached(tier))
-		r = kvtier_name_get(tier, name);
+	if (mutex_lock_killable(&tier->lock))
+		return ERR_PTR(-EINTR);
+	if (kvtier_backing_attached(tier)) {
+		if (write && tier->backing.read_only)
+			r = ERR_PTR(-EROFS);
+		else
+			r = kvtier_name_get(tier, name);
+	}
 	mutex_unlock(&tier->lock);
 	return r;
 }
@@ -376,7 +384,10 @@ long kvtier_ioctl_region_open(struct file *file,
 	if (capacity < 0)
 		goto out;
 
-	region = kvtier_name_get_attached(tier, arg.name);
+	region = kvtier_name_get_attached(tier, arg.name, false);
+	ret = PTR_ERR_OR_ZERO(region);
+	if (ret)
+		goto out;
 	if (!region) {
 		ret = -ENOENT;
 		if (!(arg.flags & KVTIER_OPEN_CREATE))
@@ -487,11 +498,9 @@ long kvtier_ioctl_region_unlink(struct kvtier_tier *tier,
 	if (kvtier_name_valid(arg.name))
 		return -EINVAL;
 
-	if (tier->backing.read_only)
-		return -EROFS;
-	region = kvtier_name_get_attached(tier, arg.name);
-	if (!region)
-		return -ENOENT;
+	region = kvtier_name_get_attached(tier, arg.name, true);
+	if (IS_ERR_OR_NULL(region))
+		return region ? PTR_ERR(region) : -ENOENT;
 	ret = kvtier_region_owner(region) ? kvtier_name_unlink(region) : -EPERM;
 	kvtier_region_put_user(region);		/* the lookup's */
 	return ret;
@@ -545,12 +554,9 @@ long kvtier_ioctl_region_setflags(struct kvtier_tier *tier,
 	    (arg.set | arg.clear) & ~(KVTIER_REGION_PINNED | KVTIER_REGION_SEALED) ||
 	    arg.set & arg.clear)
 		return -EINVAL;
-	if (tier->backing.read_only)
-		return -EROFS;
-
-	region = kvtier_name_get_attached(tier, arg.name);
-	if (!region)
-		return -ENOENT;
+	region = kvtier_name_get_attached(tier, arg.name, true);
+	if (IS_ERR_OR_NULL(region))
+		return region ? PTR_ERR(region) : -ENOENT;
 	ret = -EINVAL;
 	if (!region->persistent)
 		goto out;

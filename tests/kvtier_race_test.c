@@ -1727,7 +1727,7 @@ static void at_name(char *name, size_t len, int i)
  */
 static int at_logged(int fd, int *seen)
 {
-	char rec[1024];
+	char rec[8192];		/* a record longer than the buffer: EINVAL */
 	ssize_t n;
 
 	for (;;) {
@@ -1754,17 +1754,19 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 {
 	struct kvtier_region_flags rf = { .set = KVTIER_REGION_PINNED };
 	struct at_attach a = { 0 };
-	int fd, kfd, ret, before, after, seen = 0;
+	int fd, kfd, ret = -1, before, after, seen = 0;
 
 	at_name(rf.name, sizeof(rf.name), AT_REGIONS - 1 - op);
 	if (kvt_tier_write(0, "backing_dev", "none") || delay_table(WB_NS, AT_DELAY_MS, 0))
 		return -1;
-	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (kfd < 0 || lseek(kfd, 0, SEEK_END) < 0)
-		return -1;
 	fd = kvt_tier_open(0, O_RDWR);
-	if (fd < 0 || pthread_create(&a.th, NULL, at_attach, &a))
+	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || kfd < 0 || lseek(kfd, 0, SEEK_END) < 0 ||
+	    pthread_create(&a.th, NULL, at_attach, &a)) {
+		close(fd);
+		close(kfd);
 		return -1;
+	}
 	do {
 		usleep(1000);
 		before = at_logged(kfd, &seen);
@@ -1824,6 +1826,9 @@ TEST_F_TIMEOUT(race, names_wait_for_attach, 300)
 	used = kvt_stat(0, "slots_used");
 
 	ASSERT_EQ(0, at_call_during_attach(_metadata, 0));
+	/* Freed by the commit that follows the lookup's last reference. */
+	for (i = 0; i < 1000 && kvt_stat(0, "slots_used") != used - AT_PAGES; i++)
+		usleep(10000);
 	ASSERT_EQ(used - AT_PAGES, kvt_stat(0, "slots_used"));
 	ASSERT_EQ(0, at_call_during_attach(_metadata, 1));
 
