@@ -608,7 +608,9 @@ static void kvtier_region_entry_fill(struct kvtier_region *r,
 /*
  * KVTIER_IOC_REGION_LIST: the tier's named regions the caller may open for
  * reading (CAP_DAC_OVERRIDE: all of them). Another user's private region
- * is not even named: its name, size and last use say what it serves.
+ * is not even named: its name, size and last use say what it serves. As
+ * the lookups by name, it waits for an attach in progress (tier->lock), so
+ * that it never lists the regions of a namespace half loaded.
  */
 long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 			      struct kvtier_region_list __user *uarg)
@@ -629,6 +631,10 @@ long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 	if (!entries)
 		return -ENOMEM;
 
+	if (mutex_lock_killable(&tier->lock)) {
+		kvfree(entries);
+		return -EINTR;
+	}
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
 		if (!r->linked || (!all && !kvtier_region_mode_allows(r, false)))
@@ -638,6 +644,7 @@ long kvtier_ioctl_region_list(struct kvtier_tier *tier,
 		n++;
 	}
 	spin_unlock(&tier->regions_lock);
+	mutex_unlock(&tier->lock);
 
 	if (copy_to_user(u64_to_user_ptr(arg.entries), entries,
 			 (size_t)min(n, room) * sizeof(*entries)) ||

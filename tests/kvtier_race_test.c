@@ -123,8 +123,8 @@
  *   EFAULT or a short read, whose bytes are right. The region is intact
  *   after each, and nothing stays resident once it is closed.
  * - names_wait_for_attach: UNLINK and SETFLAGS of a persistent region,
- *   issued while an attach (its reads held up by dm-delay) loads the
- *   namespace, wait for the attach to finish (its "attached" log line is
+ *   and LIST, issued while an attach (its reads held up by dm-delay) loads
+ *   the namespace, wait for the attach to finish (its "attached" log line is
  *   there when they return, not when they were issued); every other
  *   region's bytes, the freed slots and the pin survive a reattach.
  *
@@ -1746,13 +1746,16 @@ static int at_logged(int fd, int *seen)
 /*
  * Attach in a thread, its reads held up AT_DELAY_MS, and call @op (0:
  * UNLINK of the last region, 1: SETFLAGS PINNED of the one before, the
- * last once the first is gone) every millisecond until it finds the
- * region. Returns 0 if the call that found it was issued before the
- * attach had finished and returned after it (it waited), -1 otherwise.
+ * last once the first is gone, 2: LIST, which must list all the
+ * AT_REGIONS - 1 left) every millisecond until it finds the region (or
+ * any). Returns 0 if the call that found it was issued before the attach
+ * had finished and returned after it (it waited), -1 otherwise.
  */
 static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 {
 	struct kvtier_region_flags rf = { .set = KVTIER_REGION_PINNED };
+	struct kvtier_region_entry e[AT_REGIONS];
+	struct kvtier_region_list rl;
 	struct at_attach a = { 0 };
 	int fd, kfd, ret = -1, before, after, seen = 0;
 
@@ -1770,7 +1773,12 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 	do {
 		usleep(1000);
 		before = at_logged(kfd, &seen);
-		if (op)
+		rl = (struct kvtier_region_list){ .entries = (unsigned long)e,
+						  .count = AT_REGIONS };
+		if (op == 2)
+			ret = ioctl(fd, KVTIER_IOC_REGION_LIST, &rl) ? -errno :
+			      rl.count ? 0 : -ENOENT;
+		else if (op)
 			ret = ioctl(fd, KVTIER_IOC_REGION_SETFLAGS, &rf) ? -errno : 0;
 		else
 			ret = kvt_unlink_name(fd, rf.name);
@@ -1780,8 +1788,9 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 	close(fd);
 	close(kfd);
 	TH_LOG("%s: %d; attach logged before the call %d, after it %d",
-	       op ? "SETFLAGS" : "UNLINK", ret, before, after);
-	if (a.ret || ret || before || !after)
+	       op == 2 ? "LIST" : op ? "SETFLAGS" : "UNLINK", ret, before, after);
+	if (a.ret || ret || before || !after ||
+	    (op == 2 && rl.count != AT_REGIONS - 1))
 		return -1;
 	return delay_table(WB_NS, 0, 0);
 }
@@ -1831,6 +1840,7 @@ TEST_F_TIMEOUT(race, names_wait_for_attach, 300)
 		usleep(10000);
 	ASSERT_EQ(used - AT_PAGES, kvt_stat(0, "slots_used"));
 	ASSERT_EQ(0, at_call_during_attach(_metadata, 1));
+	ASSERT_EQ(0, at_call_during_attach(_metadata, 2));
 
 	/* Once more from the namespace: the unlink and the pin held. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
