@@ -505,6 +505,10 @@ struct kvtier_pool {
  * @first_error: sticky first I/O error (-errno) since attach, 0 if none
  * @regions_lock: protects @regions, @nr_regions and every entry of @users
  * @regions: every live region of the tier (debugfs "regions")
+ * @dirty_regions: the regions of @regions that may have dirty pages, for
+ *                 background write-back's pick (writeback.c), so that it
+ *                 does not walk every region at each round; see
+ *                 kvtier_region.dirty_node
  * @nr_regions: entries of @regions
  * @crc_chunks: CRC chunks its regions hold (crcs.c; atomic)
  * @users: what each uid holds (uid in the initial user namespace ->
@@ -538,8 +542,9 @@ struct kvtier_tier {
 	atomic64_t io_pages[2];
 	atomic_long_t evict_clock;
 	int first_error;
-	spinlock_t regions_lock;	/* regions, names, nr_*, users */
+	spinlock_t regions_lock;	/* regions, dirty_regions, names, nr_*, users */
 	struct list_head regions;
+	struct list_head dirty_regions;
 	struct rhashtable names;	/* linked regions by name (names.c) */
 	unsigned long nr_persistent;	/* of those, persistent */
 	unsigned long nr_regions;
@@ -630,6 +635,11 @@ struct kvtier_region_map {
  * @id: unique in the tier, for debugfs and tracepoints
  * @owner: fsuid of the creator
  * @node: on tier->regions
+ * @dirty_node: on tier->dirty_regions from when @nr_dirty goes from 0 to 1
+ *              (kvtier_region_dirtied()) until background write-back's
+ *              pick finds it at 0, or the region leaves @node; under
+ *              tier->regions_lock. Off it, @nr_dirty is 0, or about to
+ *              be put back by the task that made it 1
  * @nr_resident: pages in the pool (racy gauges and counters below are for
  *               inspection only; nothing decides on them)
  * @nr_dirty: of those, dirty
@@ -703,6 +713,7 @@ struct kvtier_region {
 	u64 id;
 	kuid_t owner;
 	struct list_head node;
+	struct list_head dirty_node;
 	atomic_long_t nr_resident;
 	atomic_long_t nr_dirty;
 	atomic_long_t nr_slots;
@@ -964,6 +975,7 @@ struct kvtier_region *kvtier_region_new(struct kvtier_tier *tier,
 					struct inode *inode, loff_t size);
 bool kvtier_region_tryget(struct kvtier_region *region);
 void kvtier_region_put(struct kvtier_region *region);
+void kvtier_region_dirtied(struct kvtier_region *region);
 int kvtier_region_publish(struct kvtier_region *region);
 void kvtier_region_put_user(struct kvtier_region *region);
 time64_t kvtier_region_last_used(struct kvtier_region *region);

@@ -230,7 +230,8 @@ void kvtier_pool_mark_dirty(struct kvtier_tier *tier, struct kvtier_page *kp)
 {
 	if (!kvt_pg_test_and_set(kp, KVT_PG_DIRTY)) {
 		atomic_long_inc(&tier->pool.nr_dirty);
-		atomic_long_inc(&kp->region->nr_dirty);
+		if (atomic_long_inc_return(&kp->region->nr_dirty) == 1)
+			kvtier_region_dirtied(kp->region);
 		kvtier_pool_kick_dirty(tier);
 	}
 }

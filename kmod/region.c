@@ -64,7 +64,23 @@ struct kvtier_region *kvtier_region_new(struct kvtier_tier *tier,
 	region->created = ktime_get_real_seconds();
 	region->last_use = jiffies;
 	INIT_LIST_HEAD(&region->node);
+	INIT_LIST_HEAD(&region->dirty_node);
 	return region;
+}
+
+/*
+ * @region's first dirty page (its nr_dirty went from 0 to 1): put it on
+ * the tier's dirty list (struct kvtier_region.dirty_node), if it is on
+ * the tier's list. Caller holds the page lock, and no lock below it.
+ */
+void kvtier_region_dirtied(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+
+	spin_lock(&tier->regions_lock);
+	if (list_empty(&region->dirty_node) && !list_empty(&region->node))
+		list_add_tail(&region->dirty_node, &tier->dirty_regions);
+	spin_unlock(&tier->regions_lock);
 }
 
 /* Seconds since the epoch of the region's last fault, read or write. */

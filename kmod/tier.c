@@ -55,6 +55,7 @@ struct kvtier_tier *kvtier_tier_create(unsigned int id, dev_t devt)
 	tier->io_progress = jiffies;
 	spin_lock_init(&tier->regions_lock);
 	INIT_LIST_HEAD(&tier->regions);
+	INIT_LIST_HEAD(&tier->dirty_regions);
 	atomic_long_set(&tier->nr_pinned, 0);
 	xa_init(&tier->users);
 	spin_lock_init(&tier->gpu_lock);

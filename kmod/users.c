@@ -123,6 +123,9 @@ void kvtier_region_list_add(struct kvtier_region *region)
 	struct kvtier_user *u = kvtier_user_find(tier, region->owner);
 
 	list_add_tail(&region->node, &tier->regions);
+	/* Dirtied before it was listed: kvtier_region_dirtied() left it off. */
+	if (atomic_long_read(&region->nr_dirty))
+		list_add_tail(&region->dirty_node, &tier->dirty_regions);
 	tier->nr_regions++;
 	if (!WARN_ON_ONCE(!u)) {
 		u->regions++;
@@ -139,6 +142,7 @@ void kvtier_region_list_del(struct kvtier_region *region)
 	if (list_empty(&region->node))
 		return;
 	list_del_init(&region->node);
+	list_del_init(&region->dirty_node);
 	tier->nr_regions--;
 	u = kvtier_user_find(tier, region->owner);
 	if (!WARN_ON_ONCE(!u || !u->regions || u->pages < region->nr_pages)) {

@@ -496,19 +496,27 @@ long kvtier_dirty_excess(struct kvtier_tier *tier, unsigned int div)
 
 /*
  * The least recently used region with dirty pages, with a reference; not
- * one of @tried (compared, never dereferenced: they may be gone).
+ * one of @tried (compared, never dereferenced: they may be gone). Only the
+ * dirty list is walked; a region found clean leaves it (it comes back with
+ * its next dirty page: struct kvtier_region.dirty_node).
  */
 static struct kvtier_region *
 kvtier_clean_pick(struct kvtier_tier *tier, struct kvtier_region **tried,
 		  unsigned int nt)
 {
-	struct kvtier_region *r, *best = NULL;
+	struct kvtier_region *r, *next, *best = NULL;
 	unsigned int i;
 
 	spin_lock(&tier->regions_lock);
-	list_for_each_entry(r, &tier->regions, node) {
-		if (atomic_long_read(&r->nr_dirty) <=
-		    atomic_long_read(&r->nr_pinned) || !refcount_read(&r->ref))
+	list_for_each_entry_safe(r, next, &tier->dirty_regions, dirty_node) {
+		long dirty = atomic_long_read(&r->nr_dirty);
+
+		if (!dirty) {
+			list_del_init(&r->dirty_node);
+			continue;
+		}
+		if (dirty <= atomic_long_read(&r->nr_pinned) ||
+		    !refcount_read(&r->ref))
 			continue;
 		for (i = 0; i < nt && tried[i] != r; i++)
 			;
