@@ -2128,6 +2128,58 @@ TEST_F_TIMEOUT(tier, background_writeback_cleans_dirty_pages, 300)
 }
 
 /*
+ * Background write-back picks from the tier's list of regions with dirty
+ * pages: a region the worker found clean leaves the list, and its next
+ * dirty page puts it back. A is written and fsynced (clean, still
+ * listed); B's dirty pages wake the worker, whose pick finds A clean and
+ * drops it; A dirtied again is cleaned too. 2 x 1.5 MiB of the 4 MiB
+ * budget stays under watermark_high, so nothing else writes.
+ */
+TEST_F_TIMEOUT(tier, background_writeback_finds_regions_dirtied_again, 300)
+{
+	size_t len = 3 * MiB / 2, pages = len / PAGE;
+	struct kvtier_region_create rc = { .size = len };
+	struct kvtier_region_info ri;
+	long long wb0, n;
+	unsigned char *buf = malloc(len);
+	int fb;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 0));
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	fb = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fb, 0);
+	ASSERT_EQ(0, ioctl(fb, KVTIER_IOC_REGION_CREATE, &rc));
+	kvt_fill(buf, len, 0, 151);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	ASSERT_EQ(0, fsync(self->fd));
+
+	/* 25 % (256 pages): B's 384 are over it; cleaned down to 128. */
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
+	wb0 = kvt_stat(0, "writeback_background");
+	kvt_fill(buf, len, 0, 152);
+	ASSERT_EQ((ssize_t)len, pwrite(fb, buf, len, 0));
+	n = wait_background(wb0, pages - 128);
+	ASSERT_EQ((long long)(pages - 128), n);
+
+	/* A again: 128 + 384 dirty, cleaned down to 128, A's pages too. */
+	wb0 = kvt_stat(0, "writeback_background");
+	kvt_fill(buf, len, 0, 153);
+	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
+	n = wait_background(wb0, pages);
+	ASSERT_EQ((long long)pages, n);
+	ASSERT_EQ(0, kvt_region_info(self->fd, &ri));
+	TH_LOG("A dirty %llu bytes after the second round", ri.dirty);
+	ASSERT_LT(ri.dirty, (unsigned long long)len);
+	ASSERT_EQ(128, kvt_stat(0, "dirty_pages"));
+	ASSERT_EQ((long long)(2 * len), kvt_tier_num(0, "resident"));
+	ASSERT_TRUE(region_has(self->fd, 0, len, 0, 153));
+	ASSERT_TRUE(region_has(fb, 0, len, 0, 152));
+	close(fb);
+	free(buf);
+}
+
+/*
  * Background write-back leaves the namespace's last 1/64 free: with less
  * than its pages and that reserve free it writes nothing and pauses. Room
  * freed later (another region closed) brings it back by itself, with
