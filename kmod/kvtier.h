@@ -503,7 +503,8 @@ struct kvtier_pool {
  * @io_pages: the pages of the bios counted in @io_sizes, [0] and [1]
  * @evict_clock: evictions that left a shadow entry (see kvt_mk_shadow)
  * @first_error: sticky first I/O error (-errno) since attach, 0 if none
- * @regions_lock: protects @regions, @nr_regions and every entry of @users
+ * @regions_lock: protects @regions, @dirty_regions, @nr_regions and every
+ *                entry of @users
  * @regions: every live region of the tier (debugfs "regions")
  * @dirty_regions: the regions of @regions that may have dirty pages, for
  *                 background write-back's pick (writeback.c), so that it
