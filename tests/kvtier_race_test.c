@@ -1727,19 +1727,8 @@ static void at_name(char *name, size_t len, int i)
  */
 static int at_logged(int fd, int *seen)
 {
-	char rec[8192];		/* a record longer than the buffer: EINVAL */
-	ssize_t n;
-
-	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0 && errno == EPIPE)
-			continue;	/* overwritten while reading: go on */
-		if (n <= 0)
-			break;
-		rec[n] = '\0';
-		if (strstr(rec, "attached " DM_DEV " ("))
-			*seen = 1;
-	}
+	if (kvt_kmsg_scan(fd, "attached " DM_DEV " (") > 0)
+		*seen = 1;
 	return *seen;
 }
 

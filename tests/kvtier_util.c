@@ -256,15 +256,12 @@ __attribute__((format(printf, 1, 2))) int kvt_run(const char *fmt, ...)
 	return system(cmd);
 }
 
-int kvt_kmsg_count(const char *needle)
+int kvt_kmsg_scan(int fd, const char *needle)
 {
-	char rec[4096];
-	int fd, count = 0;
+	char rec[8192];		/* a record longer than the buffer: EINVAL */
+	int count = 0;
 	ssize_t n;
 
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
 	for (;;) {
 		n = read(fd, rec, sizeof(rec) - 1);
 		if (n < 0 && errno == EPIPE)
@@ -275,6 +272,17 @@ int kvt_kmsg_count(const char *needle)
 		if (strstr(rec, needle))
 			count++;
 	}
+	return count;
+}
+
+int kvt_kmsg_count(const char *needle)
+{
+	int fd, count;
+
+	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	count = kvt_kmsg_scan(fd, needle);
 	close(fd);
 	return count;
 }

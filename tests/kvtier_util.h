@@ -143,6 +143,13 @@ __attribute__((format(printf, 1, 2))) int kvt_run(const char *fmt, ...);
 /* Kernel log records containing @needle so far, or -1. */
 int kvt_kmsg_count(const char *needle);
 
+/*
+ * Records containing @needle read from @fd (/dev/kmsg, O_NONBLOCK) until
+ * none is left; opened and moved to its end (lseek SEEK_END), the records
+ * logged since.
+ */
+int kvt_kmsg_scan(int fd, const char *needle);
+
 /* Is tier @id's sysfs state @want? */
 int kvt_state_is(int id, const char *want);
 
