@@ -1786,7 +1786,8 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 
 /*
  * An ioctl that names a region finds it only once the attach that loads
- * it has finished: UNLINK and SETFLAGS issued during an attach wait for it.
+ * it has finished: UNLINK, SETFLAGS and LIST issued during an attach wait
+ * for it.
  * An attach makes each region findable as soon as it has read its record,
  * before it has claimed the region's slots, and holds no reference of its
  * own: an UNLINK then would free the region under the attach and commit a
