@@ -1698,7 +1698,7 @@ TEST_F_TIMEOUT(race, long_pread_signals_and_unmaps, 300)
 
 #define AT_REGIONS	48
 #define AT_PAGES	4
-#define AT_DELAY_MS	20	/* each read of the attach held up this long */
+#define AT_DELAY_MS	50	/* each read of the attach held up this long */
 
 struct at_attach {
 	int ret;
