@@ -57,6 +57,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_WB_UNCHECKED] = "writeback_unchecked",
 	[KVT_STAT_WB_BACKGROUND] = "writeback_background",
 	[KVT_STAT_WB_WAITS] = "writeback_waits",
+	[KVT_STAT_RECLAIM_WB_SKIPS] = "reclaim_wb_skips",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

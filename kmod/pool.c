@@ -557,7 +557,12 @@ static struct kvtier_page *kvtier_lru_isolate(struct kvtier_tier *tier,
 		 * and write-back counts references to tell GUP's
 		 * (writeback.c).
 		 */
-		if (PageLocked(page) || kvt_pg_writeback(kp)) {
+		if (kvt_pg_writeback(kp)) {
+			spin_unlock(&pool->lock);
+			kvtier_count(tier, KVT_STAT_RECLAIM_WB_SKIPS, 1);
+			continue;
+		}
+		if (PageLocked(page)) {
 			spin_unlock(&pool->lock);
 			continue;
 		}
