@@ -124,9 +124,10 @@
  *   after each, and nothing stays resident once it is closed.
  * - names_wait_for_attach: UNLINK and SETFLAGS of a persistent region,
  *   and LIST, issued while an attach (its reads held up by dm-delay) loads
- *   the namespace, wait for the attach to finish (its "attached" log line is
- *   there when they return, not when they were issued); every other
- *   region's bytes, the freed slots and the pin survive a reattach.
+ *   the namespace, wait for the attach to finish (its "attached" log
+ *   line is there when they return, not when they were issued), and a
+ *   process waiting so is killed at once; every other region's bytes,
+ *   the freed slots and the pin survive a reattach.
  *
  * The guest's kernel log is checked by the rig (tests/vm/run.sh). Needs
  * KVTIER_NS1 and dmsetup (skips without them). Runs as root in the test
@@ -1791,6 +1792,49 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 }
 
 /*
+ * A name call waiting for an attach can be killed: a child's UNLINK,
+ * issued 100 ms into a delayed attach, is killed, and the child is reaped
+ * before the attach has logged its end. Returns 0 if so, -1 otherwise.
+ */
+static int at_kill_during_attach(struct __test_metadata *_metadata)
+{
+	struct at_attach a = { 0 };
+	int fd, kfd, status, seen = 0, reaped = -1;
+	pid_t pid;
+
+	if (kvt_tier_write(0, "backing_dev", "none") || delay_table(WB_NS, AT_DELAY_MS, 0))
+		return -1;
+	fd = kvt_tier_open(0, O_RDWR);
+	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 || kfd < 0 || lseek(kfd, 0, SEEK_END) < 0 ||
+	    pthread_create(&a.th, NULL, at_attach, &a)) {
+		close(fd);
+		close(kfd);
+		return -1;
+	}
+	pid = fork();
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			kvt_unlink_name(fd, "at-none");
+	}
+	if (pid > 0) {
+		usleep(100 * 1000);
+		kill(pid, SIGKILL);
+		if (!kvt_reap(pid, 5, &status) && WIFSIGNALED(status))
+			reaped = at_logged(kfd, &seen);
+	}
+	pthread_join(a.th, NULL);
+	close(fd);
+	close(kfd);
+	TH_LOG("killed while the attach waited: reaped %s the attach ended",
+	       reaped ? "after" : "before");
+	if (a.ret || reaped)
+		return -1;
+	return delay_table(WB_NS, 0, 0);
+}
+
+/*
  * An ioctl that names a region finds it only once the attach that loads
  * it has finished: UNLINK, SETFLAGS and LIST issued during an attach wait
  * for it.
@@ -1837,6 +1881,7 @@ TEST_F_TIMEOUT(race, names_wait_for_attach, 300)
 	ASSERT_EQ(used - AT_PAGES, kvt_stat(0, "slots_used"));
 	ASSERT_EQ(0, at_call_during_attach(_metadata, 1));
 	ASSERT_EQ(0, at_call_during_attach(_metadata, 2));
+	ASSERT_EQ(0, at_kill_during_attach(_metadata));
 
 	/* Once more from the namespace: the unlink and the pin held. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
