@@ -141,7 +141,10 @@ struct kvtier_backing {
  * @data_start: block of data slot 0
  * @nr_slots: data slots
  * @max_regions: persistent regions a checkpoint has room for
- * @version: format version, 1 or 2 (2: INCOMPAT_JOURNAL, journal.c)
+ * @version: format version, 1, 2 (INCOMPAT_JOURNAL, journal.c) or 3 (and
+ *           INCOMPAT_EXTENTS: kvtier_store_extents())
+ * @crcs_block: version 3: first block of the CRC section of checkpoint
+ *              area 0 and 1
  * @generation: of the last commit that reached the media
  * @ckpt_copy: superblock copy (and checkpoint area) of the last checkpoint;
  *             the next goes to the other (version 1: generation % 2)
@@ -167,11 +170,13 @@ struct kvtier_backing {
  *        that unlinks, taken in the one that lists the regions to record
  * @ckpt: the checkpoint buffer (kvmalloc or vmalloc), @ckpt_size bytes: a
  *        checkpoint's page records go through its first MiB a MiB at a
- *        time, its header and region records are whole after that; a
+ *        time (version 3: its extent records and its CRCs through a half
+ *        each), its header and region records are whole after that; a
  *        journal transaction is built in it whole; it grows to the
  *        largest of those and is kept while attached (store.c)
  * @map_buf: KVT_CKPT_CHUNK bytes through which a closed region's page
- *           records are read back (pagemap.c), allocated on first use and
+ *           records (version 3: extent records and CRCs) are read back
+ *           (pagemap.c), allocated on first use and
  *           kept while attached; under @lock
  * @unload_work: drops the page maps of closed regions, unlinks regions
  *               whose records are damaged (pagemap.c); delayed, so that
@@ -234,6 +239,7 @@ struct kvtier_store {
 	u64 nr_slots;
 	u64 max_regions;
 	u32 version;
+	u64 crcs_block[2];
 	u64 generation;
 	int ckpt_copy;
 	u64 journal_start;
@@ -277,6 +283,15 @@ struct kvtier_store {
 	bool frozen;
 	wait_queue_head_t freeze_wait;
 };
+
+/*
+ * Whether @st's checkpoints map pages by extents, with their CRCs in a CRC
+ * section (version 3, INCOMPAT_EXTENTS); else by page records.
+ */
+static inline bool kvtier_store_extents(const struct kvtier_store *st)
+{
+	return st->version >= 3;
+}
 
 /*
  * Crash points of the persistence tests (debugfs "freeze_at"): a commit
@@ -427,7 +442,7 @@ struct kvtier_knobs {
 	unsigned int user_max_regions;	/* per owner uid; 0: unlimited */
 	unsigned int read_only;		/* 0 or 1; changes only while detached */
 	unsigned int lease_interval_ms;	/* ms; changes only while detached */
-	unsigned int format_version;	/* 1 or 2; used when formatting */
+	unsigned int format_version;	/* 1 to 3; used when formatting */
 };
 
 /**
@@ -591,7 +606,10 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * A persistent region's page records in the checkpoint area the newest
  * superblock names (pagemap.c).
  * @off: byte offset of the first in the area; @count: how many; @crc:
- *       CRC32C of their @count * 16 bytes
+ *       CRC32C of their @count * 16 bytes. Version 3: of its extent records
+ * @pages: version 3: pages its extents map, and CRCs in the CRC section
+ * @crcs_off: version 3: byte offset of its first CRC from the start of the
+ *            CRC section; @crcs_crc: CRC32C of its @pages * 4 bytes there
  * @valid: they are the region's page map as of @seq: written by the last
  *         checkpoint (or read at attach) with no page changed since
  * @seq: @changes when the records were taken
@@ -609,6 +627,9 @@ struct kvtier_region_map {
 	u64 off;
 	u64 count;
 	u32 crc;
+	u64 pages;
+	u64 crcs_off;
+	u32 crcs_crc;
 	bool valid;
 	bool unloaded;
 	bool lost;
@@ -618,6 +639,9 @@ struct kvtier_region_map {
 	u64 next_off;
 	u64 next_count;
 	u32 next_crc;
+	u64 next_pages;
+	u64 next_crcs_off;
+	u32 next_crcs_crc;
 	int next_seq;
 };
 

@@ -46,11 +46,151 @@
 #define KVT_UNLOAD_DELAY	(HZ / 10)
 
 /*
- * Pass @r's page records, as the checkpoint on the media has them, to
- * @fn a window at a time; then check their CRC. Caller holds store.lock
- * (or the store is not yet visible). Errors: what @fn returns, -EIO,
- * -ENOMEM, -EUCLEAN (the records are not what the checkpoint wrote; @fn
- * saw them already: it must undo).
+ * Records of one kind read front to back from the namespace through @buf
+ * (@cap bytes, whole blocks), from byte @off to @end of what starts at
+ * block @block, with the CRC of what was handed out. A record never
+ * crosses a block: records are 16 or 4 bytes, at a multiple of their size.
+ */
+struct kvt_map_in {
+	struct kvtier_tier *tier;
+	u64 block;
+	u64 off;
+	u64 end;
+	u8 *buf;
+	size_t cap;
+	u8 *p;			/* the next @avail bytes read */
+	size_t avail;
+	u32 crc;
+};
+
+/*
+ * The next bytes, at most @max (reading them if none are left): *@got
+ * bytes at the returned pointer, good until the next read. @off < @end.
+ */
+static const void *kvt_map_in_next(struct kvt_map_in *in, size_t max, size_t *got)
+{
+	const void *p;
+	int ret;
+
+	if (!in->avail) {
+		u64 block = in->off / KVTIER_BLOCK_SIZE;
+		u64 nb = min_t(u64, in->cap / KVTIER_BLOCK_SIZE,
+			       DIV_ROUND_UP(in->end, KVTIER_BLOCK_SIZE) - block);
+
+		ret = kvtier_io_meta(in->tier, REQ_OP_READ, in->block + block,
+				     in->buf, nb, 0);
+		if (ret)
+			return ERR_PTR(ret);
+		in->p = in->buf + in->off % KVTIER_BLOCK_SIZE;
+		in->avail = min(in->end, (block + nb) * KVTIER_BLOCK_SIZE) - in->off;
+		cond_resched();
+	}
+	*got = min(max, in->avail);
+	in->crc = kvtier_crc32c_cat(in->crc, kvtier_crc32c(in->p, *got), *got);
+	p = in->p;
+	in->p += *got;
+	in->avail -= *got;
+	in->off += *got;
+	return p;
+}
+
+/* Version 1 and 2: the page records, a window at a time. */
+static int kvtier_pagemap_walk_pages(struct kvtier_region *r, struct kvt_map_in *in,
+				     int (*fn)(struct kvtier_region *r, void *arg,
+					       const struct kvtier_disk_page *p, size_t n),
+				     void *arg)
+{
+	const void *p;
+	size_t got;
+	int ret;
+
+	while (in->off < in->end) {
+		p = kvt_map_in_next(in, SIZE_MAX, &got);
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+		ret = fn(r, arg, p, got / sizeof(struct kvtier_disk_page));
+		if (ret)
+			return ret;
+	}
+	return in->crc == r->map.crc ? 0 : -EUCLEAN;
+}
+
+/*
+ * Version 3: the extent records through the first quarter of the buffer,
+ * the CRCs through the second, and page records made of them in the
+ * second half, passed to @fn as it fills.
+ */
+static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_in *ext,
+				       int (*fn)(struct kvtier_region *r, void *arg,
+						 const struct kvtier_disk_page *p, size_t n),
+				       void *arg)
+{
+	struct kvtier_store *st = &r->tier->store;
+	struct kvt_map_in crcs = {
+		.tier = r->tier,
+		.block = st->crcs_block[st->ckpt_copy],
+		.off = r->map.crcs_off,
+		.end = r->map.crcs_off + r->map.pages * sizeof(__le32),
+		.buf = st->map_buf + KVT_CKPT_CHUNK / 4,
+		.cap = KVT_CKPT_CHUNK / 4,
+		.crc = ~0U,	/* the CRC of nothing */
+	};
+	struct kvtier_disk_page *out = st->map_buf + KVT_CKPT_CHUNK / 2;
+	const size_t room = KVT_CKPT_CHUNK / 2 / sizeof(*out);
+	size_t n = 0, got, j;
+	int ret;
+
+	ext->cap = KVT_CKPT_CHUNK / 4;
+	while (ext->off < ext->end) {
+		const struct kvtier_disk_extent *e;
+		u64 slot, index, len, i;
+
+		e = kvt_map_in_next(ext, sizeof(*e), &got);
+		if (IS_ERR(e))
+			return PTR_ERR(e);
+		slot = le64_to_cpu(e->slot);
+		index = le32_to_cpu(e->index);
+		len = le32_to_cpu(e->len);
+		/* Checked at attach; the CRCs say if they changed since. */
+		if (!len || index + len > r->nr_pages || slot + len < slot ||
+		    slot + len > st->nr_slots)
+			return -EUCLEAN;
+		for (i = 0; i < len; i += got / sizeof(__le32)) {
+			const __le32 *c;
+
+			if (crcs.off >= crcs.end)
+				return -EUCLEAN;
+			c = kvt_map_in_next(&crcs, (len - i) * sizeof(__le32), &got);
+			if (IS_ERR(c))
+				return PTR_ERR(c);
+			for (j = 0; j < got / sizeof(__le32); j++) {
+				out[n].slot = cpu_to_le64(slot + i + j);
+				out[n].index = cpu_to_le32(index + i + j);
+				out[n].crc = c[j];
+				if (++n < room)
+					continue;
+				ret = fn(r, arg, out, n);
+				if (ret)
+					return ret;
+				n = 0;
+			}
+		}
+	}
+	if (n) {
+		ret = fn(r, arg, out, n);
+		if (ret)
+			return ret;
+	}
+	return crcs.off == crcs.end && ext->crc == r->map.crc &&
+	       crcs.crc == r->map.crcs_crc ? 0 : -EUCLEAN;
+}
+
+/*
+ * Pass @r's pages, as the checkpoint on the media has them, to @fn as
+ * page records, a window at a time; then check their CRC. Caller holds
+ * store.lock (or the store is not yet visible). Errors: what @fn returns,
+ * -EIO, -ENOMEM, -EUCLEAN (the records are not what the checkpoint wrote;
+ * @fn saw them already: it must undo).
  */
 int kvtier_pagemap_walk(struct kvtier_region *r,
 			int (*fn)(struct kvtier_region *r, void *arg,
@@ -58,37 +198,26 @@ int kvtier_pagemap_walk(struct kvtier_region *r,
 			void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
-	u64 area = st->meta_start + (u64)st->ckpt_copy * st->meta_blocks;
-	u64 off = r->map.off;
-	u64 end = off + r->map.count * sizeof(struct kvtier_disk_page);
-	u32 crc = ~0U;	/* the CRC of nothing */
-	int ret;
+	struct kvt_map_in in = {
+		.tier = r->tier,
+		.block = st->meta_start + (u64)st->ckpt_copy * st->meta_blocks,
+		.off = r->map.off,
+		/* Page and extent records are both 16 bytes. */
+		.end = r->map.off + r->map.count * sizeof(struct kvtier_disk_page),
+		.cap = KVT_CKPT_CHUNK,
+		.crc = ~0U,	/* the CRC of nothing */
+	};
 
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_extent) != sizeof(struct kvtier_disk_page));
 	if (!st->map_buf) {
 		st->map_buf = kvmalloc(KVT_CKPT_CHUNK, GFP_NOIO | __GFP_NOWARN);
 		if (!st->map_buf)
 			return -ENOMEM;
 	}
-	while (off < end) {
-		u64 block = off / KVTIER_BLOCK_SIZE;
-		u64 skip = off % KVTIER_BLOCK_SIZE;
-		u64 nb = min_t(u64, KVT_CKPT_CHUNK / KVTIER_BLOCK_SIZE,
-			       DIV_ROUND_UP(end, KVTIER_BLOCK_SIZE) - block);
-		/* Records are 16 bytes from a 16-byte boundary: none is cut. */
-		size_t n = min(end, (block + nb) * KVTIER_BLOCK_SIZE) - off;
-
-		ret = kvtier_io_meta(r->tier, REQ_OP_READ, area + block,
-				     st->map_buf, nb, 0);
-		if (ret)
-			return ret;
-		crc = kvtier_crc32c_cat(crc, kvtier_crc32c(st->map_buf + skip, n), n);
-		ret = fn(r, arg, st->map_buf + skip, n / sizeof(struct kvtier_disk_page));
-		if (ret)
-			return ret;
-		off += n;
-		cond_resched();
-	}
-	return crc == r->map.crc ? 0 : -EUCLEAN;
+	in.buf = st->map_buf;
+	if (kvtier_store_extents(st))
+		return kvtier_pagemap_walk_extents(r, &in, fn, arg);
+	return kvtier_pagemap_walk_pages(r, &in, fn, arg);
 }
 
 /*
@@ -368,6 +497,9 @@ void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
 		m->off = m->next_off;
 		m->count = m->next_count;
 		m->crc = m->next_crc;
+		m->pages = m->next_pages;
+		m->crcs_off = m->next_crcs_off;
+		m->crcs_crc = m->next_crcs_crc;
 		m->seq = m->next_seq;
 		m->valid = true;
 	}

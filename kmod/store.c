@@ -65,6 +65,7 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 {
 	u32 version = le32_to_cpu(sb->version);
 	u64 incompat = le64_to_cpu(sb->feature_incompat);
+	bool extents, v3;
 
 	if (le64_to_cpu(sb->magic) != KVTIER_SB_MAGIC)
 		return KVT_SB_NONE;
@@ -77,9 +78,11 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 		return KVT_SB_DAMAGED;
 	if (incompat & ~KVTIER_FEATURE_INCOMPAT_SUPP)
 		return KVT_SB_NEWER;
-	/* Version 2 is the journal; version 1 has none. */
+	/* Version 2 is the journal, 3 the journal and extents; 1 has none. */
+	extents = incompat & KVTIER_FEATURE_INCOMPAT_EXTENTS;
+	v3 = version >= 3;
 	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_SUPP :
-	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL))
+	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL) || extents != v3)
 		return KVT_SB_DAMAGED;
 	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
 		return KVT_SB_READ_ONLY;
@@ -145,14 +148,38 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 		/* The checkpoint holds everything the journal did. */
 		sb->journal_head = cpu_to_le64(st->journal_pos);
 	}
+	if (kvtier_store_extents(st)) {
+		sb->feature_incompat |= cpu_to_le64(KVTIER_FEATURE_INCOMPAT_EXTENTS);
+		sb->crcs_block[0] = cpu_to_le64(st->crcs_block[0]);
+		sb->crcs_block[1] = cpu_to_le64(st->crcs_block[1]);
+	}
 	sb->crc = cpu_to_le32(kvtier_sb_crc(sb));
 }
 
+/*
+ * The largest checkpoint (version 3: its index) of @max_regions regions
+ * and @nr_slots pages, each its own extent in version 3.
+ */
 static u64 kvtier_ckpt_max_bytes(u64 max_regions, u64 nr_slots)
 {
 	return sizeof(struct kvtier_disk_ckpt) +
 		max_regions * sizeof(struct kvtier_disk_region) +
 		nr_slots * sizeof(struct kvtier_disk_page);
+}
+
+/* Blocks of a version-3 CRC section: a CRC32C for each of @nr_slots. */
+static u64 kvtier_crcs_blocks(u64 nr_slots)
+{
+	return DIV_ROUND_UP(nr_slots * sizeof(__le32), KVTIER_BLOCK_SIZE);
+}
+
+/* Blocks of a checkpoint area of @version (its CRC section included). */
+static u64 kvtier_area_blocks(u32 version, u64 max_regions, u64 nr_slots)
+{
+	u64 index = DIV_ROUND_UP(kvtier_ckpt_max_bytes(max_regions, nr_slots),
+				 KVTIER_BLOCK_SIZE);
+
+	return index + (version >= 3 ? kvtier_crcs_blocks(nr_slots) : 0);
 }
 
 /*
@@ -162,21 +189,26 @@ static u64 kvtier_ckpt_max_bytes(u64 max_regions, u64 nr_slots)
 static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 {
 	u64 regions = clamp_t(u64, nr_blocks / 64, 64, 1 << 20);
-	u64 fixed = DIV_ROUND_UP(kvtier_ckpt_max_bytes(regions, 0),
-				 KVTIER_BLOCK_SIZE);
-	u64 slots, mb;
+	u64 fixed = kvtier_area_blocks(st->version, regions, 0);
+	u64 slots, mb, d;
 
 	if (nr_blocks < 2 + 2 * fixed + KVTIER_MIN_SLOTS)
 		return -ENOSPC;
-	/* Each slot costs its block and 2 x 16 bytes of checkpoint. */
+	/*
+	 * Each slot costs its block and 2 x 16 bytes of checkpoint (2 x 20
+	 * in version 3, with its CRC): start just above the answer.
+	 */
 	slots = (nr_blocks - 2 - 2 * fixed) * 128 / 129;
 	slots = min_t(u64, slots, KVT_SLOT_MASK);
 	for (;;) {
-		mb = DIV_ROUND_UP(kvtier_ckpt_max_bytes(regions, slots),
-				  KVTIER_BLOCK_SIZE);
+		mb = kvtier_area_blocks(st->version, regions, slots);
 		if (2 + 2 * mb + slots <= nr_blocks)
 			break;
-		slots--;
+		/* Version 3 starts up to 0.2 % too high: close in faster. */
+		d = max_t(u64, 1, (2 + 2 * mb + slots - nr_blocks) / 2);
+		if (d >= slots)
+			return -ENOSPC;
+		slots -= d;
 	}
 	if (slots < KVTIER_MIN_SLOTS)
 		return -ENOSPC;
@@ -186,9 +218,17 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 	st->data_start = 2 + 2 * mb;
 	st->nr_slots = slots;
 	st->max_regions = regions;
+	st->crcs_block[0] = 0;
+	st->crcs_block[1] = 0;
+	if (kvtier_store_extents(st)) {
+		u64 index = mb - kvtier_crcs_blocks(slots);
+
+		st->crcs_block[0] = st->meta_start + index;
+		st->crcs_block[1] = st->meta_start + mb + index;
+	}
 	st->journal_start = 0;
 	st->journal_blocks = 0;
-	if (st->version == 2) {
+	if (st->version >= 2) {
 		st->journal_blocks = kvtier_journal_blocks(slots);
 		if (slots - st->journal_blocks < KVTIER_MIN_SLOTS)
 			return -ENOSPC;
@@ -338,29 +378,50 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
 /*
  * A checkpoint in the making, written to its area in pieces so that the
  * memory it takes does not grow with the pages stored. The page records
- * go through @chunk (bytes [@chunk_base, @pos) of the checkpoint), written
- * each time it fills; the header and the region records, which come first
- * but whose page counts are known only at the end, are in @head with the
- * first page records (those that share the records' last block), written
- * last. Both are the checkpoint buffer: @chunk its first KVT_CKPT_CHUNK
- * bytes, @head the rest. @crc_rest is the CRC of the bytes [@head_end,
- * @chunk_base) written so far, and kvtier_crc32c_cat() puts the head in
- * front of it. @map_crc is the CRC of the region's records being
- * written, up to @map_pos (pagemap.c keeps it, to check them when it
- * reads them back).
+ * (version 3: extent records) go through @chunk (bytes [@chunk_base,
+ * @pos) of the checkpoint), written each time it fills; the header and
+ * the region records, which come first but whose counts are known only at
+ * the end, are in @head with the first records (those that share the
+ * region records' last block), written last. @crc_rest is the CRC of the
+ * bytes [@head_end, @chunk_base) written so far, and kvtier_crc32c_cat()
+ * puts the head in front of it. @map_crc is the CRC of the region's
+ * records being written, up to @map_pos (pagemap.c keeps it, to check
+ * them when it reads them back).
+ *
+ * Version 3 extends a run of pages into one extent record while their
+ * slots follow each other (@ext_*), and writes each page's CRC to the CRC
+ * section through @crcs (its bytes [@crcs_base, @crcs_pos)), written each
+ * time it fills; @crcs_crc is the CRC of the region's CRCs up to
+ * @crcs_crc_pos. @chunk and @crcs are halves of the checkpoint buffer's
+ * first KVT_CKPT_CHUNK bytes (version 1 and 2: @chunk is all of them),
+ * @head the rest.
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
 	u64 area;		/* first block of the area */
-	u64 limit;		/* bytes of the area */
+	u64 limit;		/* bytes of the area (version 3: before @crcs_block) */
 	u8 *head;		/* @head_end bytes */
 	u64 head_end;		/* the records' end, rounded up to a block */
-	u8 *chunk;		/* KVT_CKPT_CHUNK bytes */
+	u8 *chunk;		/* @chunk_size bytes */
+	size_t chunk_size;
 	u64 chunk_base;		/* a block boundary at or past @head_end */
 	u64 pos;		/* bytes of the checkpoint so far */
 	u32 crc_rest;
 	u64 map_pos;
 	u32 map_crc;
+	u64 r_pages;		/* pages recorded of the region */
+	u64 r_extents;		/* extent records of the region */
+	bool extents;		/* version 3 */
+	u64 ext_slot;		/* the run being extended: @ext_len pages */
+	u32 ext_index;
+	u32 ext_len;
+	u64 crcs_block;		/* first block of the CRC section */
+	u64 crcs_limit;		/* its bytes */
+	u8 *crcs;		/* @chunk_size bytes */
+	u64 crcs_base;		/* a block boundary unless written last */
+	u64 crcs_pos;
+	u64 crcs_crc_pos;
+	u32 crcs_crc;
 };
 
 /* Add the records from @map_pos to @pos to @map_crc, before the chunk moves on. */
@@ -378,14 +439,31 @@ static void kvt_ckpt_map_crc(struct kvt_ckpt_out *o)
 	}
 }
 
-/* Where the next page record goes: NULL if the chunk must be written first. */
+/* Add the CRCs from @crcs_crc_pos to @crcs_pos to @crcs_crc, likewise. */
+static void kvt_ckpt_crcs_crc(struct kvt_ckpt_out *o)
+{
+	const u8 *p = o->crcs + (o->crcs_crc_pos - o->crcs_base);
+	u64 n = o->crcs_pos - o->crcs_crc_pos;
+
+	o->crcs_crc = kvtier_crc32c_cat(o->crcs_crc, kvtier_crc32c(p, n), n);
+	o->crcs_crc_pos = o->crcs_pos;
+}
+
+/* Where the next record goes: NULL if the chunk must be written first. */
 static void *kvt_ckpt_next(struct kvt_ckpt_out *o)
 {
 	if (o->pos < o->head_end)
 		return o->head + o->pos;
-	if (o->pos - o->chunk_base == KVT_CKPT_CHUNK)
+	if (o->pos - o->chunk_base == o->chunk_size)
 		return NULL;
 	return o->chunk + (o->pos - o->chunk_base);
+}
+
+/* Whether the chunk or the CRCs must be written before the next page. */
+static bool kvt_ckpt_full(struct kvt_ckpt_out *o)
+{
+	return !kvt_ckpt_next(o) ||
+	       (o->extents && o->crcs_pos - o->crcs_base == o->chunk_size);
 }
 
 /*
@@ -412,19 +490,108 @@ static int kvt_ckpt_flush(struct kvt_ckpt_out *o)
 	return 0;
 }
 
+/* Write what @crcs holds, as kvt_ckpt_flush() does the chunk. */
+static int kvt_ckpt_crcs_flush(struct kvt_ckpt_out *o)
+{
+	size_t n;
+	int ret;
+
+	kvt_ckpt_crcs_crc(o);
+	if (o->crcs_pos <= o->crcs_base)
+		return 0;
+	n = o->crcs_pos - o->crcs_base;
+	memset(o->crcs + n, 0, round_up(n, KVTIER_BLOCK_SIZE) - n);
+	ret = kvtier_io_meta(o->tier, REQ_OP_WRITE,
+			     o->crcs_block + o->crcs_base / KVTIER_BLOCK_SIZE, o->crcs,
+			     DIV_ROUND_UP(n, KVTIER_BLOCK_SIZE), 0);
+	if (ret)
+		return ret;
+	o->crcs_base = o->crcs_pos;
+	return 0;
+}
+
+/* Write whichever of the chunk and the CRCs is full. */
+static int kvt_ckpt_write_full(struct kvt_ckpt_out *o)
+{
+	int ret = 0;
+
+	if (!kvt_ckpt_next(o))
+		ret = kvt_ckpt_flush(o);
+	if (!ret && o->extents && o->crcs_pos - o->crcs_base == o->chunk_size)
+		ret = kvt_ckpt_crcs_flush(o);
+	return ret;
+}
+
+/* Record the run of pages being extended, if any (version 3). */
+static int kvt_ckpt_extent_end(struct kvt_ckpt_out *o)
+{
+	struct kvtier_disk_extent *e;
+
+	if (!o->ext_len)
+		return 0;
+	if (o->pos + sizeof(*e) > o->limit)
+		return -EOVERFLOW;
+	e = kvt_ckpt_next(o);
+	e->slot = cpu_to_le64(o->ext_slot);
+	e->index = cpu_to_le32(o->ext_index);
+	e->len = cpu_to_le32(o->ext_len);
+	o->pos += sizeof(*e);
+	o->r_extents++;
+	o->ext_len = 0;
+	return 0;
+}
+
 /*
- * Record @r's page records in @o; returns how many, or -errno (-EOVERFLOW:
- * past the area; the chunk's write failed). Pairs are read under the
+ * Record page @index of the region at @slot with @crc; pages come in
+ * increasing index. There must be room (!kvt_ckpt_full()); the caller
+ * writes what filled before the next. -EOVERFLOW: past the area.
+ */
+static int kvt_ckpt_page(struct kvt_ckpt_out *o, u32 index, u64 slot, u32 crc)
+{
+	struct kvtier_disk_page *rec;
+	int ret;
+
+	if (o->extents) {
+		if (o->crcs_pos + sizeof(__le32) > o->crcs_limit)
+			return -EOVERFLOW;
+		*(__le32 *)(o->crcs + (o->crcs_pos - o->crcs_base)) = cpu_to_le32(crc);
+		o->crcs_pos += sizeof(__le32);
+		o->r_pages++;
+		if (o->ext_len && o->ext_len < U32_MAX &&
+		    index == o->ext_index + o->ext_len &&
+		    slot == o->ext_slot + o->ext_len) {
+			o->ext_len++;
+			return 0;
+		}
+		ret = kvt_ckpt_extent_end(o);
+		o->ext_slot = slot;
+		o->ext_index = index;
+		o->ext_len = 1;
+		return ret;
+	}
+	if (o->pos + sizeof(*rec) > o->limit)
+		return -EOVERFLOW;
+	rec = kvt_ckpt_next(o);
+	rec->slot = cpu_to_le64(slot);
+	rec->index = cpu_to_le32(index);
+	rec->crc = cpu_to_le32(crc);
+	o->pos += sizeof(*rec);
+	o->r_pages++;
+	return 0;
+}
+
+/*
+ * Record @r's pages in @o from its xarray: 0 or -errno (-EOVERFLOW: past
+ * the area; a write of a full piece failed). Pairs are read under the
  * region's xa_lock, which is dropped every so often and to write a full
- * chunk; a page that changes meanwhile is recorded old or new, both of
+ * piece; a page that changes meanwhile is recorded old or new, both of
  * which are complete on the media.
  */
-static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o)
+static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o)
 {
 	bool journal = r->tier->store.journal_blocks;
 	XA_STATE(xas, &r->pages, 0);
 	unsigned int batch = 0;
-	u64 n = 0;
 	void *entry;
 	int ret;
 
@@ -432,7 +599,6 @@ static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *
 	/* Changes from here on are not all in this checkpoint. */
 	r->map.next_seq = atomic_read(&r->map.changes);
 	xas_for_each(&xas, entry, r->nr_pages - 1) {
-		struct kvtier_disk_page *rec;
 		unsigned long slot;
 		u32 crc = 0;
 
@@ -446,22 +612,17 @@ static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *
 			atomic_long_dec(&r->jr_pages);
 		}
 		if (slot != KVTIER_NO_SLOT) {
-			if (o->pos + sizeof(*rec) > o->limit) {
-				xas_unlock(&xas);
-				return -EOVERFLOW;
-			}
-			rec = kvt_ckpt_next(o);
-			rec->slot = cpu_to_le64(slot);
-			rec->index = cpu_to_le32(xas.xa_index);
 			kvtier_crcs_get(r, xas.xa_index, &crc);
-			rec->crc = cpu_to_le32(crc);
-			o->pos += sizeof(*rec);
-			n++;
+			ret = kvt_ckpt_page(o, xas.xa_index, slot, crc);
+			if (ret) {
+				xas_unlock(&xas);
+				return ret;
+			}
 			/* Full: written outside the lock, before the next one. */
-			if (!kvt_ckpt_next(o)) {
+			if (kvt_ckpt_full(o)) {
 				xas_pause(&xas);
 				xas_unlock(&xas);
-				ret = kvt_ckpt_flush(o);
+				ret = kvt_ckpt_write_full(o);
 				if (ret)
 					return ret;
 				xas_lock(&xas);
@@ -476,7 +637,7 @@ static long kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *
 		}
 	}
 	xas_unlock(&xas);
-	return n;
+	return 0;
 }
 
 /* kvtier_pagemap_walk() for a checkpoint: @arg is the checkpoint's out. */
@@ -488,51 +649,67 @@ static int kvtier_snapshot_copy(struct kvtier_region *r, void *arg,
 	int ret;
 
 	for (i = 0; i < n; i++) {
-		if (o->pos + sizeof(*p) > o->limit)
-			return -EOVERFLOW;
-		memcpy(kvt_ckpt_next(o), &p[i], sizeof(*p));
-		o->pos += sizeof(*p);
-		/* Full: written before the next record (as snapshot_pages). */
-		if (!kvt_ckpt_next(o)) {
-			ret = kvt_ckpt_flush(o);
-			if (ret)
-				return ret;
-		}
+		ret = kvt_ckpt_page(o, le32_to_cpu(p[i].index),
+				    le64_to_cpu(p[i].slot), le32_to_cpu(p[i].crc));
+		/* Full: written before the next page (as snapshot_pages). */
+		if (!ret)
+			ret = kvt_ckpt_write_full(o);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
 
 /*
- * Record @r's page records in @o from memory, or as the checkpoint on the
- * media has them if its map is unloaded; how many, or -errno. Its map's
- * next place is noted, taken once the checkpoint is (pagemap.c).
+ * Record @r's pages in @o from memory, or as the checkpoint on the media
+ * has them if its map is unloaded (version 3 copies them as pages, so
+ * that runs are joined again); 0 or -errno. Its map's next place is
+ * noted, taken once the checkpoint is (pagemap.c).
  */
-static long kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
-				u64 attempt)
+static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
+			       u64 attempt)
 {
-	u64 start = o->pos;
-	long n;
+	u64 start, crcs_start;
+	int ret;
 
+	/* The last region's last record may have filled the chunk. */
+	ret = kvt_ckpt_write_full(o);
+	if (ret)
+		return ret;
+	start = o->pos;
+	crcs_start = o->crcs_pos;
 	o->map_pos = o->pos;
 	o->map_crc = ~0U;	/* the CRC of nothing */
+	o->crcs_crc_pos = o->crcs_pos;
+	o->crcs_crc = ~0U;
+	o->r_pages = 0;
+	o->r_extents = 0;
 	if (r->map.unloaded) {
 		r->map.next_seq = r->map.seq;
-		n = kvtier_pagemap_walk(r, kvtier_snapshot_copy, o);
-		if (n == -EUCLEAN)
+		ret = kvtier_pagemap_walk(r, kvtier_snapshot_copy, o);
+		if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
-		if (!n)
-			n = r->map.count;
 	} else {
-		n = kvtier_snapshot_pages(r, o);
+		ret = kvtier_snapshot_pages(r, o);
 	}
-	if (n < 0)
-		return n;
+	/* The last run's record, with room made for it. */
+	if (!ret)
+		ret = kvt_ckpt_write_full(o);
+	if (!ret)
+		ret = kvt_ckpt_extent_end(o);
+	if (ret)
+		return ret;
 	kvt_ckpt_map_crc(o);
+	if (o->extents)
+		kvt_ckpt_crcs_crc(o);
 	r->map.next_ckpt = attempt;
 	r->map.next_off = start;
-	r->map.next_count = n;
+	r->map.next_count = o->extents ? o->r_extents : o->r_pages;
 	r->map.next_crc = o->map_crc;
-	return n;
+	r->map.next_pages = o->r_pages;
+	r->map.next_crcs_off = crcs_start;
+	r->map.next_crcs_crc = o->crcs_crc;
+	return 0;
 }
 
 /* @r's record, with nr_pages zero. */
@@ -553,22 +730,30 @@ void kvtier_region_record(struct kvtier_region *r, struct kvtier_disk_region *re
 }
 
 /*
- * Write the checkpoint of generation @gen to the area at block @area: the
- * page records as each region's xarray has them, a chunk at a time, then
- * the header and the region records ahead of them. *@bytes and *@crc get
- * its size and CRC for the superblock. Caller holds store.lock and is in a
+ * Write the checkpoint of generation @gen to area @copy: the page records
+ * (version 3: extent records and CRCs) as each region's xarray has them,
+ * a piece at a time, then the header and the region records ahead of
+ * them. *@bytes and *@crc get its size and CRC for the superblock
+ * (version 3: of its index). Caller holds store.lock and is in a
  * memalloc_noio scope. Errors: -EOVERFLOW (it does not fit its area),
  * -ENOMEM, -EIO.
  */
-static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
+static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 				 u64 *bytes, u32 *crc)
 {
 	struct kvtier_store *st = &tier->store;
+	bool extents = kvtier_store_extents(st);
+	u64 area = st->meta_start + copy * st->meta_blocks;
 	struct kvt_ckpt_out o = {
 		.tier = tier,
 		.area = area,
-		.limit = st->meta_blocks * KVTIER_BLOCK_SIZE,
+		.limit = (extents ? st->crcs_block[copy] - area : st->meta_blocks) *
+			 KVTIER_BLOCK_SIZE,
 		.crc_rest = ~0U,	/* the CRC of nothing */
+		.chunk_size = extents ? KVT_CKPT_CHUNK / 2 : KVT_CKPT_CHUNK,
+		.extents = extents,
+		.crcs_block = st->crcs_block[copy],
+		.crcs_limit = st->nr_slots * sizeof(__le32),
 	};
 	struct kvtier_disk_ckpt *hdr;
 	struct kvtier_disk_region *rec;
@@ -576,7 +761,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 	u64 attempt = ++st->ckpt_attempt;
 	unsigned int i, n;
 	LIST_HEAD(dels);
-	u64 nr_pages = 0, used;
+	u64 nr_pages = 0, nr_extents = 0, used;
 	int ret;
 
 	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_CKPT, &dels);
@@ -597,30 +782,47 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, u64 area,
 		dev_err_ratelimited(&tier->dev, "no memory for a checkpoint of %u regions\n", n);
 		goto out;
 	}
+	o.crcs = o.chunk + o.chunk_size;
 	o.head = o.chunk + KVT_CKPT_CHUNK;
 	memset(o.head, 0, o.head_end);
+	/*
+	 * Version 3: the superblock copy of this area may name what is in
+	 * it, whose regions' CRCs are checked only when each is read. Make
+	 * that checkpoint fail its CRC (its header zero) before any CRC
+	 * moves: a torn write must not leave it whole over the new CRCs.
+	 */
+	if (extents) {
+		ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_FUA, area, o.head, 1, 0);
+		if (ret)
+			goto out;
+	}
 	hdr = (void *)o.head;
 	rec = (void *)(hdr + 1);
 	st->has_sealed = false;
 	for (i = 0; i < n; i++) {
-		long got;
-
 		kvtier_region_record(v[i], &rec[i]);
 		st->has_sealed |= READ_ONCE(v[i]->sealed);
-		got = kvtier_snapshot_map(v[i], &o, attempt);
-		ret = got;
-		if (got < 0)
+		ret = kvtier_snapshot_map(v[i], &o, attempt);
+		if (ret)
 			goto out;
-		rec[i].nr_pages = cpu_to_le64(got);
-		nr_pages += got;
+		rec[i].nr_pages = cpu_to_le64(o.r_pages);
+		nr_pages += o.r_pages;
+		if (extents) {
+			rec[i].nr_extents = cpu_to_le64(o.r_extents);
+			rec[i].crcs_crc = cpu_to_le32(o.crcs_crc);
+			nr_extents += o.r_extents;
+		}
 	}
 	ret = kvt_ckpt_flush(&o);
+	if (!ret && extents)
+		ret = kvt_ckpt_crcs_flush(&o);
 	if (ret)
 		goto out;
 	hdr->magic = cpu_to_le64(KVTIER_CKPT_MAGIC);
 	hdr->generation = cpu_to_le64(gen);
 	hdr->nr_regions = cpu_to_le64(n);
 	hdr->nr_pages = cpu_to_le64(nr_pages);
+	hdr->nr_extents = cpu_to_le64(nr_extents);
 	/* The head's unused tail is zero (memset above). */
 	used = min(o.pos, o.head_end);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE, area, o.head,
@@ -681,8 +883,7 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 	sb = kmalloc(KVTIER_BLOCK_SIZE, GFP_NOIO | __GFP_ZERO);
 	if (!sb)
 		return -ENOMEM;
-	ret = kvtier_snapshot_write(tier, gen, st->meta_start + copy * st->meta_blocks,
-				    &bytes, &crc);
+	ret = kvtier_snapshot_write(tier, gen, copy, &bytes, &crc);
 	if (ret)
 		goto out;
 	if (stops)
@@ -1171,10 +1372,11 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	u64 mb = le64_to_cpu(sb->meta_blocks);
 	u64 slots = le64_to_cpu(sb->nr_slots);
 	u64 regions = le64_to_cpu(sb->max_regions);
+	u64 index;
 
 	if (le64_to_cpu(sb->meta_start) != 2 || !slots || !regions ||
-	    slots > KVT_SLOT_MASK || regions > (1 << 20) ||
-	    mb > slots || kvtier_ckpt_max_bytes(regions, slots) > mb * KVTIER_BLOCK_SIZE ||
+	    slots > KVT_SLOT_MASK || regions > (1 << 20) || mb > slots ||
+	    kvtier_area_blocks(le32_to_cpu(sb->version), regions, slots) > mb ||
 	    le64_to_cpu(sb->data_start) != 2 + 2 * mb ||
 	    le64_to_cpu(sb->data_start) + slots > le64_to_cpu(sb->nr_blocks) ||
 	    le64_to_cpu(sb->ckpt_bytes) > mb * KVTIER_BLOCK_SIZE ||
@@ -1190,6 +1392,14 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	     !(le64_to_cpu(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN)) ||
 	    le64_to_cpu(sb->journal_head) >= KVTIER_JOURNAL_POS_MAX)
 		return -EUCLEAN;
+	/* Version 3: each area's CRC section at its end, after the index. */
+	index = mb - kvtier_crcs_blocks(slots);
+	if (le32_to_cpu(sb->version) >= 3 ?
+	    le64_to_cpu(sb->crcs_block[0]) != 2 + index ||
+	    le64_to_cpu(sb->crcs_block[1]) != 2 + mb + index ||
+	    le64_to_cpu(sb->ckpt_bytes) > index * KVTIER_BLOCK_SIZE :
+	    sb->crcs_block[0] || sb->crcs_block[1])
+		return -EUCLEAN;
 	memcpy(st->uuid, sb->uuid, sizeof(st->uuid));
 	st->format_time = le64_to_cpu(sb->format_time);
 	st->nr_blocks = le64_to_cpu(sb->nr_blocks);
@@ -1204,6 +1414,8 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	st->journal_blocks = le64_to_cpu(sb->journal_blocks);
 	st->journal_head = le64_to_cpu(sb->journal_head);
 	st->journal_pos = st->journal_head;
+	st->crcs_block[0] = le64_to_cpu(sb->crcs_block[0]);
+	st->crcs_block[1] = le64_to_cpu(sb->crcs_block[1]);
 	st->need_full = false;
 	return 0;
 }
@@ -1336,6 +1548,37 @@ static int kvtier_claim_pages(struct kvtier_tier *tier, struct kvtier_region *r,
 }
 
 /*
+ * Claim the slots of @nr extent records of @r (version 3), as
+ * kvtier_claim_pages() does page records; *@pages counts the pages they
+ * map.
+ */
+static int kvtier_claim_extents(struct kvtier_tier *tier, struct kvtier_region *r,
+				const struct kvtier_disk_extent *ext, u64 nr,
+				s64 *prev, u64 *pages)
+{
+	u64 k;
+	int ret;
+
+	for (k = 0; k < nr; k++) {
+		u64 slot = le64_to_cpu(ext[k].slot);
+		u32 index = le32_to_cpu(ext[k].index);
+		u64 len = le32_to_cpu(ext[k].len);
+
+		if (!len || !kvtier_record_index_next(r, index, prev) ||
+		    index + len > r->nr_pages || slot + len < slot)
+			return -EUCLEAN;
+		*prev = index + len - 1;
+		ret = kvtier_slots_claim(&tier->slots, slot, len);
+		if (ret)
+			return ret;
+		atomic_long_add(len, &r->nr_slots);
+		*pages += len;
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
  * A checkpoint being read, front to back, through the checkpoint buffer:
  * its head (header and region records, and the page records that share
  * their last block: bytes [0, @head_end)) stays in @head; the rest passes
@@ -1410,22 +1653,28 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 {
 	const struct kvtier_disk_ckpt *hdr = (void *)in->head;
 	const struct kvtier_disk_region *recs = (void *)(hdr + 1);
+	bool extents = kvtier_store_extents(&tier->store);
 	u64 nr_regions = le64_to_cpu(hdr->nr_regions);
 	u64 nr_pages = le64_to_cpu(hdr->nr_pages);
-	u64 off = sizeof(*hdr) + nr_regions * sizeof(*recs);
+	u64 nr_extents = le64_to_cpu(hdr->nr_extents);
+	u64 off = sizeof(*hdr) + nr_regions * sizeof(*recs), crcs_off = 0;
+	/* Page and extent records are both 16 bytes. */
 	const size_t psz = sizeof(struct kvtier_disk_page);
 	int ret;
 
 	for (*i = 0; *i < nr_regions; (*i)++) {
-		u64 n = le64_to_cpu(recs[*i].nr_pages), end;
+		u64 pages = le64_to_cpu(recs[*i].nr_pages), end, mapped = 0;
+		u64 n = extents ? le64_to_cpu(recs[*i].nr_extents) : pages;
 		struct kvtier_region *r;
 		const void *p;
 		s64 prev = -1;
 		size_t got;
 
-		if (n > nr_pages)
+		if (pages > nr_pages || (extents && (n > nr_extents || n > pages)))
 			return -EUCLEAN;
-		nr_pages -= n;
+		nr_pages -= pages;
+		if (extents)
+			nr_extents -= n;
 		ret = kvtier_record_check(tier, &recs[*i]);
 		if (ret)
 			return ret;
@@ -1440,6 +1689,10 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 		r->map.off = off;
 		r->map.count = n;
 		r->map.crc = ~0U;	/* the CRC of nothing */
+		r->map.pages = pages;
+		r->map.crcs_off = crcs_off;
+		r->map.crcs_crc = le32_to_cpu(recs[*i].crcs_crc);
+		crcs_off += pages * sizeof(__le32);
 		for (end = off + n * psz; off < end; off += got) {
 			if (off < in->head_end) {
 				p = in->head + off;
@@ -1450,13 +1703,19 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 					return PTR_ERR(p);
 			}
 			r->map.crc = kvtier_crc32c_cat(r->map.crc, kvtier_crc32c(p, got), got);
-			ret = kvtier_claim_pages(tier, r, p, got / psz, &prev);
+			if (extents)
+				ret = kvtier_claim_extents(tier, r, p, got / psz, &prev,
+							   &mapped);
+			else
+				ret = kvtier_claim_pages(tier, r, p, got / psz, &prev);
 			if (ret)
 				return ret;
 		}
+		if (extents && mapped != pages)
+			return -EUCLEAN;
 		r->map.valid = true;
 	}
-	return nr_pages ? -EUCLEAN : 0;
+	return nr_pages || (extents && nr_extents) ? -EUCLEAN : 0;
 }
 
 /*
@@ -1478,7 +1737,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		.crc = ~0U,	/* the CRC of nothing */
 	};
 	struct kvtier_disk_ckpt hdr;
-	u64 nr_regions, nr_pages, i = 0, used;
+	u64 nr_regions, nr_pages, nr_recs, i = 0, used;
 	int ret;
 
 	ret = kvtier_store_alloc(tier);
@@ -1498,13 +1757,16 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	}
 	nr_regions = le64_to_cpu(hdr.nr_regions);
 	nr_pages = le64_to_cpu(hdr.nr_pages);
+	/* Version 3: extent records follow the regions; else page records. */
+	nr_recs = kvtier_store_extents(st) ? le64_to_cpu(hdr.nr_extents) : nr_pages;
 	ret = -EUCLEAN;
 	if (in.crc != le32_to_cpu(sb->ckpt_crc) ||
 	    le64_to_cpu(hdr.magic) != KVTIER_CKPT_MAGIC ||
 	    le64_to_cpu(hdr.generation) != st->generation ||
 	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
+	    nr_recs > nr_pages ||
 	    bytes != sizeof(hdr) + nr_regions * sizeof(struct kvtier_disk_region) +
-		     nr_pages * sizeof(struct kvtier_disk_page))
+		     nr_recs * sizeof(struct kvtier_disk_page))
 		goto damaged;
 
 	/* Pass 2: the head whole, then the windows after it. */

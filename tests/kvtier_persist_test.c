@@ -448,7 +448,9 @@ TEST_F_TIMEOUT(persist, zero_device_is_formatted_then_loaded, 300)
 	EXPECT_EQ((__u32)kvt_tier_num(1, "format_version"), le32toh(sb.version));
 	EXPECT_EQ(sizeof(sb), le32toh(sb.header_size));
 	EXPECT_EQ(size / KVTIER_BLOCK_SIZE, le64toh(sb.nr_blocks));
-	EXPECT_EQ(le32toh(sb.version) == 2 ? KVTIER_FEATURE_INCOMPAT_JOURNAL : 0ULL,
+	EXPECT_EQ(le32toh(sb.version) == 1 ? 0ULL :
+		  le32toh(sb.version) == 2 ? KVTIER_FEATURE_INCOMPAT_JOURNAL :
+		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS,
 		  le64toh(sb.feature_incompat));
 	EXPECT_GE(le64toh(sb.meta_start), 2ULL);
 	EXPECT_GE(le64toh(sb.data_start),
@@ -1526,6 +1528,285 @@ TEST_F_TIMEOUT(persist, failed_journal_commit_keeps_the_last_generation, 300)
 }
 
 /*
+ * Make blocks [@first, @first + @nr) of /dev/mapper/@name (over @dev)
+ * fail every I/O; the rest maps @dev linearly. 0 or non-zero.
+ */
+static int error_blocks(const char *name, const char *dev, unsigned long long first,
+			unsigned long long nr)
+{
+	unsigned long long s = first * 8, e = (first + nr) * 8, end = kvt_dev_size(dev) >> 9;
+
+	return kvt_run("printf '0 %llu linear %s 0\\n%llu %llu error\\n%llu %llu linear %s %llu\\n' | "
+		       "dmsetup load %s 2>/dev/null && dmsetup suspend %s && dmsetup resume %s || "
+		       "{ dmsetup resume %s; false; }",
+		       s, dev, s, e - s, e, end - e, dev, e, name, name, name, name);
+}
+
+/* The raw checkpoint of superblock copy @copy of @dev, whole; NULL on error. */
+static struct kvtier_disk_ckpt *ckpt_raw(const char *dev, int copy,
+					 struct kvtier_disk_super *sb)
+{
+	unsigned char blk[PAGE];
+	unsigned long long room;
+	void *buf;
+
+	if (kvt_dev_read(dev, blk, PAGE, (unsigned long long)copy * PAGE))
+		return NULL;
+	memcpy(sb, blk, sizeof(*sb));
+	room = (le64toh(sb->ckpt_bytes) + PAGE - 1) / PAGE * PAGE;
+	buf = malloc(room + PAGE);
+	if (buf && kvt_dev_read(dev, buf, room, (le64toh(sb->meta_start) +
+			       copy * le64toh(sb->meta_blocks)) * PAGE)) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
+/* The index of @name's record in @hdr, or -1. */
+static int ckpt_find(const struct kvtier_disk_ckpt *hdr, const char *name)
+{
+	const struct kvtier_disk_region *rec = (const void *)(hdr + 1);
+	unsigned long long i;
+
+	for (i = 0; i < le64toh(hdr->nr_regions); i++)
+		if (!strncmp(rec[i].name, name, sizeof(rec[i].name)))
+			return (int)i;
+	return -1;
+}
+
+#define EX_IMG		"/tmp/kvt-extents.img"
+#define EX_DM		"kvt-extents"
+
+/*
+ * Format version 3 maps pages by extents: a region written in one go is a
+ * few extent records, one written a page at a time backwards (each page
+ * on the slot after the one of the page after it) and one of every other
+ * page have a record per page; the index holds nothing else (64 + 128 per
+ * region + 16 per extent bytes), each region's CRCs in the CRC section
+ * are every page's CRC32C, and every byte reads back after a reattach. An
+ * extent record that overlaps the next one, with the checkpoint's CRC
+ * made right again, is refused: the attach falls back to the older copy;
+ * so does a version-3 superblock without INCOMPAT_EXTENTS.
+ */
+TEST_F_TIMEOUT(persist, extents_map_runs_of_pages, 300)
+{
+	const size_t seq = 8 * MiB, small = 256 * 1024, np = small / PAGE;
+	static const char *const names[] = { "ex:seq", "ex:back", "ex:holes" };
+	unsigned long long nr_ext[3], nr_pages[3], total_ext = 0, gen;
+	long long refused;
+	char msg[64];
+	struct kvtier_disk_super sb;
+	struct kvtier_disk_ckpt *hdr;
+	struct kvtier_disk_region *rec;
+	struct kvtier_disk_extent *ext;
+	unsigned char *state, blk[PAGE];
+	size_t state_len, i;
+	char dev[32];
+	int lfd, fd, copy, k;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(EX_IMG, 64 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "3"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(3, kvt_tier_num(1, "upgrade"));
+
+	ASSERT_EQ(0, make_persistent(1, "ex:seq", seq, 0600, 1));
+	/* Backwards, a page per write-back: each page's slot follows the next's. */
+	fd = open_name(1, "ex:back", small, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	for (i = np; i-- > 0;) {
+		ASSERT_EQ(0, fill_fd(fd, i * PAGE, PAGE, 2));
+		ASSERT_EQ(0, fsync(fd));
+	}
+	close(fd);
+	/* Every other page: runs of slots, but not of indexes. */
+	fd = open_name(1, "ex:holes", small, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	for (i = 0; i < np; i += 2)
+		ASSERT_EQ(0, fill_fd(fd, i * PAGE, PAGE, 3));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	/* The detach checkpoints. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &copy));
+	ASSERT_EQ(3U, le32toh(sb.version));
+	ASSERT_EQ(0, kvt_ckpt_check(dev, copy));
+	hdr = ckpt_raw(dev, copy, &sb);
+	ASSERT_NE(NULL, hdr);
+	rec = (void *)(hdr + 1);
+	for (k = 0; k < 3; k++) {
+		int r = ckpt_find(hdr, names[k]);
+
+		ASSERT_GE(r, 0);
+		nr_ext[k] = le64toh(rec[r].nr_extents);
+		nr_pages[k] = le64toh(rec[r].nr_pages);
+		total_ext += nr_ext[k];
+		TH_LOG("%s: %llu pages in %llu extent records", names[k], nr_pages[k], nr_ext[k]);
+	}
+	EXPECT_EQ(seq / PAGE, nr_pages[0]);
+	EXPECT_LE(1ULL, nr_ext[0]);
+	EXPECT_GE(8ULL, nr_ext[0]);
+	EXPECT_EQ(np, nr_pages[1]);
+	EXPECT_EQ(np, nr_ext[1]);
+	EXPECT_EQ(np / 2, nr_pages[2]);
+	EXPECT_EQ(np / 2, nr_ext[2]);
+	EXPECT_EQ(3ULL, le64toh(hdr->nr_regions));
+	EXPECT_EQ(total_ext, le64toh(hdr->nr_extents));
+	EXPECT_EQ(nr_pages[0] + nr_pages[1] + nr_pages[2], le64toh(hdr->nr_pages));
+	EXPECT_EQ(64 + 3 * 128 + 16 * total_ext, le64toh(sb.ckpt_bytes));
+
+	/* Every CRC (from the CRC section) is its slot's bytes' CRC32C. */
+	ASSERT_EQ(0, kvt_state_read(dev, &sb, &state, &state_len));
+	{
+		const struct kvtier_disk_ckpt *sh = (const void *)state;
+		const struct kvtier_disk_region *sr = (const void *)(sh + 1);
+		const struct kvtier_disk_page *pg = (const void *)(sr + le64toh(sh->nr_regions));
+
+		ASSERT_EQ(le64toh(hdr->nr_pages), le64toh(sh->nr_pages));
+		for (i = 0; i < le64toh(sh->nr_pages); i++) {
+			ASSERT_EQ(0, kvt_dev_read(dev, blk, PAGE,
+						  kvt_slot_offset(&sb, le64toh(pg[i].slot))));
+			ASSERT_EQ(le32toh(pg[i].crc), kvt_crc32c(~0U, blk, PAGE));
+		}
+	}
+	free(state);
+
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(-1, check_name(1, "ex:seq", seq, 1));
+	ASSERT_EQ(-1, check_name(1, "ex:back", small, 2));
+	fd = open_name(1, "ex:holes", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	for (i = 0; i < np; i++) {
+		long long bad = i % 2 ? check_zero(fd, i * PAGE, PAGE) :
+			       check_fd(fd, i * PAGE, PAGE, 3);
+
+		ASSERT_EQ(-1, bad);
+	}
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* ex:back's first extent stretched over its second: refused. */
+	free(hdr);
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &copy));
+	gen = le64toh(sb.generation);
+	hdr = ckpt_raw(dev, copy, &sb);
+	ASSERT_NE(NULL, hdr);
+	rec = (void *)(hdr + 1);
+	ext = (void *)(rec + le64toh(hdr->nr_regions));
+	for (k = 0; k < ckpt_find(hdr, "ex:back"); k++)
+		ext += le64toh(rec[k].nr_extents);
+	ASSERT_EQ(1U, le32toh(ext->len));
+	ext->len = htole32(2);
+	ASSERT_EQ(0, kvt_dev_write(dev, hdr, (le64toh(sb.ckpt_bytes) + PAGE - 1) / PAGE * PAGE,
+				   (le64toh(sb.meta_start) + copy * le64toh(sb.meta_blocks)) * PAGE));
+	ASSERT_EQ(0, kvt_dev_read(dev, blk, PAGE, (unsigned long long)copy * PAGE));
+	((struct kvtier_disk_super *)blk)->ckpt_crc =
+		htole32(kvt_crc32c(~0U, hdr, le64toh(sb.ckpt_bytes)));
+	kvt_super_seal(blk);
+	ASSERT_EQ(0, kvt_dev_write(dev, blk, PAGE, (unsigned long long)copy * PAGE));
+	free(hdr);
+	refused = kvt_kmsg_count("names inconsistent regions or pages");
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ((long long)gen - 1, kvt_stat(1, "generation"));
+	EXPECT_EQ(refused + 1, kvt_kmsg_count("names inconsistent regions or pages"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* A version-3 copy without INCOMPAT_EXTENTS (sealed again) is damage. */
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &copy));
+	ASSERT_EQ(0, kvt_dev_read(dev, blk, PAGE, (unsigned long long)copy * PAGE));
+	((struct kvtier_disk_super *)blk)->feature_incompat &=
+		~htole64(KVTIER_FEATURE_INCOMPAT_EXTENTS);
+	kvt_super_seal(blk);
+	ASSERT_EQ(0, kvt_dev_write(dev, blk, PAGE, (unsigned long long)copy * PAGE));
+	snprintf(msg, sizeof(msg), "superblock copy %d is damaged", copy);
+	refused = kvt_kmsg_count(msg);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(refused + 1, kvt_kmsg_count(msg));
+	EXPECT_EQ(-1, check_name(1, "ex:seq", seq, 1));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	loop_detach(lfd, EX_IMG);
+}
+
+/*
+ * A version-3 checkpoint first makes the checkpoint already in its area
+ * fail its CRC (its header block, with FUA), so a checkpoint that fails
+ * part-way never leaves that one whole over CRCs it did not write (they
+ * are checked only when a region is read). Its area's first block failing
+ * (that write fails): the area is untouched, whole as its superblock says.
+ * Its CRC section failing: the old checkpoint fails its CRC. Either way
+ * the detach reports EIO, and the next attach reads every byte of the
+ * last commit.
+ */
+TEST_F_TIMEOUT(persist, extents_checkpoint_never_leaves_old_index_over_new_crcs, 300)
+{
+	const char *dm = "/dev/mapper/" EX_DM;
+	const char *why = kvt_dm_missing("error");
+	const size_t len = MiB;
+	struct kvtier_disk_super sb;
+	int lfd, fd, copy, next, pass;
+	char dev[32];
+
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(EX_IMG, 16 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_dm_linear(EX_DM, dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "3"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	/* Both areas name the region, with other CRCs each. */
+	ASSERT_EQ(0, make_persistent(1, "ex:r", len, 0600, 1));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	for (pass = 0; pass < 2; pass++) {
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+		fd = open_name(1, "ex:r", 0, 0, 0);
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, fill_fd(fd, 0, len, 2 + pass));
+		ASSERT_EQ(0, fsync(fd));
+		close(fd);
+		if (pass)
+			break;
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	}
+	/* The detach's checkpoint goes to the area the newest copy does not name. */
+	ASSERT_EQ(0, kvt_super_read(dm, &sb, &copy));
+	next = !copy;
+	ASSERT_EQ(0, kvt_ckpt_check(dm, next));
+	ASSERT_EQ(0, error_blocks(EX_DM, dev, le64toh(sb.meta_start) +
+				  next * le64toh(sb.meta_blocks), 1));
+	ASSERT_EQ(-EIO, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dm_table(EX_DM, dev, "linear %s 0", dev));
+	/* Nothing was written there: its old checkpoint is whole. */
+	EXPECT_EQ(0, kvt_ckpt_check(dm, next));
+
+	/* Again, with the CRC section failing instead: it fails its CRC. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	ASSERT_EQ(-1, check_name(1, "ex:r", len, 3));
+	ASSERT_EQ(0, kvt_super_read(dm, &sb, &copy));
+	ASSERT_EQ(next, !copy);
+	ASSERT_EQ(0, error_blocks(EX_DM, dev, le64toh(sb.crcs_block[next]),
+				  (le64toh(sb.nr_slots) * 4 + PAGE - 1) / PAGE));
+	fd = open_name(1, "ex:r", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_fd(fd, 0, len, 4));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(-EIO, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dm_table(EX_DM, dev, "linear %s 0", dev));
+	EXPECT_EQ(-EBADMSG, kvt_ckpt_check(dm, next));
+	EXPECT_EQ(0, kvt_ckpt_check(dm, copy));
+
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	ASSERT_EQ(-1, check_name(1, "ex:r", len, 4));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dm_remove(EX_DM));
+	loop_detach(lfd, EX_IMG);
+}
+
+/*
  * One data block of a region changed on the raw device while the module
  * was unloaded (found by searching the device for the page's bytes, and
  * checked against the checkpoint's page record): that page is never handed
@@ -1679,24 +1960,33 @@ static long long check_and_drop(const char *name, size_t len,
 }
 
 /*
- * Byte offset on NS0 of the page records of @name in the checkpoint the
- * newest superblock names (the journal is empty after an attach), and
- * their count; 0 or -errno.
+ * Where the map of a region is in the checkpoint the newest superblock of
+ * NS0 names (the journal is empty after an attach): byte offsets on NS0
+ * of its page records (version 3: extent records) and, version 3, of its
+ * CRCs in the CRC section; how many records, and pages.
  */
-static int records_at(const char *name, unsigned long long *off,
-		      unsigned long long *n)
+struct rec_place {
+	unsigned long long off;
+	unsigned long long n;
+	unsigned long long pages;
+	unsigned long long crcs;
+	int extents;
+};
+
+static int records_at(const char *name, struct rec_place *p)
 {
 	const char *ns0 = kvt_ns("KVTIER_NS0");
 	struct kvtier_disk_super sb;
 	const struct kvtier_disk_region *rec;
 	const struct kvtier_disk_ckpt *hdr;
-	unsigned long long area, i, first = 0;
+	unsigned long long area, i, first = 0, first_page = 0;
 	unsigned char *buf;
 	int copy, ret;
 
 	ret = kvt_super_read(ns0, &sb, &copy);
 	if (ret)
 		return ret;
+	p->extents = le32toh(sb.version) >= 3;
 	area = (le64toh(sb.meta_start) + copy * le64toh(sb.meta_blocks)) * PAGE;
 	buf = malloc(MiB);
 	if (!buf)
@@ -1705,37 +1995,55 @@ static int records_at(const char *name, unsigned long long *off,
 	hdr = (const void *)buf;
 	rec = (const void *)(hdr + 1);
 	for (i = 0; !ret && i < le64toh(hdr->nr_regions); i++) {
+		unsigned long long n = p->extents ? le64toh(rec[i].nr_extents) :
+				       le64toh(rec[i].nr_pages);
+
 		if (!strncmp(rec[i].name, name, sizeof(rec[i].name))) {
-			*off = area + sizeof(*hdr) + le64toh(hdr->nr_regions) * sizeof(*rec) +
-			       first * sizeof(struct kvtier_disk_page);
-			*n = le64toh(rec[i].nr_pages);
+			p->off = area + sizeof(*hdr) + le64toh(hdr->nr_regions) * sizeof(*rec) +
+				 first * sizeof(struct kvtier_disk_page);
+			p->n = n;
+			p->pages = le64toh(rec[i].nr_pages);
+			p->crcs = le64toh(sb.crcs_block[copy]) * PAGE + first_page * 4;
 			free(buf);
 			return 0;
 		}
-		first += le64toh(rec[i].nr_pages);
+		first += n;
+		first_page += le64toh(rec[i].nr_pages);
 	}
 	free(buf);
 	return ret ? ret : -ENOENT;
 }
 
-/*
- * Flip a bit of the first page record of @name (@len bytes) on NS0, in
- * the checkpoint the attached tier loaded: 0 or -errno.
- */
-static int damage_records(const char *name, size_t len)
+/* Flip bit 0 of byte @off of NS0. */
+static int flip_byte(unsigned long long off)
 {
-	unsigned long long off, n;
 	unsigned char blk[PAGE];
-	int ret = records_at(name, &off, &n);
+	int ret = kvt_dev_read(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
 
-	if (!ret && n != len / PAGE)
-		ret = -EUCLEAN;
-	if (!ret)
-		ret = kvt_dev_read(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
 	if (ret)
 		return ret;
-	blk[off % PAGE + 12] ^= 0x01;	/* its crc */
+	blk[off % PAGE] ^= 0x01;
 	return kvt_dev_write(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
+}
+
+/*
+ * Damage the map of @name (@len bytes, written in one go) on NS0, in the
+ * checkpoint the attached tier loaded: flip a bit of the CRC of its first
+ * page (@slot: of the slot of its first record instead). 0 or -errno.
+ */
+static int damage_records(const char *name, size_t len, int slot)
+{
+	struct rec_place p;
+	int ret = records_at(name, &p);
+
+	if (ret)
+		return ret;
+	/* Version 3: runs of pages are one record each. */
+	if (p.pages != len / PAGE || !p.n || p.n > (p.extents ? p.pages / 8 : p.pages))
+		return -EUCLEAN;
+	if (slot)
+		return flip_byte(p.off);
+	return flip_byte(p.extents ? p.crcs : p.off + 12);
 }
 
 /* Wait up to 5 s for @name to be unlinked: 0 or the open's result. */
@@ -1789,7 +2097,8 @@ static int toggle_pinned(int fd, const char *name, int *pinned)
  * checkpoint keeps its map until the next checkpoint takes it. Damaged
  * records fail the open with EUCLEAN (never zeros for the pages they
  * name) and the region, which can never be read again, is unlinked; the
- * others are whole, and checkpoints go on.
+ * others are whole, and checkpoints go on. On version 3 the damage is a
+ * CRC in the CRC section (map:0) and an extent record (map:1).
  */
 TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 {
@@ -1849,7 +2158,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	 * next checkpoint goes on without it.
 	 */
 	ASSERT_EQ(0, reload(&self->fd));
-	ASSERT_EQ(0, damage_records("map:0", len));
+	ASSERT_EQ(0, damage_records("map:0", len, 0));
 	ret = 0;
 	for (i = 0; i < 70000 && !ret; i++)
 		ret = toggle_pinned(self->fd, "map:2", &pinned);
@@ -1863,7 +2172,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	/* Damaged records of map:1: its open fails, and it goes. */
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(-ENOENT, open_name(0, "map:0", 0, 0, 0));
-	ASSERT_EQ(0, damage_records("map:1", len));
+	ASSERT_EQ(0, damage_records("map:1", len, 1));
 	ASSERT_EQ(-EUCLEAN, open_name(0, "map:1", 0, 0, 0));
 	ASSERT_EQ(0, wait_gone("map:1"));
 	ASSERT_EQ(1, kvt_kmsg_count("page records of region 'map:1' in the checkpoint are damaged"));

@@ -706,7 +706,10 @@ TEST_F_TIMEOUT(race, fallback_attach_defers_slots, 300)
 	ASSERT_EQ(2, le64toh(hdr->nr_regions));
 	pages = (struct kvtier_disk_page *)(area + sizeof(*hdr) +
 		le64toh(hdr->nr_regions) * sizeof(struct kvtier_disk_region));
-	pages[0].index = htole32(0xffffffffU);
+	if (le32toh(sb.version) >= 3)	/* an extent record there */
+		((struct kvtier_disk_extent *)pages)->index = htole32(0xffffffffU);
+	else
+		pages[0].index = htole32(0xffffffffU);
 	ASSERT_EQ(0, kvt_dev_write(DM_DEV, area, (bytes + PAGE - 1) / PAGE * PAGE, ckpt * PAGE));
 	ASSERT_EQ(0, kvt_dev_read(DM_DEV, blk, PAGE, copy * PAGE));
 	((struct kvtier_disk_super *)blk)->ckpt_crc = htole32(kvt_crc32c(~0U, area, bytes));

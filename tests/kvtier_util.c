@@ -728,23 +728,87 @@ bad:
 	return NULL;
 }
 
-int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
-		   unsigned char **out, size_t *len)
+/*
+ * Version 3: the page records of the @nr_regions regions @rec of the
+ * checkpoint in area @copy, made of their extent records (after @rec) and
+ * the CRC section (each region's CRCs checked): @nr_pages of them in
+ * *@out (malloc'ed). 0, -EUCLEAN, -EBADMSG (a region's CRCs), -ENOMEM or
+ * -errno.
+ */
+static int kvt_ckpt_expand(const char *dev, const struct kvtier_disk_super *sb,
+			   int copy, const struct kvtier_disk_region *rec,
+			   unsigned long long nr_regions, unsigned long long nr_pages,
+			   unsigned long long nr_extents, struct kvtier_disk_page **out)
 {
-	unsigned long long gen, nr_regions, nr_pages, i, done = 0, pos, jb;
-	struct kvt_rstate *v = NULL;
-	struct kvtier_disk_ckpt *hdr;
-	const struct kvtier_disk_region *rec;
-	const struct kvtier_disk_page *pages;
-	size_t n = 0, room, bytes, total = 0;
-	unsigned char *buf, *p;
-	int ret, copy;
+	const struct kvtier_disk_extent *e = (const void *)(rec + nr_regions);
+	size_t room = (nr_pages * 4 + KVTIER_BLOCK_SIZE - 1) / KVTIER_BLOCK_SIZE *
+		      KVTIER_BLOCK_SIZE;
+	struct kvtier_disk_page *p = malloc((nr_pages + 1) * sizeof(*p));
+	uint32_t *crcs = malloc(room + 1);
+	unsigned long long r, x, done = 0;
+	int ret = -ENOMEM;
 
 	*out = NULL;
-	ret = kvt_super_read(dev, sb, &copy);
+	if (!p || !crcs)
+		goto out;
+	ret = room ? kvt_dev_read(dev, crcs, room,
+				  le64toh(sb->crcs_block[copy]) * KVTIER_BLOCK_SIZE) : 0;
 	if (ret)
-		return ret;
-	gen = le64toh(sb->generation);
+		goto out;
+	for (r = 0; r < nr_regions; r++) {
+		unsigned long long np = le64toh(rec[r].nr_pages), start = done;
+
+		ret = -EUCLEAN;
+		if (np > nr_pages - start || le64toh(rec[r].nr_extents) > nr_extents)
+			goto out;
+		nr_extents -= le64toh(rec[r].nr_extents);
+		for (x = 0; x < le64toh(rec[r].nr_extents); x++, e++) {
+			unsigned long long i, len = le32toh(e->len);
+
+			if (!len || len > np - (done - start))
+				goto out;
+			for (i = 0; i < len; i++, done++) {
+				p[done].slot = htole64(le64toh(e->slot) + i);
+				p[done].index = htole32(le32toh(e->index) + i);
+				p[done].crc = htole32(le32toh(crcs[done]));
+			}
+		}
+		if (done - start != np)
+			goto out;
+		ret = -EBADMSG;
+		if (kvt_crc32c(~0U, crcs + start, np * 4) != le32toh(rec[r].crcs_crc))
+			goto out;
+	}
+	ret = -EUCLEAN;
+	if (done != nr_pages || nr_extents)
+		goto out;
+	*out = p;
+	p = NULL;
+	ret = 0;
+out:
+	free(p);
+	free(crcs);
+	return ret;
+}
+
+/*
+ * The regions of the checkpoint that superblock copy @copy (@sb) names,
+ * as page records, into *@vp (malloc'ed, *@np of them). 0, -EBADMSG (a
+ * CRC), -EUCLEAN, -ENOMEM or -errno.
+ */
+static int kvt_ckpt_load(const char *dev, const struct kvtier_disk_super *sb, int copy,
+			 struct kvt_rstate **vp, size_t *np)
+{
+	unsigned long long nr_regions, nr_pages, nr_recs, i, done = 0;
+	struct kvtier_disk_page *expanded = NULL;
+	const struct kvtier_disk_region *rec;
+	const struct kvtier_disk_page *pages;
+	struct kvtier_disk_ckpt *hdr;
+	struct kvt_rstate *v = NULL;
+	size_t n = 0, room, bytes;
+	unsigned char *buf;
+	int extents, ret;
+
 	bytes = le64toh(sb->ckpt_bytes);
 	room = (bytes + KVTIER_BLOCK_SIZE - 1) / KVTIER_BLOCK_SIZE * KVTIER_BLOCK_SIZE;
 	if (bytes < sizeof(*hdr) || room > le64toh(sb->meta_blocks) * KVTIER_BLOCK_SIZE)
@@ -763,18 +827,31 @@ int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
 	hdr = (void *)buf;
 	nr_regions = le64toh(hdr->nr_regions);
 	nr_pages = le64toh(hdr->nr_pages);
+	/* Version 3: extent records, expanded to page records here. */
+	extents = le32toh(sb->version) >= 3;
+	nr_recs = extents ? le64toh(hdr->nr_extents) : nr_pages;
 	ret = -EUCLEAN;
-	if (le64toh(hdr->magic) != KVTIER_CKPT_MAGIC || le64toh(hdr->generation) != gen ||
-	    sizeof(*hdr) + nr_regions * sizeof(*rec) + nr_pages * sizeof(*pages) != bytes)
+	if (le64toh(hdr->magic) != KVTIER_CKPT_MAGIC ||
+	    le64toh(hdr->generation) != le64toh(sb->generation) ||
+	    sizeof(*hdr) + nr_regions * sizeof(*rec) + nr_recs * sizeof(*pages) != bytes)
 		goto out;
 	rec = (const void *)(hdr + 1);
 	pages = (const void *)(rec + nr_regions);
+	if (extents) {
+		ret = kvt_ckpt_expand(dev, sb, copy, rec, nr_regions, nr_pages, nr_recs,
+				      &expanded);
+		if (ret)
+			goto out;
+		pages = expanded;
+	}
 	ret = -ENOMEM;
 	v = calloc(nr_regions + 1, sizeof(*v));
 	if (!v)
 		goto out;
 	for (i = 0; i < nr_regions; i++, n++) {
 		v[n].rec = rec[i];
+		v[n].rec.nr_extents = 0;
+		v[n].rec.crcs_crc = 0;
 		ret = -EUCLEAN;
 		if (le64toh(rec[i].nr_pages) > nr_pages - done)
 			goto out;
@@ -783,10 +860,67 @@ int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
 			goto out;
 		done += le64toh(rec[i].nr_pages);
 	}
+	ret = 0;
+out:
+	if (ret) {
+		for (i = 0; v && i < n; i++)
+			free(v[i].pages);
+		free(v);
+		v = NULL;
+		n = 0;
+	}
+	*vp = v;
+	*np = n;
+	free(expanded);
+	free(buf);
+	return ret;
+}
+
+int kvt_ckpt_check(const char *dev, int copy)
+{
+	unsigned char blk[KVTIER_BLOCK_SIZE];
+	struct kvtier_disk_super sb;
+	struct kvt_rstate *v;
+	size_t n, i;
+	int ret;
+
+	ret = kvt_dev_read(dev, blk, sizeof(blk), (unsigned long long)copy * sizeof(blk));
+	if (ret)
+		return ret;
+	memcpy(&sb, blk, sizeof(sb));
+	if (le64toh(sb.magic) != KVTIER_SB_MAGIC)
+		return -EUCLEAN;
+	ret = kvt_ckpt_load(dev, &sb, copy, &v, &n);
+	for (i = 0; i < n; i++)
+		free(v[i].pages);
+	free(v);
+	return ret;
+}
+
+int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
+		   unsigned char **out, size_t *len)
+{
+	unsigned long long gen, i, done, pos, jb;
+	struct kvt_rstate *v = NULL;
+	struct kvtier_disk_ckpt *hdr;
+	const struct kvtier_disk_region *rec;
+	const struct kvtier_disk_page *pages;
+	size_t n = 0, total = 0;
+	unsigned char *p;
+	int ret, copy;
+
+	*out = NULL;
+	ret = kvt_super_read(dev, sb, &copy);
+	if (ret)
+		return ret;
+	gen = le64toh(sb->generation);
+	ret = kvt_ckpt_load(dev, sb, copy, &v, &n);
+	if (ret)
+		return ret;
 
 	jb = le64toh(sb->journal_blocks);
 	pos = le64toh(sb->journal_head);
-	while (le32toh(sb->version) == 2 && jb) {
+	while (le32toh(sb->version) >= 2 && jb) {
 		const struct kvtier_disk_txn *t;
 		unsigned char *tb = kvt_txn_read(dev, sb, pos, gen + 1);
 		unsigned long long r;
@@ -863,7 +997,6 @@ out:
 	for (i = 0; v && i < n; i++)
 		free(v[i].pages);
 	free(v);
-	free(buf);
 	return ret;
 }
 

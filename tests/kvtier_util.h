@@ -232,13 +232,24 @@ int kvt_super_read(const char *dev, struct kvtier_disk_super *sb,
  * The committed state of the namespace on @dev as one checkpoint image
  * (struct kvtier_disk_ckpt, region records, page records; its generation
  * the last commit's): the newest valid superblock's checkpoint (CRC
- * checked) with, on a version-2 namespace, the journal's transactions
- * applied as the module replays them (kmod/journal.c). *@buf (malloc'ed)
+ * checked; version 3: its extent records made page records again, with
+ * each region's CRCs from the CRC section, checked) with, from version 2
+ * on, the journal's transactions applied as the module replays them
+ * (kmod/journal.c); the image's region records have nr_extents and
+ * crcs_crc zero. *@buf (malloc'ed)
  * and *@len get it, @sb the superblock. 0, -EBADMSG (CRC), -EUCLEAN,
  * -ENOMEM or -errno.
  */
 int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
 		   unsigned char **buf, size_t *len);
+
+/*
+ * Whether superblock copy @copy (0 or 1) of @dev names a whole checkpoint:
+ * 0; -EBADMSG if its CRC or (version 3) a region's CRCs in the CRC section
+ * fail; -EUCLEAN if the copy is no superblock or the checkpoint
+ * contradicts itself; -errno. The copy's own CRC is not checked.
+ */
+int kvt_ckpt_check(const char *dev, int copy);
 
 /* Byte offset on the namespace of data slot @slot (block data_start + slot). */
 unsigned long long kvt_slot_offset(const struct kvtier_disk_super *sb,

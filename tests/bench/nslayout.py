@@ -10,7 +10,7 @@
       the data slots of region NAME, or of every region whose name starts
       with PREFIX, from the newest valid superblock copy and the
       checkpoint it names (include/uapi/linux/kvtier_format.h, format
-      version 1): "OFFSET NR_PAGES LO HI WHAT", OFFSET the byte offset of
+      versions 1 to 3): "OFFSET NR_PAGES LO HI WHAT", OFFSET the byte offset of
       the lowest slot, LO..HI the slot range, WHAT genG (or no-superblock,
       no-region with OFFSET the data area's start and NR_PAGES 0)
 
@@ -52,31 +52,35 @@ def read_blocks(dev: str, block: int, count: int) -> bytes:
 
 
 def slots(dev: str, match: Callable[[bytes], bool]) -> str:
-    best: tuple[int, int, int, int, int, int] | None = None
+    best: tuple[int, int, int, int, int, int, int] | None = None
     for b in (0, 1):
         s = read_blocks(dev, b, 1)
         if struct.unpack_from("<Q", s, 0)[0] != SB_MAGIC:
             continue
+        version, = struct.unpack_from("<I", s, 8)
         meta_start, meta_blocks, data_start = struct.unpack_from("<QQQ", s, 80)
         gen, = struct.unpack_from("<Q", s, 120)
         ckpt_bytes, = struct.unpack_from("<Q", s, 136)
         if best is None or gen > best[0]:
-            best = (gen, meta_start, meta_blocks, data_start, ckpt_bytes, b)
+            best = (gen, meta_start, meta_blocks, data_start, ckpt_bytes, b,
+                    version)
     if best is None:
         return "0 0 - - no-superblock"
-    # Checkpoint area b goes with superblock copy b (format v1 and v2); the
-    # tier is detached, so a v2 journal is empty.
-    gen, meta_start, meta_blocks, data_start, ckpt_bytes, copy = best
+    # Checkpoint area b goes with superblock copy b (format v1 to v3); the
+    # tier is detached, so a journal is empty. Version 3 has extent
+    # records (slot, index, len) where the others have page records.
+    gen, meta_start, meta_blocks, data_start, ckpt_bytes, copy, version = best
     c = read_blocks(dev, meta_start + copy * meta_blocks,
                     (ckpt_bytes + BLOCK - 1) // BLOCK)
     nr_regions, _ = struct.unpack_from("<QQ", c, 16)
     pos, found = CKPT_HDR + REGION_REC * nr_regions, list[int]()
     for i in range(nr_regions):
         r = c[CKPT_HDR + REGION_REC * i:CKPT_HDR + REGION_REC * (i + 1)]
-        n, = struct.unpack_from("<Q", r, 72)
+        n, = struct.unpack_from("<Q", r, 112 if version >= 3 else 72)
         if match(r[:64].rstrip(b"\0")):
-            found += [t[0] for t in struct.iter_unpack(
-                "<QII", c[pos:pos + PAGE_REC * n])]
+            for slot, _, length in struct.iter_unpack(
+                    "<QII", c[pos:pos + PAGE_REC * n]):
+                found += range(slot, slot + length) if version >= 3 else [slot]
         pos += PAGE_REC * n
     if not found:
         return f"{data_start * BLOCK} 0 - - no-region"

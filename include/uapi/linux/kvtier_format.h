@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
- * kvtier on-namespace format, versions 1 and 2.
+ * kvtier on-namespace format, versions 1, 2 and 3.
  *
  * Specified in Documentation/kvtier-format.rst. Everything is
  * little-endian; every structure has a fixed size and is padded with zero
@@ -34,6 +34,12 @@
  * with a cache flush before it and FUA. Attach loads the checkpoint and
  * replays the transactions that follow journal_head, generation + 1,
  * + 2, ..., up to the first that is not there or not intact.
+ * Version 3 (INCOMPAT_JOURNAL | INCOMPAT_EXTENTS) is version 2 with a
+ * checkpoint that maps pages by extents: after the region records come
+ * extent records (struct kvtier_disk_extent), and the page CRCs are in a
+ * CRC section (crcs_block), checked per region (struct
+ * kvtier_disk_region.crcs_crc), so attach reads 16 bytes per extent, not
+ * 16 per page.
  */
 #ifndef _UAPI_LINUX_KVTIER_FORMAT_H
 #define _UAPI_LINUX_KVTIER_FORMAT_H
@@ -45,8 +51,8 @@
 #define KVTIER_CKPT_MAGIC		0x54504b4354564b00ULL	/* "\0KVTCKPT" LE */
 #define KVTIER_LEASE_MAGIC		0x5341454c54564b00ULL	/* "\0KVTLEAS" LE */
 #define KVTIER_TXN_MAGIC		0x4c4e524a54564b00ULL	/* "\0KVTJRNL" LE */
-/* The newest version this header describes; a module formats 1 or 2. */
-#define KVTIER_FORMAT_VERSION		2
+/* The newest version this header describes; a module formats 1, 2 or 3. */
+#define KVTIER_FORMAT_VERSION		3
 
 /* Bounds of the version-2 journal: its size, and its virtual positions. */
 #define KVTIER_JOURNAL_MAX_BLOCKS	65536ULL
@@ -85,15 +91,25 @@
  * version-1 superblock copy and write over the upgrade: it must refuse.
  */
 #define KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN	(1ULL << 1)
+/*
+ * INCOMPAT_EXTENTS: the checkpoint maps each region's pages by extent
+ * records and keeps their CRCs in the CRC section of its area (at block
+ * @crcs_block[area]). Set exactly when the version is 3, with
+ * INCOMPAT_JOURNAL: a module that does not know it would read extent
+ * records as page records.
+ */
+#define KVTIER_FEATURE_INCOMPAT_EXTENTS	(1ULL << 2)
 
 /* Refuse attach if unknown. */
 #define KVTIER_FEATURE_INCOMPAT_SUPP	(KVTIER_FEATURE_INCOMPAT_JOURNAL | \
-					 KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN)
+					 KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN | \
+					 KVTIER_FEATURE_INCOMPAT_EXTENTS)
 
 /**
  * struct kvtier_disk_super - one superblock copy (block 0 or 1)
  * @magic: KVTIER_SB_MAGIC
- * @version: format version that wrote it: 1, or 2 with INCOMPAT_JOURNAL
+ * @version: format version that wrote it: 1, 2 with INCOMPAT_JOURNAL, or 3
+ *           with INCOMPAT_JOURNAL and INCOMPAT_EXTENTS
  * @header_size: sizeof(struct kvtier_disk_super) that wrote it
  * @crc: CRC32C (seed ~0, final value not inverted, as the kernel's
  *       crc32c()) of the first @header_size bytes with this field zero
@@ -114,7 +130,9 @@
  *              journal's transactions after it are @generation + 1, ...
  * @commit_time: seconds since the epoch of this commit
  * @ckpt_bytes: bytes of the checkpoint in the area of this copy's index
- *              (version 1: area @generation % 2, which is the same)
+ *              (version 1: area @generation % 2, which is the same);
+ *              version 3: of its index (header, region and extent
+ *              records), the CRC section not included
  * @ckpt_crc: CRC32C of those bytes (seeded like @crc)
  * @lease_block: block of the ownership lease with RO_COMPAT_LEASE, else 0
  * @journal_start: with INCOMPAT_JOURNAL, the data slot where the journal
@@ -130,6 +148,10 @@
  * @journal_head: virtual block of the first transaction after this
  *                checkpoint (block @journal_head % @journal_blocks of the
  *                journal); below KVTIER_JOURNAL_POS_MAX; else 0
+ * @crcs_block: version 3: block where the CRC section of checkpoint area
+ *              0 and 1 starts, each DIV_ROUND_UP(4 * @nr_slots, 4096)
+ *              blocks; a format puts it in its area, after room for the
+ *              index of @max_regions regions and @nr_slots extents; else 0
  * @reserved: zero
  */
 struct kvtier_disk_super {
@@ -158,7 +180,8 @@ struct kvtier_disk_super {
 	__le64 journal_start;
 	__le64 journal_blocks;
 	__le64 journal_head;
-	__le64 reserved[9];
+	__le64 crcs_block[2];
+	__le64 reserved[7];
 };
 
 /**
@@ -166,19 +189,27 @@ struct kvtier_disk_super {
  * @magic: KVTIER_CKPT_MAGIC
  * @generation: equal to the superblock's that names this checkpoint
  * @nr_regions: region records that follow the header
- * @nr_pages: page records that follow the region records
+ * @nr_pages: page records that follow the region records; version 3:
+ *            pages the extent records map (CRCs in the CRC section)
+ * @nr_extents: version 3: extent records that follow the region records;
+ *              else 0
  * @reserved: zero
  *
  * Followed by @nr_regions struct kvtier_disk_region, then the page records
  * of every region in the order of the region records (each region's
- * nr_pages of them, in increasing index).
+ * nr_pages of them, in increasing index). Version 3: then the extent
+ * records of every region in the same order (each region's nr_extents of
+ * them, in increasing index); the CRC section of the area (crcs_block)
+ * holds each region's nr_pages CRCs in the same order, the CRC of every
+ * page of each extent in turn.
  */
 struct kvtier_disk_ckpt {
 	__le64 magic;
 	__le64 generation;
 	__le64 nr_regions;
 	__le64 nr_pages;
-	__le64 reserved[4];
+	__le64 nr_extents;
+	__le64 reserved[3];
 };
 
 /* struct kvtier_disk_region.flags */
@@ -190,13 +221,18 @@ struct kvtier_disk_ckpt {
  * struct kvtier_disk_region - one persistent named region
  * @name: 1..63 bytes of 0x21..0x7e except '/', zero-padded
  * @size: bytes, a multiple of KVTIER_BLOCK_SIZE
- * @nr_pages: its page records (pages with data on the namespace)
+ * @nr_pages: its page records (pages with data on the namespace);
+ *            version 3: the pages its extent records map, and its CRCs
  * @created: seconds since the epoch
  * @last_used: seconds since the epoch of its last use before the commit
  * @owner: uid of the creator (initial user namespace)
  * @group: gid of the creator (initial user namespace)
  * @mode: permission bits, 0 to 0777
  * @flags: KVTIER_DISK_REGION_* bits
+ * @nr_extents: version 3, in a checkpoint: its extent records; else 0
+ * @crcs_crc: version 3, in a checkpoint: CRC32C (seeded like the
+ *            superblock's) of its 4 x @nr_pages bytes of the CRC section;
+ *            else 0
  * @reserved: zero
  */
 struct kvtier_disk_region {
@@ -209,7 +245,9 @@ struct kvtier_disk_region {
 	__le32 group;
 	__le32 mode;
 	__le32 flags;
-	__le64 reserved[2];
+	__le64 nr_extents;
+	__le32 crcs_crc;
+	__le32 reserved;
 };
 
 /**
@@ -222,6 +260,19 @@ struct kvtier_disk_page {
 	__le64 slot;
 	__le32 index;
 	__le32 crc;
+};
+
+/**
+ * struct kvtier_disk_extent - where a run of a region's pages is (version 3)
+ * @slot: data slot of the first page; page @index + i is at @slot + i
+ * @index: page index of the first page
+ * @len: pages in the run, at least 1; @index + @len <= the next extent's
+ *       @index, and within the region
+ */
+struct kvtier_disk_extent {
+	__le64 slot;
+	__le32 index;
+	__le32 len;
 };
 
 /**
