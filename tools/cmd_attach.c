@@ -264,7 +264,8 @@ int cmd_detach(const struct cmd *cmd, int argc, char **argv)
 
 /*
  * upgrade TIER: the attached namespace to format version 2, in place
- * (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade").
+ * (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade"); one of
+ * version 2 or 3 has the journal already.
  */
 int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 {
@@ -287,8 +288,8 @@ int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 		return fail("upgrade kvtier%u: reading its format version: %s", id, strerror(-ret));
 	if (!strcmp(was, "none"))
 		return fail("upgrade kvtier%u: no namespace attached", id);
-	if (!strcmp(was, "2")) {
-		printf("kvtier%u: the namespace is format version 2 already\n", id);
+	if (!strcmp(was, "2") || !strcmp(was, "3")) {
+		printf("kvtier%u: the namespace is format version %s already\n", id, was);
 		return EXIT_OK;
 	}
 	ret = kvtier_tier_attr_set(id, "upgrade", "2");

@@ -165,7 +165,9 @@ static enum kvt_format_state super_state(const struct kvtier_disk_super *sb)
 	    le32toh(sb->header_size) != sizeof(*sb) ||
 	    le32toh(sb->crc) != crc32c(~0U, &tmp, sizeof(tmp)) ||
 	    (le32toh(sb->version) == 1 ? le64toh(sb->feature_incompat) != 0 :
-	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL)))
+	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL) ||
+	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_EXTENTS) !=
+	     (le32toh(sb->version) == 2)))
 		return KVT_FORMAT_DAMAGED;
 	return KVT_FORMAT_OK;
 }
@@ -265,7 +267,7 @@ int kvt_format_probe(const char *path, struct kvt_format *f)
 		    le64toh(ck->generation) == f->generation)
 			f->nr_regions = (int64_t)le64toh(ck->nr_regions);
 	}
-	if (f->state == KVT_FORMAT_OK && f->version == 2)
+	if (f->state == KVT_FORMAT_OK && f->version >= 2)
 		f->journal_pending = journal_pending(fd, best, buf + 2 * KVTIER_BLOCK_SIZE);
 	if (f->state == KVT_FORMAT_OK &&
 	    (le64toh(best->feature_ro_compat) & KVTIER_FEATURE_RO_COMPAT_LEASE)) {

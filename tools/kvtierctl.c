@@ -88,7 +88,7 @@ static const struct cmd cmds[] = {
 	  "  user_max_regions     0 (unlimited)..2147483647 regions per user\n"
 	  "  read_only            0 or 1, only while detached (next attach read-only)\n"
 	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n"
-	  "  format_version       1 or 2, only while detached (version a format writes)\n"
+	  "  format_version       1 to 3, only while detached (version a format writes)\n"
 	  "units, defaults and effects: kvtier-pool(7), kvtier-io(7)\n",
 	  cmd_set },
 	{ "apply", "[--dry-run] [--config FILE] [--wait SECONDS] [--detach]",

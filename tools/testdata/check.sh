@@ -135,6 +135,10 @@ expect 0 '^  format    version 1: a checkpoint per commit \(kvtierctl upgrade 0 
 echo 2 >"$cls/upgrade"
 expect 0 '^  format    version 2: commits go to a journal$' "status: a version-2 namespace" -- status 0
 pycheck "status --json: format_version" 'd[0]["format_version"] == 2' -- --json status
+echo 3 >"$cls/upgrade"
+expect 0 '^  format    version 3: commits go to a journal, pages mapped by extents$' \
+	"status: a version-3 namespace" -- status 0
+pycheck "status --json: format_version 3" 'd[0]["format_version"] == 3' -- --json status
 echo none >"$cls/upgrade"
 if "$ctl" status 0 2>&1 | grep -q "format  "; then
 	notok "status: no format line while detached"
@@ -825,6 +829,13 @@ echo none >"$cls/upgrade"
 expect 1 "upgrade kvtier0: no namespace attached" "upgrade of a detached tier" -- upgrade 0
 echo 2 >"$cls/upgrade"
 expect 0 "^kvtier0: the namespace is format version 2 already$" "upgrade of a version-2 namespace: nothing to do" -- upgrade 0
+echo 3 >"$cls/upgrade"
+expect 0 "^kvtier0: the namespace is format version 3 already$" "upgrade of a version-3 namespace: nothing to do" -- upgrade 0
+if [[ $(cat "$cls/upgrade") == 3 ]]; then
+	ok "upgrade of a version-3 namespace writes nothing"
+else
+	notok "upgrade of a version-3 namespace writes nothing (the attribute holds '$(cat "$cls/upgrade")')"
+fi
 echo 1 >"$cls/upgrade"
 expect 0 "^kvtier0: upgraded the namespace from format version 1 to 2 " "upgrade of a version-1 namespace" -- upgrade 0
 if [[ $(cat "$cls/upgrade") == 2 ]]; then
