@@ -96,6 +96,8 @@ SCALE_COMMIT_MIB=64
 COMPAT_REGIONS="compat-a 4K 0x5eed0200 compat-b 12K 0x5eed0201 compat-c 64K 0x5eed0202"
 SEED_COMPAT_NEW=0x5eed0203
 SEED_COMPAT_UP=0x5eed0204
+# Version 3 on: written after a checkpoint of the others, in the journal.
+SEED_COMPAT_LATE=0x5eed0205
 
 KVTIER_KO=$build/$(uname -r)/kvtier.ko
 export KVTIER_KO
@@ -419,7 +421,13 @@ compat-make)
 	echo "$v" >/sys/class/kvtier/kvtier0/format_version || fail "format_version $v"
 	# Each region is fsynced; the power goes off attached, so a
 	# version-2 image holds them in its journal, to replay at attach.
-	t attach "$ns0" && compat_regions write
+	# From version 3 on a detach first puts them in a checkpoint (its
+	# extent records and CRC section), and the journal holds only
+	# compat-late.
+	t attach "$ns0" && compat_regions write || exit 1
+	if ((v >= 3)); then
+		t detach && t attach "$ns0" && t write compat-late 64K $SEED_COMPAT_LATE
+	fi
 	;;
 compat)
 	v=${1:?compat VERSION}
@@ -428,6 +436,9 @@ compat)
 	for pass in 1 2; do
 		t attach "$ns0" || { rc=1; break; }
 		compat_regions verify || rc=1
+		if ((v >= 3)); then
+			t verify compat-late 64K $SEED_COMPAT_LATE || rc=1
+		fi
 		if ((pass == 1)); then
 			t write compat-new 64K $SEED_COMPAT_NEW || rc=1
 		else
