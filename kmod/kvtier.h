@@ -1053,9 +1053,18 @@ static inline bool kvtier_record_index_next(struct kvtier_region *r, u32 index,
 	return true;
 }
 
-int kvtier_pagemap_walk(struct kvtier_region *r,
-			int (*fn)(struct kvtier_region *r, void *arg,
-				  const struct kvtier_disk_page *p, size_t n),
+/*
+ * What a half of the map buffer holds during a checkpoint's copies of
+ * closed regions' maps (pagemap.c): @nr blocks from @first of the stream
+ * (records, or CRCs); @nr 0: nothing.
+ */
+struct kvtier_map_win {
+	u64 first;
+	u64 nr;
+};
+
+int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
+			int (*fn)(void *arg, bool crcs, const void *p, size_t n),
 			void *arg);
 int kvtier_pagemap_load_locked(struct kvtier_region *r);
 int kvtier_pagemap_load(struct kvtier_region *r);

@@ -50,6 +50,9 @@
  * (@cap bytes, whole blocks), from byte @off to @end of what starts at
  * block @block, with the CRC of what was handed out. A record never
  * crosses a block: records are 16 or 4 bytes, at a multiple of their size.
+ * With @win (a checkpoint's copy), each read fills @buf up to @limit
+ * bytes from @block, and @win says what @buf holds, so that the next
+ * regions' records, which follow, are mostly read already.
  */
 struct kvt_map_in {
 	struct kvtier_tier *tier;
@@ -61,6 +64,8 @@ struct kvt_map_in {
 	u8 *p;			/* the next @avail bytes read */
 	size_t avail;
 	u32 crc;
+	struct kvtier_map_win *win;
+	u64 limit;
 };
 
 /*
@@ -74,16 +79,30 @@ static const void *kvt_map_in_next(struct kvt_map_in *in, size_t max, size_t *go
 
 	if (!in->avail) {
 		u64 block = in->off / KVTIER_BLOCK_SIZE;
-		u64 nb = min_t(u64, in->cap / KVTIER_BLOCK_SIZE,
-			       DIV_ROUND_UP(in->end, KVTIER_BLOCK_SIZE) - block);
+		struct kvtier_map_win *w = in->win;
+		u64 nb;
 
-		ret = kvtier_io_meta(in->tier, REQ_OP_READ, in->block + block,
-				     in->buf, nb, 0);
-		if (ret)
-			return ERR_PTR(ret);
-		in->p = in->buf + in->off % KVTIER_BLOCK_SIZE;
+		if (w && w->nr && block >= w->first && block < w->first + w->nr) {
+			block = w->first;
+			nb = w->nr;
+		} else {
+			nb = min_t(u64, in->cap / KVTIER_BLOCK_SIZE,
+				   DIV_ROUND_UP(w ? in->limit : in->end,
+						KVTIER_BLOCK_SIZE) - block);
+			if (w)
+				w->nr = 0;	/* @buf is being overwritten */
+			ret = kvtier_io_meta(in->tier, REQ_OP_READ, in->block + block,
+					     in->buf, nb, 0);
+			if (ret)
+				return ERR_PTR(ret);
+			if (w) {
+				w->first = block;
+				w->nr = nb;
+			}
+			cond_resched();
+		}
+		in->p = in->buf + (in->off - block * KVTIER_BLOCK_SIZE);
 		in->avail = min(in->end, (block + nb) * KVTIER_BLOCK_SIZE) - in->off;
-		cond_resched();
 	}
 	*got = min(max, in->avail);
 	in->crc = kvtier_crc32c_cat(in->crc, kvtier_crc32c(in->p, *got), *got);
@@ -92,6 +111,49 @@ static const void *kvt_map_in_next(struct kvt_map_in *in, size_t max, size_t *go
 	in->avail -= *got;
 	in->off += *got;
 	return p;
+}
+
+/* The map buffer (KVT_CKPT_CHUNK bytes), allocated on first use. */
+static void *kvtier_map_buf(struct kvtier_store *st)
+{
+	if (!st->map_buf)
+		st->map_buf = kvmalloc(KVT_CKPT_CHUNK, GFP_NOIO | __GFP_NOWARN);
+	return st->map_buf;
+}
+
+/* @r's records in the area the newest superblock names, as a stream. */
+static void kvt_map_in_records(struct kvt_map_in *in, struct kvtier_region *r,
+			       void *buf, size_t cap)
+{
+	struct kvtier_store *st = &r->tier->store;
+
+	*in = (struct kvt_map_in) {
+		.tier = r->tier,
+		.block = st->meta_start + (u64)st->ckpt_copy * st->meta_blocks,
+		.off = r->map.off,
+		/* Page and extent records are both 16 bytes. */
+		.end = r->map.off + r->map.count * sizeof(struct kvtier_disk_page),
+		.buf = buf,
+		.cap = cap,
+		.crc = ~0U,	/* the CRC of nothing */
+	};
+}
+
+/* Version 3: @r's CRCs in the CRC section of that area, as a stream. */
+static void kvt_map_in_crcs(struct kvt_map_in *in, struct kvtier_region *r,
+			    void *buf, size_t cap)
+{
+	struct kvtier_store *st = &r->tier->store;
+
+	*in = (struct kvt_map_in) {
+		.tier = r->tier,
+		.block = st->crcs_block[st->ckpt_copy],
+		.off = r->map.crcs_off,
+		.end = r->map.crcs_off + r->map.pages * sizeof(__le32),
+		.buf = buf,
+		.cap = cap,
+		.crc = ~0U,
+	};
 }
 
 /* Version 1 and 2: the page records, a window at a time. */
@@ -126,21 +188,13 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
 				       void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
-	struct kvt_map_in crcs = {
-		.tier = r->tier,
-		.block = st->crcs_block[st->ckpt_copy],
-		.off = r->map.crcs_off,
-		.end = r->map.crcs_off + r->map.pages * sizeof(__le32),
-		.buf = st->map_buf + KVT_CKPT_CHUNK / 4,
-		.cap = KVT_CKPT_CHUNK / 4,
-		.crc = ~0U,	/* the CRC of nothing */
-	};
 	struct kvtier_disk_page *out = st->map_buf + KVT_CKPT_CHUNK / 2;
 	const size_t room = KVT_CKPT_CHUNK / 2 / sizeof(*out);
+	struct kvt_map_in crcs;
 	size_t n = 0, got, j;
 	int ret;
 
-	ext->cap = KVT_CKPT_CHUNK / 4;
+	kvt_map_in_crcs(&crcs, r, st->map_buf + KVT_CKPT_CHUNK / 4, KVT_CKPT_CHUNK / 4);
 	while (ext->off < ext->end) {
 		const struct kvtier_disk_extent *e;
 		u64 slot, index, len, i;
@@ -192,32 +246,72 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
  * -EIO, -ENOMEM, -EUCLEAN (the records are not what the checkpoint wrote;
  * @fn saw them already: it must undo).
  */
-int kvtier_pagemap_walk(struct kvtier_region *r,
-			int (*fn)(struct kvtier_region *r, void *arg,
-				  const struct kvtier_disk_page *p, size_t n),
+static int kvtier_pagemap_walk(struct kvtier_region *r,
+			       int (*fn)(struct kvtier_region *r, void *arg,
+					 const struct kvtier_disk_page *p, size_t n),
+			       void *arg)
+{
+	struct kvtier_store *st = &r->tier->store;
+	struct kvt_map_in in;
+	u8 *buf = kvtier_map_buf(st);
+
+	BUILD_BUG_ON(sizeof(struct kvtier_disk_extent) != sizeof(struct kvtier_disk_page));
+	if (!buf)
+		return -ENOMEM;
+	if (!kvtier_store_extents(st)) {
+		kvt_map_in_records(&in, r, buf, KVT_CKPT_CHUNK);
+		return kvtier_pagemap_walk_pages(r, &in, fn, arg);
+	}
+	kvt_map_in_records(&in, r, buf, KVT_CKPT_CHUNK / 4);
+	return kvtier_pagemap_walk_extents(r, &in, fn, arg);
+}
+
+/*
+ * Pass @r's map, as the checkpoint on the media has it, to @fn as it is
+ * there, a window at a time: its records (@crcs false), then, version 3,
+ * its CRCs (@crcs true); then check their CRCs. For a checkpoint, which
+ * copies a closed region's map as it is (version 3's runs are already
+ * whole) and passes the same @win[2], zeroed at its start, for every
+ * region, so that the map buffer's two halves are read once for many
+ * regions. Caller holds store.lock. Errors: what @fn returns, -EIO,
+ * -ENOMEM, -EUCLEAN (@fn saw them already).
+ */
+int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
+			int (*fn)(void *arg, bool crcs, const void *p, size_t n),
 			void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
-	struct kvt_map_in in = {
-		.tier = r->tier,
-		.block = st->meta_start + (u64)st->ckpt_copy * st->meta_blocks,
-		.off = r->map.off,
-		/* Page and extent records are both 16 bytes. */
-		.end = r->map.off + r->map.count * sizeof(struct kvtier_disk_page),
-		.cap = KVT_CKPT_CHUNK,
-		.crc = ~0U,	/* the CRC of nothing */
-	};
+	bool extents = kvtier_store_extents(st);
+	struct kvt_map_in in[2];
+	u8 *buf = kvtier_map_buf(st);
+	int i, nr = extents ? 2 : 1;
+	const void *p;
+	size_t got;
+	int ret;
 
-	BUILD_BUG_ON(sizeof(struct kvtier_disk_extent) != sizeof(struct kvtier_disk_page));
-	if (!st->map_buf) {
-		st->map_buf = kvmalloc(KVT_CKPT_CHUNK, GFP_NOIO | __GFP_NOWARN);
-		if (!st->map_buf)
-			return -ENOMEM;
+	if (!buf)
+		return -ENOMEM;
+	kvt_map_in_records(&in[0], r, buf, KVT_CKPT_CHUNK / 2);
+	kvt_map_in_crcs(&in[1], r, buf + KVT_CKPT_CHUNK / 2, KVT_CKPT_CHUNK / 2);
+	/* Reads stop at the end of the index, and of the CRC section. */
+	in[0].limit = (extents ? st->crcs_block[st->ckpt_copy] - in[0].block :
+		       st->meta_blocks) * KVTIER_BLOCK_SIZE;
+	in[1].limit = st->nr_slots * sizeof(__le32);
+	in[0].win = &win[0];
+	in[1].win = &win[1];
+	for (i = 0; i < nr; i++) {
+		while (in[i].off < in[i].end) {
+			p = kvt_map_in_next(&in[i], SIZE_MAX, &got);
+			if (IS_ERR(p))
+				return PTR_ERR(p);
+			ret = fn(arg, i, p, got);
+			if (ret)
+				return ret;
+		}
 	}
-	in.buf = st->map_buf;
-	if (kvtier_store_extents(st))
-		return kvtier_pagemap_walk_extents(r, &in, fn, arg);
-	return kvtier_pagemap_walk_pages(r, &in, fn, arg);
+	if (in[0].crc != r->map.crc || (nr == 2 && in[1].crc != r->map.crcs_crc))
+		return -EUCLEAN;
+	return 0;
 }
 
 /*

@@ -422,6 +422,7 @@ struct kvt_ckpt_out {
 	u64 crcs_pos;
 	u64 crcs_crc_pos;
 	u32 crcs_crc;
+	struct kvtier_map_win win[2];	/* for kvtier_pagemap_copy() */
 };
 
 /* Add the records from @map_pos to @pos to @map_crc, before the chunk moves on. */
@@ -640,20 +641,32 @@ static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o
 	return 0;
 }
 
-/* kvtier_pagemap_walk() for a checkpoint: @arg is the checkpoint's out. */
-static int kvtier_snapshot_copy(struct kvtier_region *r, void *arg,
-				const struct kvtier_disk_page *p, size_t n)
+/*
+ * kvtier_pagemap_copy() for a checkpoint: @n bytes of a closed region's
+ * records (@crcs: of its CRCs) as they are, appended to @o a piece at a
+ * time. @arg is the checkpoint's out.
+ */
+static int kvtier_snapshot_copy(void *arg, bool crcs, const void *p, size_t n)
 {
 	struct kvt_ckpt_out *o = arg;
-	size_t i;
+	size_t k;
 	int ret;
 
-	for (i = 0; i < n; i++) {
-		ret = kvt_ckpt_page(o, le32_to_cpu(p[i].index),
-				    le64_to_cpu(p[i].slot), le32_to_cpu(p[i].crc));
-		/* Full: written before the next page (as snapshot_pages). */
-		if (!ret)
-			ret = kvt_ckpt_write_full(o);
+	if (crcs ? o->crcs_pos + n > o->crcs_limit : o->pos + n > o->limit)
+		return -EOVERFLOW;
+	for (; n; p += k, n -= k) {
+		if (crcs) {
+			k = min(n, o->chunk_size - (size_t)(o->crcs_pos - o->crcs_base));
+			memcpy(o->crcs + (o->crcs_pos - o->crcs_base), p, k);
+			o->crcs_pos += k;
+		} else {
+			/* Whole records: the head's end and a chunk are blocks. */
+			k = min_t(u64, n, o->pos < o->head_end ? o->head_end - o->pos :
+				  o->chunk_size - (o->pos - o->chunk_base));
+			memcpy(kvt_ckpt_next(o), p, k);
+			o->pos += k;
+		}
+		ret = kvt_ckpt_write_full(o);
 		if (ret)
 			return ret;
 	}
@@ -662,8 +675,7 @@ static int kvtier_snapshot_copy(struct kvtier_region *r, void *arg,
 
 /*
  * Record @r's pages in @o from memory, or as the checkpoint on the media
- * has them if its map is unloaded (version 3 copies them as pages, so
- * that runs are joined again); 0 or -errno. Its map's next place is
+ * has them if its map is unloaded; 0 or -errno. Its map's next place is
  * noted, taken once the checkpoint is (pagemap.c).
  */
 static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
@@ -686,9 +698,11 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 	o->r_extents = 0;
 	if (r->map.unloaded) {
 		r->map.next_seq = r->map.seq;
-		ret = kvtier_pagemap_walk(r, kvtier_snapshot_copy, o);
+		ret = kvtier_pagemap_copy(r, o->win, kvtier_snapshot_copy, o);
 		if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
+		o->r_pages = r->map.pages;
+		o->r_extents = r->map.count;
 	} else {
 		ret = kvtier_snapshot_pages(r, o);
 	}
@@ -1800,8 +1814,10 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	if (kvtier_crc32c_cat(kvtier_crc32c(in.head, used), in.crc, bytes - used) !=
 	    le32_to_cpu(sb->ckpt_crc))
 		goto reread_drop;
-	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace\n",
-		 tier->backing.path, st->generation, nr_regions, nr_pages);
+	dev_info(&tier->dev, "%s: generation %llu, %llu persistent regions, %llu pages on the namespace (checkpoint of %llu KiB, %llu %s records)\n",
+		 tier->backing.path, st->generation, nr_regions, nr_pages,
+		 DIV_ROUND_UP(bytes, 1024), nr_recs,
+		 kvtier_store_extents(st) ? "extent" : "page");
 	st->ckpt_copy = copy;
 	ret = kvtier_journal_replay(tier);
 	/*
