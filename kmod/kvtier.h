@@ -145,6 +145,13 @@ struct kvtier_backing {
  *           INCOMPAT_EXTENTS: kvtier_store_extents())
  * @crcs_block: version 3: first block of the CRC section of checkpoint
  *              area 0 and 1
+ * @crcs_run: version 3: the CRC sections are runs of data slots, held
+ *            allocated (INCOMPAT_CRCS_RUN: an upgrade from version 2),
+ *            not the ends of the areas
+ * @ckpt_extents: the checkpoint the newest superblock names maps pages by
+ *                extents (was written as version 3): how closed regions'
+ *                maps are read back. Differs from kvtier_store_extents()
+ *                only during the checkpoint of an upgrade from version 2
  * @generation: of the last commit that reached the media
  * @ckpt_copy: superblock copy (and checkpoint area) of the last checkpoint;
  *             the next goes to the other (version 1: generation % 2)
@@ -240,6 +247,8 @@ struct kvtier_store {
 	u64 max_regions;
 	u32 version;
 	u64 crcs_block[2];
+	bool crcs_run;
+	bool ckpt_extents;
 	u64 generation;
 	int ckpt_copy;
 	u64 journal_start;
@@ -291,6 +300,17 @@ struct kvtier_store {
 static inline bool kvtier_store_extents(const struct kvtier_store *st)
 {
 	return st->version >= 3;
+}
+
+/*
+ * Blocks of checkpoint area @copy a checkpoint's records may take: all
+ * but the CRC section at its end, where version 3 has it there.
+ */
+static inline u64 kvtier_index_blocks(const struct kvtier_store *st, int copy)
+{
+	if (!kvtier_store_extents(st) || st->crcs_run)
+		return st->meta_blocks;
+	return st->crcs_block[copy] - (st->meta_start + copy * st->meta_blocks);
 }
 
 /*
@@ -1063,6 +1083,10 @@ struct kvtier_map_win {
 	u64 nr;
 };
 
+int kvtier_pagemap_walk(struct kvtier_region *r,
+			int (*fn)(struct kvtier_region *r, void *arg,
+				  const struct kvtier_disk_page *p, size_t n),
+			void *arg);
 int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 			int (*fn)(void *arg, bool crcs, const void *p, size_t n),
 			void *arg);

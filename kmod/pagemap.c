@@ -246,10 +246,10 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
  * -EIO, -ENOMEM, -EUCLEAN (the records are not what the checkpoint wrote;
  * @fn saw them already: it must undo).
  */
-static int kvtier_pagemap_walk(struct kvtier_region *r,
-			       int (*fn)(struct kvtier_region *r, void *arg,
-					 const struct kvtier_disk_page *p, size_t n),
-			       void *arg)
+int kvtier_pagemap_walk(struct kvtier_region *r,
+			int (*fn)(struct kvtier_region *r, void *arg,
+				  const struct kvtier_disk_page *p, size_t n),
+			void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
 	struct kvt_map_in in;
@@ -258,7 +258,7 @@ static int kvtier_pagemap_walk(struct kvtier_region *r,
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_extent) != sizeof(struct kvtier_disk_page));
 	if (!buf)
 		return -ENOMEM;
-	if (!kvtier_store_extents(st)) {
+	if (!st->ckpt_extents) {
 		kvt_map_in_records(&in, r, buf, KVT_CKPT_CHUNK);
 		return kvtier_pagemap_walk_pages(r, &in, fn, arg);
 	}
@@ -281,7 +281,7 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 			void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
-	bool extents = kvtier_store_extents(st);
+	bool extents = st->ckpt_extents;
 	struct kvt_map_in in[2];
 	u8 *buf = kvtier_map_buf(st);
 	int i, nr = extents ? 2 : 1;
@@ -294,8 +294,7 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 	kvt_map_in_records(&in[0], r, buf, KVT_CKPT_CHUNK / 2);
 	kvt_map_in_crcs(&in[1], r, buf + KVT_CKPT_CHUNK / 2, KVT_CKPT_CHUNK / 2);
 	/* Reads stop at the end of the index, and of the CRC section. */
-	in[0].limit = (extents ? st->crcs_block[st->ckpt_copy] - in[0].block :
-		       st->meta_blocks) * KVTIER_BLOCK_SIZE;
+	in[0].limit = kvtier_index_blocks(st, st->ckpt_copy) * KVTIER_BLOCK_SIZE;
 	in[1].limit = st->nr_slots * sizeof(__le32);
 	in[0].win = &win[0];
 	in[1].win = &win[1];

@@ -82,7 +82,8 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 	extents = incompat & KVTIER_FEATURE_INCOMPAT_EXTENTS;
 	v3 = version >= 3;
 	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_SUPP :
-	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL) || extents != v3)
+	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL) || extents != v3 ||
+	    (!extents && incompat & KVTIER_FEATURE_INCOMPAT_CRCS_RUN))
 		return KVT_SB_DAMAGED;
 	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
 		return KVT_SB_READ_ONLY;
@@ -150,6 +151,9 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 	}
 	if (kvtier_store_extents(st)) {
 		sb->feature_incompat |= cpu_to_le64(KVTIER_FEATURE_INCOMPAT_EXTENTS);
+		if (st->crcs_run)
+			sb->feature_incompat |=
+				cpu_to_le64(KVTIER_FEATURE_INCOMPAT_CRCS_RUN);
 		sb->crcs_block[0] = cpu_to_le64(st->crcs_block[0]);
 		sb->crcs_block[1] = cpu_to_le64(st->crcs_block[1]);
 	}
@@ -220,6 +224,8 @@ static int kvtier_store_geometry(struct kvtier_store *st, u64 nr_blocks)
 	st->max_regions = regions;
 	st->crcs_block[0] = 0;
 	st->crcs_block[1] = 0;
+	st->crcs_run = false;
+	st->ckpt_extents = kvtier_store_extents(st);
 	if (kvtier_store_extents(st)) {
 		u64 index = mb - kvtier_crcs_blocks(slots);
 
@@ -249,7 +255,8 @@ static int kvtier_store_alloc(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
 	u64 end = st->journal_start + st->journal_blocks;
-	int ret;
+	unsigned long run[3][2];	/* slot, count */
+	int i, n = 0, ret;
 
 	st->ckpt = NULL;
 	st->ckpt_size = 0;
@@ -257,15 +264,25 @@ static int kvtier_store_alloc(struct kvtier_tier *tier)
 	/*
 	 * The journal's slots are never handed out: at format it is the
 	 * last slots, outside the allocator; an upgrade from version 1 put
-	 * it where it found room, and it stays allocated.
+	 * it where it found room, and it stays allocated. So do the CRC
+	 * sections an upgrade from version 2 put in runs of data slots (the
+	 * geometry check keeps the runs apart and inside the allocator).
 	 */
-	if (!st->journal_blocks || end == st->nr_slots)
-		return kvtier_slots_init(&tier->slots, st->journal_blocks ?
-					 st->journal_start : st->nr_slots);
-	ret = kvtier_slots_init(&tier->slots, st->nr_slots);
-	if (!ret)
-		ret = kvtier_slots_claim(&tier->slots, st->journal_start,
-					 st->journal_blocks);
+	if (st->journal_blocks && end != st->nr_slots) {
+		run[n][0] = st->journal_start;
+		run[n++][1] = st->journal_blocks;
+	}
+	for (i = 0; st->crcs_run && i < 2; i++) {
+		run[n][0] = st->crcs_block[i] - st->data_start;
+		run[n++][1] = kvtier_crcs_blocks(st->nr_slots);
+	}
+	ret = kvtier_slots_init(&tier->slots, st->journal_blocks && end == st->nr_slots ?
+				st->journal_start : st->nr_slots);
+	for (i = 0; !ret && i < n; i++) {
+		ret = kvtier_slots_claim(&tier->slots, run[i][0], run[i][1]);
+		while (ret && i--)
+			kvtier_slots_free(&tier->slots, run[i][0], run[i][1]);
+	}
 	if (ret)
 		kvtier_slots_exit(&tier->slots);
 	return ret;
@@ -297,6 +314,7 @@ void *kvtier_ckpt_buf(struct kvtier_store *st, size_t size)
 static void kvtier_store_free(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
+	int i;
 
 	/*
 	 * Slots that wait for a commit that did not come (it failed, and the
@@ -309,6 +327,10 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 	/* A journal inside the allocator's range (an upgrade put it there). */
 	if (st->journal_blocks && tier->slots.nr > st->journal_start)
 		kvtier_slots_free(&tier->slots, st->journal_start, st->journal_blocks);
+	/* CRC sections in runs of data slots (an upgrade to version 3). */
+	for (i = 0; st->crcs_run && i < 2; i++)
+		kvtier_slots_free(&tier->slots, st->crcs_block[i] - st->data_start,
+				  kvtier_crcs_blocks(st->nr_slots));
 	kvtier_slots_exit(&tier->slots);
 	kvfree(st->ckpt);
 	st->ckpt = NULL;
@@ -674,6 +696,30 @@ static int kvtier_snapshot_copy(void *arg, bool crcs, const void *p, size_t n)
 }
 
 /*
+ * kvtier_pagemap_walk() for the checkpoint of an upgrade to version 3: a
+ * closed region's page records recorded page by page, so that they are
+ * joined into runs. @arg is the checkpoint's out.
+ */
+static int kvtier_snapshot_convert(struct kvtier_region *r, void *arg,
+				   const struct kvtier_disk_page *p, size_t n)
+{
+	struct kvt_ckpt_out *o = arg;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = kvt_ckpt_page(o, le32_to_cpu(p[i].index),
+				    le64_to_cpu(p[i].slot), le32_to_cpu(p[i].crc));
+		/* Full: written before the next page (as snapshot_pages). */
+		if (!ret)
+			ret = kvt_ckpt_write_full(o);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
  * Record @r's pages in @o from memory, or as the checkpoint on the media
  * has them if its map is unloaded; 0 or -errno. Its map's next place is
  * noted, taken once the checkpoint is (pagemap.c).
@@ -696,13 +742,19 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 	o->crcs_crc = ~0U;
 	o->r_pages = 0;
 	o->r_extents = 0;
-	if (r->map.unloaded) {
+	if (r->map.unloaded && r->tier->store.ckpt_extents == o->extents) {
 		r->map.next_seq = r->map.seq;
 		ret = kvtier_pagemap_copy(r, o->win, kvtier_snapshot_copy, o);
 		if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
 		o->r_pages = r->map.pages;
 		o->r_extents = r->map.count;
+	} else if (r->map.unloaded) {
+		/* An upgrade to version 3: page records made extents. */
+		r->map.next_seq = r->map.seq;
+		ret = kvtier_pagemap_walk(r, kvtier_snapshot_convert, o);
+		if (ret == -EUCLEAN)
+			kvtier_pagemap_damaged(r);
 	} else {
 		ret = kvtier_snapshot_pages(r, o);
 	}
@@ -761,8 +813,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 	struct kvt_ckpt_out o = {
 		.tier = tier,
 		.area = area,
-		.limit = (extents ? st->crcs_block[copy] - area : st->meta_blocks) *
-			 KVTIER_BLOCK_SIZE,
+		.limit = kvtier_index_blocks(st, copy) * KVTIER_BLOCK_SIZE,
 		.crc_rest = ~0U,	/* the CRC of nothing */
 		.chunk_size = extents ? KVT_CKPT_CHUNK / 2 : KVT_CKPT_CHUNK,
 		.extents = extents,
@@ -910,6 +961,7 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 	if (stops)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_SUPER);
 	st->ckpt_copy = copy;
+	st->ckpt_extents = kvtier_store_extents(st);
 	st->journal_head = st->journal_pos;
 	kvtier_pagemap_checkpointed(tier, st->ckpt_attempt);
 	kvtier_pagemap_unload_closed(tier);
@@ -1006,71 +1058,50 @@ static int kvtier_store_zero(struct kvtier_tier *tier, u64 block, u64 nr)
 }
 
 /*
- * Upgrade the attached version-1 namespace to version 2 in place: claim a
- * free run of data slots for the journal, zero it (it held pages before,
- * and replay must find no transaction in it), and commit a checkpoint
- * whose superblock carries INCOMPAT_JOURNAL (and INCOMPAT_JOURNAL_RUN if
- * the run is not the last slots). Until that superblock is on the media
- * the namespace is version 1, whole: the run was free in its checkpoint.
- * Caller holds tier->lock, the tier attached. Returns 0, also when the
- * namespace has that version already; -EINVAL (not version 2), -EROFS (a
- * read-only attach), -EBUSY (the lease was lost), -ENOSPC (no run long
- * enough, or too little room left after it), or the error of the writes
- * or the commit, with the namespace still version 1.
+ * Give the attached version-1 namespace the journal of version 2, in
+ * place: claim a free run of data slots, zero it, and commit a checkpoint
+ * whose superblock names it. Until that superblock is on the media the
+ * namespace is version 1, whole: the run was free in its checkpoint.
+ * Caller holds store.lock, in a memalloc_noio scope, right after a
+ * commit. Errors: -ENOSPC (no run, or too little left), -EIO and the
+ * errors of the zeroing or the commit, with the namespace still version 1.
  */
-int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
+static int kvtier_upgrade_journal(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
 	unsigned long start, got, jb, nfree;
-	unsigned int noio;
 	int ret;
 
-	if (version != 2)
-		return -EINVAL;
-	if (tier->backing.read_only)
-		return -EROFS;
-	mutex_lock(&st->lock);
-	ret = -EBUSY;
-	if (kvtier_fenced(tier))
-		goto out;
-	ret = 0;
-	if (st->version >= version)
-		goto out;
-	/* Slots let go of since the last commit are free only after one. */
-	ret = kvtier_commit_locked(tier);
-	if (ret)
-		goto out;
-	noio = memalloc_noio_save();
 	jb = kvtier_journal_blocks(st->nr_slots);
 	/*
 	 * As much free as the journal takes stays free, so that taking it
 	 * does not make write-back reclaim regions for room at once.
 	 */
 	nfree = READ_ONCE(tier->slots.nr) - READ_ONCE(tier->slots.used);
-	ret = -ENOSPC;
 	if (nfree < 2 * jb) {
 		dev_err(&tier->dev, "%s: %lu free data slots: upgrading to format version 2 needs %lu (a journal of %lu, as many left)\n",
 			tier->backing.path, nfree, 2 * jb, jb);
-		goto restore;
+		return -ENOSPC;
 	}
 	start = kvtier_slots_alloc(&tier->slots, jb, &got);
-	if (start == KVTIER_NO_SLOT)
-		goto nospc;
-	if (got < jb) {
+	if (start != KVTIER_NO_SLOT && got < jb)
 		kvtier_slots_free(&tier->slots, start, got);
-		goto nospc;
+	if (start == KVTIER_NO_SLOT || got < jb) {
+		dev_err(&tier->dev, "%s: no free run of %lu data slots for the journal: cannot upgrade to format version 2\n",
+			tier->backing.path, jb);
+		return -ENOSPC;
 	}
 	/* No block of the run may read as a transaction. */
 	ret = kvtier_store_zero(tier, st->data_start + start, jb);
 	if (ret) {
 		kvtier_slots_free(&tier->slots, start, jb);
-		goto restore;
+		return ret;
 	}
 	/*
 	 * Before the checkpoint: a page written back from here on is marked
 	 * for the journal, one written back before is in the checkpoint.
 	 */
-	st->version = version;
+	st->version = 2;
 	st->journal_start = start;
 	st->journal_head = 0;
 	st->journal_pos = 0;
@@ -1091,15 +1122,108 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 		 * next commit has overwritten that copy.
 		 */
 		kvtier_slots_defer(&tier->slots, start, jb);
-		goto restore;
+		return ret;
 	}
 	dev_info(&tier->dev, "%s: upgraded to format version 2: a journal of %lu blocks at data slot %lu\n",
 		 tier->backing.path, jb, start);
-	goto restore;
-nospc:
-	dev_err(&tier->dev, "%s: no free run of %lu data slots for the journal: cannot upgrade to format version 2\n",
-		tier->backing.path, jb);
-restore:
+	return 0;
+}
+
+/*
+ * Make the attached version-2 namespace version 3, in place: its areas
+ * have no room for CRC sections, so claim two free runs of data slots for
+ * them (INCOMPAT_CRCS_RUN) and commit a checkpoint of version 3 (closed
+ * regions' page records are made extents as it copies them) whose
+ * superblock names them. Until that superblock is on the media the
+ * namespace is version 2, whole: the runs were free in its checkpoint,
+ * and nothing reads a CRC section before a superblock names it, so they
+ * need no zeroing. Caller as kvtier_upgrade_journal(). Errors: -ENOSPC,
+ * -EIO and the errors of the commit, with the namespace still version 2.
+ */
+static int kvtier_upgrade_extents(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	unsigned long c = kvtier_crcs_blocks(st->nr_slots);
+	unsigned long start[2], got, nfree;
+	int i, ret;
+
+	/* As much free stays free, as for the journal. */
+	nfree = READ_ONCE(tier->slots.nr) - READ_ONCE(tier->slots.used);
+	if (nfree < 4 * c) {
+		dev_err(&tier->dev, "%s: %lu free data slots: upgrading to format version 3 needs %lu (two CRC sections of %lu, as many left)\n",
+			tier->backing.path, nfree, 4 * c, c);
+		return -ENOSPC;
+	}
+	for (i = 0; i < 2; i++) {
+		start[i] = kvtier_slots_alloc(&tier->slots, c, &got);
+		if (start[i] != KVTIER_NO_SLOT && got == c)
+			continue;
+		if (start[i] != KVTIER_NO_SLOT)
+			kvtier_slots_free(&tier->slots, start[i], got);
+		if (i)
+			kvtier_slots_free(&tier->slots, start[0], c);
+		dev_err(&tier->dev, "%s: no two free runs of %lu data slots for the CRC sections: cannot upgrade to format version 3\n",
+			tier->backing.path, c);
+		return -ENOSPC;
+	}
+	st->version = 3;
+	st->crcs_run = true;
+	for (i = 0; i < 2; i++)
+		st->crcs_block[i] = st->data_start + start[i];
+	WRITE_ONCE(st->need_full, true);
+	atomic64_inc(&st->changes);
+	st->upgrading = true;
+	ret = kvtier_commit_locked(tier);
+	st->upgrading = false;
+	if (ret) {
+		st->version = 2;
+		st->crcs_run = false;
+		st->crcs_block[0] = 0;
+		st->crcs_block[1] = 0;
+		/* As the journal's run: the failed superblock may name them. */
+		for (i = 0; i < 2; i++)
+			kvtier_slots_defer(&tier->slots, start[i], c);
+		return ret;
+	}
+	dev_info(&tier->dev, "%s: upgraded to format version 3: CRC sections of %lu blocks at data slots %lu and %lu\n",
+		 tier->backing.path, c, start[0], start[1]);
+	return 0;
+}
+
+/*
+ * Upgrade the attached namespace to format @version (2 or 3) in place,
+ * version 1 to 2 first: kvtier_upgrade_journal(), kvtier_upgrade_extents().
+ * Caller holds tier->lock, the tier attached. Returns 0, also when the
+ * namespace has that version already; -EINVAL (not 2 or 3), -EROFS (a
+ * read-only attach), -EBUSY (the lease was lost), and their errors, with
+ * the namespace at the last version it reached.
+ */
+int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
+{
+	struct kvtier_store *st = &tier->store;
+	unsigned int noio;
+	int ret;
+
+	if (version < 2 || version > KVTIER_FORMAT_VERSION)
+		return -EINVAL;
+	if (tier->backing.read_only)
+		return -EROFS;
+	mutex_lock(&st->lock);
+	ret = -EBUSY;
+	if (kvtier_fenced(tier))
+		goto out;
+	ret = 0;
+	if (st->version >= version)
+		goto out;
+	/* Slots let go of since the last commit are free only after one. */
+	ret = kvtier_commit_locked(tier);
+	if (ret)
+		goto out;
+	noio = memalloc_noio_save();
+	if (st->version == 1)
+		ret = kvtier_upgrade_journal(tier);
+	if (!ret && version == 3)
+		ret = kvtier_upgrade_extents(tier);
 	memalloc_noio_restore(noio);
 out:
 	mutex_unlock(&st->lock);
@@ -1386,11 +1510,13 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	u64 mb = le64_to_cpu(sb->meta_blocks);
 	u64 slots = le64_to_cpu(sb->nr_slots);
 	u64 regions = le64_to_cpu(sb->max_regions);
-	u64 index;
+	u64 index, crcs, c0, c1, js, je;
+	bool run = le64_to_cpu(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_CRCS_RUN;
 
+	/* CRC sections in runs of data slots: areas as version 2 had them. */
 	if (le64_to_cpu(sb->meta_start) != 2 || !slots || !regions ||
 	    slots > KVT_SLOT_MASK || regions > (1 << 20) || mb > slots ||
-	    kvtier_area_blocks(le32_to_cpu(sb->version), regions, slots) > mb ||
+	    kvtier_area_blocks(run ? 2 : le32_to_cpu(sb->version), regions, slots) > mb ||
 	    le64_to_cpu(sb->data_start) != 2 + 2 * mb ||
 	    le64_to_cpu(sb->data_start) + slots > le64_to_cpu(sb->nr_blocks) ||
 	    le64_to_cpu(sb->ckpt_bytes) > mb * KVTIER_BLOCK_SIZE ||
@@ -1406,13 +1532,26 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	     !(le64_to_cpu(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN)) ||
 	    le64_to_cpu(sb->journal_head) >= KVTIER_JOURNAL_POS_MAX)
 		return -EUCLEAN;
-	/* Version 3: each area's CRC section at its end, after the index. */
-	index = mb - kvtier_crcs_blocks(slots);
-	if (le32_to_cpu(sb->version) >= 3 ?
-	    le64_to_cpu(sb->crcs_block[0]) != 2 + index ||
-	    le64_to_cpu(sb->crcs_block[1]) != 2 + mb + index ||
-	    le64_to_cpu(sb->ckpt_bytes) > index * KVTIER_BLOCK_SIZE :
-	    sb->crcs_block[0] || sb->crcs_block[1])
+	/*
+	 * Version 3: each area's CRC section at its end, after the index; or
+	 * (CRCS_RUN) two runs of data slots, apart from each other and from
+	 * the journal, the index having all of its area.
+	 */
+	crcs = kvtier_crcs_blocks(slots);
+	index = mb - crcs;
+	c0 = le64_to_cpu(sb->crcs_block[0]) - le64_to_cpu(sb->data_start);
+	c1 = le64_to_cpu(sb->crcs_block[1]) - le64_to_cpu(sb->data_start);
+	js = le64_to_cpu(sb->journal_start);
+	je = js + le64_to_cpu(sb->journal_blocks);
+	if (le32_to_cpu(sb->version) < 3 ? sb->crcs_block[0] || sb->crcs_block[1] :
+	    !run ? le64_to_cpu(sb->crcs_block[0]) != 2 + index ||
+		   le64_to_cpu(sb->crcs_block[1]) != 2 + mb + index ||
+		   le64_to_cpu(sb->ckpt_bytes) > index * KVTIER_BLOCK_SIZE :
+	    le64_to_cpu(sb->crcs_block[0]) < le64_to_cpu(sb->data_start) ||
+	    le64_to_cpu(sb->crcs_block[1]) < le64_to_cpu(sb->data_start) ||
+	    c0 > slots - crcs || c1 > slots - crcs ||
+	    (c0 < c1 + crcs && c1 < c0 + crcs) ||
+	    (c0 < je && js < c0 + crcs) || (c1 < je && js < c1 + crcs))
 		return -EUCLEAN;
 	memcpy(st->uuid, sb->uuid, sizeof(st->uuid));
 	st->format_time = le64_to_cpu(sb->format_time);
@@ -1430,6 +1569,8 @@ static int kvtier_geometry_check(struct kvtier_store *st,
 	st->journal_pos = st->journal_head;
 	st->crcs_block[0] = le64_to_cpu(sb->crcs_block[0]);
 	st->crcs_block[1] = le64_to_cpu(sb->crcs_block[1]);
+	st->crcs_run = run;
+	st->ckpt_extents = le32_to_cpu(sb->version) >= 3;
 	st->need_full = false;
 	return 0;
 }

@@ -2359,6 +2359,111 @@ static bool upgrade_reads(int id, const char *want)
 }
 
 /*
+ * sysfs upgrade turns an attached version-2 namespace into version 3 in
+ * place, in use: its CRC sections in two runs of data slots (its areas
+ * have no room for them), never handed out; the checkpoint of the upgrade
+ * makes the page records of closed regions (and of an open one) extent
+ * records, a region written in one go a few; every byte reads back, after
+ * a transaction and reattaches too. Too little free space refuses it and
+ * changes nothing.
+ */
+TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_in_place, 300)
+{
+	const size_t np = 32;
+	struct kvtier_disk_super sb;
+	struct kvtier_disk_ckpt *hdr;
+	struct kvtier_disk_region *rec;
+	long long used, crcs;
+	size_t fill, i;
+	char dev[32];
+	int lfd, fd, newest, r;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(UPGRADE_IMG, 16 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "2"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, make_persistent(1, "v:seq", 2 * MiB, 0600, 120));
+	fd = open_name(1, "v:back", np * PAGE, NEW_PERSIST, 0600);
+	ASSERT_GE(fd, 0);
+	for (i = np; i-- > 0;) {
+		ASSERT_EQ(0, fill_fd(fd, i * PAGE, PAGE, 121));
+		ASSERT_EQ(0, fsync(fd));
+	}
+	close(fd);
+	ASSERT_EQ(0, make_persistent(1, "v:open", MiB, 0600, 122));
+	/* Closed and out of memory but v:open, which stays open. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	/* Two CRC sections of 4 bytes a slot, and as many left free. */
+	crcs = (le64toh(sb.nr_slots) * 4 + PAGE - 1) / PAGE;
+	used = kvt_stat(1, "slots_used");
+	fill = (kvt_stat(1, "slots_total") - used - 4 * crcs + 1) * PAGE;
+	ASSERT_EQ(0, make_persistent(1, "v:fill", fill, 0600, 123));
+	EXPECT_EQ(-ENOSPC, kvt_tier_write(1, "upgrade", "3"));
+	EXPECT_TRUE(upgrade_reads(1, "2"));
+	ASSERT_EQ(0, unlink_on(1, "v:fill"));
+	fd = open_name(1, "v:open", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+
+	used = kvt_stat(1, "slots_used");
+	ASSERT_EQ(0, kvt_tier_write(1, "upgrade", "3"));
+	EXPECT_TRUE(upgrade_reads(1, "3"));
+	EXPECT_EQ(used + 2 * crcs, kvt_stat(1, "slots_used"));
+	EXPECT_EQ(0, kvt_tier_write(1, "upgrade", "3"));
+	EXPECT_EQ(0, kvt_tier_write(1, "upgrade", "2"));
+	EXPECT_TRUE(upgrade_reads(1, "3"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(3U, le32toh(sb.version));
+	EXPECT_EQ(KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS |
+		  KVTIER_FEATURE_INCOMPAT_CRCS_RUN, le64toh(sb.feature_incompat));
+	for (i = 0; i < 2; i++) {
+		EXPECT_LE(le64toh(sb.data_start), le64toh(sb.crcs_block[i]));
+		EXPECT_GE(le64toh(sb.data_start) + le64toh(sb.nr_slots),
+			  le64toh(sb.crcs_block[i]) + crcs);
+	}
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	hdr = ckpt_raw(dev, newest, &sb);
+	ASSERT_NE(NULL, hdr);
+	rec = (void *)(hdr + 1);
+	r = ckpt_find(hdr, "v:seq");
+	ASSERT_LE(0, r);
+	EXPECT_EQ(2 * MiB / PAGE, le64toh(rec[r].nr_pages));
+	EXPECT_GE(4ULL, le64toh(rec[r].nr_extents));
+	r = ckpt_find(hdr, "v:back");
+	ASSERT_LE(0, r);
+	EXPECT_EQ(np, le64toh(rec[r].nr_extents));
+	free(hdr);
+	EXPECT_EQ(-1, check_fd(fd, 0, MiB, 122));
+	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "v:back", np * PAGE, 121));
+	/* A transaction after it, and a checkpoint (the detach). */
+	ASSERT_EQ(0, fill_fd(fd, 0, MiB, 124));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+
+	/* Attached again: all but a few free slots, never the CRC runs'. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_TRUE(upgrade_reads(1, "3"));
+	fill = (kvt_stat(1, "slots_total") - kvt_stat(1, "slots_used") - 8) * PAGE;
+	ASSERT_EQ(0, make_persistent(1, "v:fill", fill, 0600, 125));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "v:back", np * PAGE, 121));
+	EXPECT_EQ(-1, check_name(1, "v:open", MiB, 124));
+	EXPECT_EQ(-1, check_name(1, "v:fill", fill, 125));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	loop_detach(lfd, UPGRADE_IMG);
+}
+
+/*
  * sysfs upgrade turns an attached version-1 namespace into version 2 in
  * place: a journal in a free run of its data slots, its regions kept,
  * commits then transactions; every refusal (no run long enough, a bad
@@ -2394,7 +2499,7 @@ TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
 	EXPECT_EQ(0, kvt_stat(1, "journal_blocks"));
 	ASSERT_EQ(0, unlink_on(1, "u:fill"));
 	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "1"));
-	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "3"));
+	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "4"));
 	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "two"));
 	EXPECT_TRUE(upgrade_reads(1, "1"));
 
@@ -3173,62 +3278,83 @@ TEST_F_TIMEOUT(persist, crash_points_stop_and_release, 300)
 #define FREEZE_AT1	"/sys/kernel/debug/kvtier/kvtier1/freeze_at"
 
 /*
- * The upgrade from version 1 cut at each crash point: the namespace as it
- * was when the upgrade's checkpoint stopped there is copied (every prior
- * write had completed), the upgrade finishes, and the copy is put back as
- * the power cut would have left it. Before the superblock: version 1 with
- * its bytes; after: version 2 with its bytes, and a journal that works.
+ * One cut of upgrade_crash_points: format @from, a region, the upgrade to
+ * @to stopped at crash point @point (@n of them), the image taken there
+ * as the power going off.
+ */
+static void upgrade_cut(struct __test_metadata *_metadata, const char *from,
+			const char *to, const char *point, int n, unsigned char *img,
+			size_t len)
+{
+	struct kvtier_disk_super sb;
+	char dev[32], want[64];
+	int lfd, st, newest;
+	pid_t pid;
+
+	TH_LOG("version %s to %s, cut at %s", from, to, point);
+	lfd = kvt_loop_attach(UPGRADE_IMG, len, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", from));
+	ASSERT_EQ(0, kvt_tier_write(1, "format", dev));
+	ASSERT_EQ(0, make_persistent(1, "x:a", MiB, 0600, 100 + n));
+	/* Closed and out of memory: the upgrade's checkpoint copies it. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, kvt_write(FREEZE_AT1, point));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(kvt_tier_write(1, "upgrade", to) ? 1 : 0);
+	snprintf(want, sizeof(want), "frozen %s", point);
+	ASSERT_EQ(0, freeze_wait_at(FREEZE_AT1, want));
+	ASSERT_EQ(0, kvt_dev_read(dev, img, len, 0));
+	ASSERT_EQ(0, kvt_write(FREEZE_AT1, "none"));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+	EXPECT_TRUE(upgrade_reads(1, to));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	/* The power went off there: the superblock of the upgrade or not. */
+	ASSERT_EQ(0, kvt_dev_write(dev, img, len, 0));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_TRUE(upgrade_reads(1, strcmp(point, "ckpt-super") ? from : to));
+	if (!strcmp(to, "2"))
+		EXPECT_EQ(strcmp(point, "ckpt-super") ? 0 : 256, kvt_stat(1, "journal_blocks"));
+	EXPECT_EQ(-1, check_name(1, "x:a", MiB, 100 + n));
+	/* Either way the namespace goes on: a region, a reattach. */
+	ASSERT_EQ(0, make_persistent(1, "x:b", MiB, 0600, 110 + n));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "x:a", MiB, 100 + n));
+	EXPECT_EQ(-1, check_name(1, "x:b", MiB, 110 + n));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	loop_detach(lfd, UPGRADE_IMG);
+}
+
+/*
+ * The upgrades from version 1 to 2 and from 2 to 3 cut at each crash
+ * point: the namespace as it was when the upgrade's checkpoint stopped
+ * there is copied (every prior write had completed), the upgrade
+ * finishes, and the copy is put back as the power cut would have left it.
+ * Before the superblock: the old version with its bytes; after: the new
+ * one with its bytes (version 2: a journal that works; version 3: the
+ * region's page records made extents, its CRCs in a run of data slots).
  */
 TEST_F_TIMEOUT(persist, upgrade_crash_points, 300)
 {
 	static const char *const points[] = { "ckpt-area", "ckpt-super" };
 	const size_t len = 16 * MiB;
 	unsigned char *img;
-	char dev[32], want[64];
 	unsigned int i;
-	pid_t pid;
-	int lfd, st;
 
 	ASSERT_EQ(0, system("modprobe -q loop"));
 	img = malloc(len);
 	ASSERT_NE(NULL, img);
-	for (i = 0; i < ARRAY_SIZE(points); i++) {
-		TH_LOG("cut at %s", points[i]);
-		lfd = kvt_loop_attach(UPGRADE_IMG, len, dev, sizeof(dev));
-		ASSERT_GE(lfd, 0);
-		ASSERT_EQ(0, kvt_tier_write(1, "format_version", "1"));
-		ASSERT_EQ(0, kvt_tier_write(1, "format", dev));
-		ASSERT_EQ(0, make_persistent(1, "x:a", MiB, 0600, 100 + i));
-		ASSERT_EQ(0, kvt_write(FREEZE_AT1, points[i]));
-		pid = fork();
-		ASSERT_LE(0, pid);
-		if (!pid)
-			_exit(kvt_tier_write(1, "upgrade", "2") ? 1 : 0);
-		snprintf(want, sizeof(want), "frozen %s", points[i]);
-		ASSERT_EQ(0, freeze_wait_at(FREEZE_AT1, want));
-		ASSERT_EQ(0, kvt_dev_read(dev, img, len, 0));
-		ASSERT_EQ(0, kvt_write(FREEZE_AT1, "none"));
-		ASSERT_EQ(pid, waitpid(pid, &st, 0));
-		ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
-		EXPECT_TRUE(upgrade_reads(1, "2"));
-		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-
-		/* The power went off there. */
-		ASSERT_EQ(0, kvt_dev_write(dev, img, len, 0));
-		ASSERT_EQ(0, kvt_tier_write(1, "format_version", "2"));
-		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
-		EXPECT_TRUE(upgrade_reads(1, i ? "2" : "1"));
-		EXPECT_EQ(i ? 256 : 0, kvt_stat(1, "journal_blocks"));
-		EXPECT_EQ(-1, check_name(1, "x:a", MiB, 100 + i));
-		/* Either way the namespace goes on: a region, a reattach. */
-		ASSERT_EQ(0, make_persistent(1, "x:b", MiB, 0600, 110 + i));
-		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
-		EXPECT_EQ(-1, check_name(1, "x:a", MiB, 100 + i));
-		EXPECT_EQ(-1, check_name(1, "x:b", MiB, 110 + i));
-		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-		loop_detach(lfd, UPGRADE_IMG);
-	}
+	for (i = 0; i < 4; i++)
+		upgrade_cut(_metadata, i < 2 ? "1" : "2", i < 2 ? "2" : "3",
+			    points[i % 2], i, img, len);
 	free(img);
 }
 

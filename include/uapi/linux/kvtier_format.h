@@ -99,11 +99,20 @@
  * records as page records.
  */
 #define KVTIER_FEATURE_INCOMPAT_EXTENTS	(1ULL << 2)
+/*
+ * INCOMPAT_CRCS_RUN: the two CRC sections are runs of data slots, not the
+ * ends of the checkpoint areas (an upgrade from version 2, whose areas
+ * have no room for them, put them where it found room). Only with
+ * INCOMPAT_EXTENTS. A module that knows only CRC sections in the areas
+ * would read CRCs from the wrong blocks: it must refuse.
+ */
+#define KVTIER_FEATURE_INCOMPAT_CRCS_RUN	(1ULL << 3)
 
 /* Refuse attach if unknown. */
 #define KVTIER_FEATURE_INCOMPAT_SUPP	(KVTIER_FEATURE_INCOMPAT_JOURNAL | \
 					 KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN | \
-					 KVTIER_FEATURE_INCOMPAT_EXTENTS)
+					 KVTIER_FEATURE_INCOMPAT_EXTENTS | \
+					 KVTIER_FEATURE_INCOMPAT_CRCS_RUN)
 
 /**
  * struct kvtier_disk_super - one superblock copy (block 0 or 1)
@@ -151,7 +160,9 @@
  * @crcs_block: version 3: block where the CRC section of checkpoint area
  *              0 and 1 starts, each DIV_ROUND_UP(4 * @nr_slots, 4096)
  *              blocks; a format puts it in its area, after room for the
- *              index of @max_regions regions and @nr_slots extents; else 0
+ *              index of @max_regions regions and @nr_slots extents; an
+ *              upgrade from version 2 in a run of data slots
+ *              (INCOMPAT_CRCS_RUN), which no record names; else 0
  * @reserved: zero
  */
 struct kvtier_disk_super {
