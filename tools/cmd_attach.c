@@ -263,13 +263,14 @@ int cmd_detach(const struct cmd *cmd, int argc, char **argv)
 }
 
 /*
- * upgrade TIER: the attached namespace to format version 2, in place
- * (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade"); one of
- * version 2 or 3 has the journal already.
+ * upgrade TIER: the attached namespace to format version 3, the newest,
+ * in place (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade from
+ * version 1" and "Upgrade from version 2"): version 1 goes through 2.
  */
 int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 {
-	char was[32];
+	char was[32], now[32];
+	bool moved;
 	unsigned int id;
 	int ret;
 
@@ -288,19 +289,27 @@ int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 		return fail("upgrade kvtier%u: reading its format version: %s", id, strerror(-ret));
 	if (!strcmp(was, "none"))
 		return fail("upgrade kvtier%u: no namespace attached", id);
-	if (!strcmp(was, "2") || !strcmp(was, "3")) {
-		printf("kvtier%u: the namespace is format version %s already\n", id, was);
+	if (!strcmp(was, "3")) {
+		printf("kvtier%u: the namespace is format version 3 already\n", id);
 		return EXIT_OK;
 	}
-	ret = kvtier_tier_attr_set(id, "upgrade", "2");
-	if (ret)
-		return fail("upgrade kvtier%u from format version %s to 2: %s%s", id, was,
-			    strerror(-ret),
-			    ret == -ENOSPC ? " (no free run of data slots as long as the journal: free some space)" :
+	ret = kvtier_tier_attr_set(id, "upgrade", "3");
+	if (ret) {
+		/* A failed step to 3 may have left version 2 (from 1). */
+		moved = !kvtier_tier_attr_get(id, "upgrade", now, sizeof(now)) &&
+			strcmp(now, was) && strcmp(now, "none");
+		if (moved)
+			printf("kvtier%u: upgraded the namespace from format version %s to %s\n",
+			       id, was, now);
+		return fail("upgrade kvtier%u from format version %s to 3: %s%s", id,
+			    moved ? now : was, strerror(-ret),
+			    ret == -EINVAL ? " (the loaded kvtier module knows no format version 3)" :
+			    ret == -ENOSPC ? " (no free run of data slots that long for the journal or the CRC sections: free some space)" :
 			    ret == -EROFS ? " (attached read-only)" :
 			    ret == -EBUSY ? " (another host took the namespace's lease)" :
 			    " (see dmesg; the namespace is still as it was)");
-	printf("kvtier%u: upgraded the namespace from format version %s to 2 (commits go to a journal)\n",
+	}
+	printf("kvtier%u: upgraded the namespace from format version %s to 3 (commits go to a journal, pages mapped by extents)\n",
 	       id, was);
 	return EXIT_OK;
 }

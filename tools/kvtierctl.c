@@ -38,10 +38,12 @@ static const struct cmd cmds[] = {
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
 	{ "upgrade", "TIER",
-	  "upgrade TIER's attached namespace to format version 2, in place",
+	  "upgrade TIER's attached namespace to format version 3, in place",
 	  "A version-1 namespace (a full checkpoint per commit) gets the journal\n"
-	  "of version 2 in a free run of its data slots; its regions stay. Modules\n"
-	  "older than format version 2 no longer attach it afterwards.\n",
+	  "of version 2 in a free run of its data slots, and a version-2 one the\n"
+	  "extent-mapped checkpoints of version 3, their CRC sections in two more\n"
+	  "runs; its regions stay. Modules older than the new version no longer\n"
+	  "attach it afterwards.\n",
 	  cmd_upgrade },
 	{ "stat", "[TIER] [INTERVAL [COUNT]]  (TIER: kvtierN or /dev/kvtierN)",
 	  "rates per interval: faults, major %, MB/s, refaults, fault latency",
