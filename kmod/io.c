@@ -643,6 +643,7 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 	bool vm = is_vmalloc_addr(buf);
 	size_t len = (size_t)nr << PAGE_SHIFT;
 	void *start = buf;
+	u64 at = block;		/* the first block of the bio that failed */
 	int ret = 0;
 
 	if (!quiet && op_is_write(opf) && kvtier_should_fail(KVT_FAIL_META_WRITE)) {
@@ -655,6 +656,7 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 		unsigned int n = min_t(unsigned int, nr, BIO_MAX_VECS), i;
 		struct bio *bio;
 
+		at = block;
 		bio = bio_alloc(tier->backing.kb.bdev, n, opf, GFP_NOIO);
 		bio->bi_iter.bi_sector = block_to_sector(block);
 		for (i = 0; i < n; i++, buf += PAGE_SIZE)
@@ -676,7 +678,7 @@ int kvtier_io_meta(struct kvtier_tier *tier, blk_opf_t opf, u64 block,
 		kvtier_count(tier, KVT_STAT_IO_ERROR, 1);
 		kvtier_set_error(tier, ret);
 		dev_err_ratelimited(&tier->dev, "metadata %s error %d at block %llu\n",
-				    op_is_write(opf) ? "write" : "read", ret, block);
+				    op_is_write(opf) ? "write" : "read", ret, at);
 	}
 	return ret;
 }

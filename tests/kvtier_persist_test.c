@@ -1535,11 +1535,14 @@ static int error_blocks(const char *name, const char *dev, unsigned long long fi
 			unsigned long long nr)
 {
 	unsigned long long s = first * 8, e = (first + nr) * 8, end = kvt_dev_size(dev) >> 9;
+	char head[128] = "";
 
-	return kvt_run("printf '0 %llu linear %s 0\\n%llu %llu error\\n%llu %llu linear %s %llu\\n' | "
+	if (s)
+		snprintf(head, sizeof(head), "0 %llu linear %s 0\\n", s, dev);
+	return kvt_run("printf '%s%llu %llu error\\n%llu %llu linear %s %llu\\n' | "
 		       "dmsetup load %s 2>/dev/null && dmsetup suspend %s && dmsetup resume %s || "
 		       "{ dmsetup resume %s; false; }",
-		       s, dev, s, e - s, e, end - e, dev, e, name, name, name, name);
+		       head, s, e - s, e, end - e, dev, e, name, name, name, name);
 }
 
 /* The raw checkpoint of superblock copy @copy of @dev, whole; NULL on error. */
@@ -2460,6 +2463,61 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_in_place, 300)
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
 	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	loop_detach(lfd, UPGRADE_IMG);
+}
+
+/*
+ * An upgrade to version 3 whose commit fails (the superblocks cannot be
+ * written; the log names the block): EIO, the namespace stays version 2
+ * in memory and on the media, the detach that follows fails its commit
+ * too but lets go of everything (the runs taken for the CRC sections
+ * included), and once the device works the namespace attaches as version
+ * 2 with its bytes and upgrades.
+ */
+TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_failed_commit, 300)
+{
+	const char *dm = "/dev/mapper/" EX_DM;
+	const char *why = kvt_dm_missing("error");
+	struct kvtier_disk_super sb;
+	char dev[32], msg[64];
+	int lfd, newest;
+	long long errs;
+
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(UPGRADE_IMG, 16 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_dm_linear(EX_DM, dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "2"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	ASSERT_EQ(0, make_persistent(1, "f:a", MiB, 0600, 130));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+
+	/* The upgrade's superblock goes to the copy the newest is not. */
+	ASSERT_EQ(0, kvt_super_read(dm, &sb, &newest));
+	snprintf(msg, sizeof(msg), "metadata write error -5 at block %d", !newest);
+	errs = kvt_kmsg_count(msg);
+	ASSERT_EQ(0, error_blocks(EX_DM, dev, 0, 2));
+	EXPECT_EQ(-EIO, kvt_tier_write(1, "upgrade", "3"));
+	EXPECT_EQ(errs + 1, kvt_kmsg_count(msg));
+	EXPECT_TRUE(upgrade_reads(1, "2"));
+	EXPECT_EQ(-1, check_name(1, "f:a", MiB, 130));
+	EXPECT_EQ(-EIO, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_TRUE(tier_state_is(1, "detached"));
+
+	ASSERT_EQ(0, kvt_dm_table(EX_DM, dev, "linear %s 0", dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	EXPECT_TRUE(upgrade_reads(1, "2"));
+	EXPECT_EQ(-1, check_name(1, "f:a", MiB, 130));
+	ASSERT_EQ(0, kvt_tier_write(1, "upgrade", "3"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	EXPECT_TRUE(upgrade_reads(1, "3"));
+	EXPECT_EQ(-1, check_name(1, "f:a", MiB, 130));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dm_remove(EX_DM));
 	loop_detach(lfd, UPGRADE_IMG);
 }
 

@@ -288,6 +288,18 @@ static void newer_super(struct kvtier_disk_super *sb)
 	sb->version = htole32(KVTIER_FORMAT_VERSION + 1);
 }
 
+/*
+ * Intact (sealed again) but contradicting itself: version 2 with the
+ * extents of version 3 and their CRC runs. Damage, not a newer format.
+ */
+static void mixed_super(struct kvtier_disk_super *sb)
+{
+	sb->version = htole32(2);
+	sb->feature_incompat |= htole64(KVTIER_FEATURE_INCOMPAT_EXTENTS |
+					KVTIER_FEATURE_INCOMPAT_CRCS_RUN);
+	kvt_super_seal(sb);
+}
+
 /* The module refuses a damaged and a newer format; kvtierctl says so. */
 TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 {
@@ -307,6 +319,14 @@ TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "--format: destroying a damaged kvtier format"));
 	ASSERT_TRUE(tier_is(1, ns));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
+
+	ASSERT_LT(0, edit_supers(ns, mixed_super));
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "holds a damaged kvtier format"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	ASSERT_EQ(0, ctl(self->out, "attach --format --yes 1 %s", ns));
 	ASSERT_EQ(0, ctl(self->out, "detach 1"));
 
 	ASSERT_LT(0, edit_supers(ns, newer_super));

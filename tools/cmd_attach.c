@@ -303,11 +303,11 @@ int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 			       id, was, now);
 		return fail("upgrade kvtier%u from format version %s to 3: %s%s", id,
 			    moved ? now : was, strerror(-ret),
-			    ret == -EINVAL ? " (the loaded kvtier module knows no format version 3)" :
+			    ret == -EINVAL ? " (the loaded kvtier module cannot upgrade to version 3: an older module; 2 written to its sysfs upgrade gives version 2)" :
 			    ret == -ENOSPC ? " (no free run of data slots that long for the journal or the CRC sections: free some space)" :
 			    ret == -EROFS ? " (attached read-only)" :
 			    ret == -EBUSY ? " (another host took the namespace's lease)" :
-			    " (see dmesg; the namespace is still as it was)");
+			    moved ? " (see dmesg)" : " (see dmesg; the namespace is still as it was)");
 	}
 	printf("kvtier%u: upgraded the namespace from format version %s to 3 (commits go to a journal, pages mapped by extents)\n",
 	       id, was);

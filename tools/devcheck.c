@@ -167,7 +167,9 @@ static enum kvt_format_state super_state(const struct kvtier_disk_super *sb)
 	    (le32toh(sb->version) == 1 ? le64toh(sb->feature_incompat) != 0 :
 	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_JOURNAL) ||
 	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_EXTENTS) !=
-	     (le32toh(sb->version) == 2)))
+	     (le32toh(sb->version) == 2) ||
+	     (le32toh(sb->version) == 2 &&
+	      (le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_CRCS_RUN))))
 		return KVT_FORMAT_DAMAGED;
 	return KVT_FORMAT_OK;
 }
