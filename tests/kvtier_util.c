@@ -275,6 +275,17 @@ int kvt_kmsg_scan(int fd, const char *needle)
 	return count;
 }
 
+int kvt_kmsg_end(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 int kvt_kmsg_count(const char *needle)
 {
 	int fd, count;

@@ -140,8 +140,15 @@ KVT_FAST long long kvt_check(const void *p, size_t len,
 /* Run a shell command built from @fmt; system()'s status. */
 __attribute__((format(printf, 1, 2))) int kvt_run(const char *fmt, ...);
 
-/* Kernel log records containing @needle so far, or -1. */
+/*
+ * Kernel log records containing @needle so far, or -1. The log is a ring:
+ * old records go when it fills, so a count taken before something and
+ * one after it may not differ by what it logged; use kvt_kmsg_end().
+ */
 int kvt_kmsg_count(const char *needle);
+
+/* /dev/kmsg opened (O_NONBLOCK) at its end, for kvt_kmsg_scan(); or -1. */
+int kvt_kmsg_end(void);
 
 /*
  * Records containing @needle read from @fd (/dev/kmsg, O_NONBLOCK) until
