@@ -489,9 +489,17 @@ static bool kvt_ckpt_full(struct kvt_ckpt_out *o)
 	       (o->extents && o->crcs_pos - o->crcs_base == o->chunk_size);
 }
 
+/* Write @n bytes of @buf at @block, zero to the end of their last block. */
+static int kvt_ckpt_write_piece(struct kvt_ckpt_out *o, u64 block, u8 *buf, size_t n)
+{
+	memset(buf + n, 0, round_up(n, KVTIER_BLOCK_SIZE) - n);
+	return kvtier_io_meta(o->tier, REQ_OP_WRITE, block, buf,
+			      DIV_ROUND_UP(n, KVTIER_BLOCK_SIZE), 0);
+}
+
 /*
- * Write what the chunk holds, zero to the end of its last block; the chunk
- * then starts at @pos (a block boundary unless this is the last piece).
+ * Write what the chunk holds; the chunk then starts at @pos (a block
+ * boundary unless this is the last piece).
  */
 static int kvt_ckpt_flush(struct kvt_ckpt_out *o)
 {
@@ -502,10 +510,8 @@ static int kvt_ckpt_flush(struct kvt_ckpt_out *o)
 	if (o->pos <= o->chunk_base)
 		return 0;
 	n = o->pos - o->chunk_base;
-	memset(o->chunk + n, 0, round_up(n, KVTIER_BLOCK_SIZE) - n);
-	ret = kvtier_io_meta(o->tier, REQ_OP_WRITE,
-			     o->area + o->chunk_base / KVTIER_BLOCK_SIZE, o->chunk,
-			     DIV_ROUND_UP(n, KVTIER_BLOCK_SIZE), 0);
+	ret = kvt_ckpt_write_piece(o, o->area + o->chunk_base / KVTIER_BLOCK_SIZE,
+				   o->chunk, n);
 	if (ret)
 		return ret;
 	o->crc_rest = kvtier_crc32c_cat(o->crc_rest, kvtier_crc32c(o->chunk, n), n);
@@ -516,17 +522,13 @@ static int kvt_ckpt_flush(struct kvt_ckpt_out *o)
 /* Write what @crcs holds, as kvt_ckpt_flush() does the chunk. */
 static int kvt_ckpt_crcs_flush(struct kvt_ckpt_out *o)
 {
-	size_t n;
 	int ret;
 
 	kvt_ckpt_crcs_crc(o);
 	if (o->crcs_pos <= o->crcs_base)
 		return 0;
-	n = o->crcs_pos - o->crcs_base;
-	memset(o->crcs + n, 0, round_up(n, KVTIER_BLOCK_SIZE) - n);
-	ret = kvtier_io_meta(o->tier, REQ_OP_WRITE,
-			     o->crcs_block + o->crcs_base / KVTIER_BLOCK_SIZE, o->crcs,
-			     DIV_ROUND_UP(n, KVTIER_BLOCK_SIZE), 0);
+	ret = kvt_ckpt_write_piece(o, o->crcs_block + o->crcs_base / KVTIER_BLOCK_SIZE,
+				   o->crcs, o->crcs_pos - o->crcs_base);
 	if (ret)
 		return ret;
 	o->crcs_base = o->crcs_pos;
