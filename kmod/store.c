@@ -1060,6 +1060,39 @@ static int kvtier_store_zero(struct kvtier_tier *tier, u64 block, u64 nr)
 }
 
 /*
+ * @nr consecutive free data slots for an upgrade: the first, or
+ * KVTIER_NO_SLOT when no free run is that long.
+ */
+static unsigned long kvtier_upgrade_run(struct kvtier_tier *tier, unsigned long nr)
+{
+	unsigned long start, got;
+
+	start = kvtier_slots_alloc(&tier->slots, nr, &got);
+	if (start == KVTIER_NO_SLOT || got == nr)
+		return start;
+	kvtier_slots_free(&tier->slots, start, got);
+	return KVTIER_NO_SLOT;
+}
+
+/*
+ * Commit the checkpoint of an upgrade, even if nothing changed since the
+ * last commit; it stops at the crash points (freeze_at). Caller holds
+ * store.lock.
+ */
+static int kvtier_upgrade_commit(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	int ret;
+
+	WRITE_ONCE(st->need_full, true);
+	atomic64_inc(&st->changes);
+	st->upgrading = true;
+	ret = kvtier_commit_locked(tier);
+	st->upgrading = false;
+	return ret;
+}
+
+/*
  * Give the attached version-1 namespace the journal of version 2, in
  * place: claim a free run of data slots, zero it, and commit a checkpoint
  * whose superblock names it. Until that superblock is on the media the
@@ -1071,7 +1104,7 @@ static int kvtier_store_zero(struct kvtier_tier *tier, u64 block, u64 nr)
 static int kvtier_upgrade_journal(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
-	unsigned long start, got, jb, nfree;
+	unsigned long start, jb, nfree;
 	int ret;
 
 	jb = kvtier_journal_blocks(st->nr_slots);
@@ -1085,10 +1118,8 @@ static int kvtier_upgrade_journal(struct kvtier_tier *tier)
 			tier->backing.path, nfree, 2 * jb, jb);
 		return -ENOSPC;
 	}
-	start = kvtier_slots_alloc(&tier->slots, jb, &got);
-	if (start != KVTIER_NO_SLOT && got < jb)
-		kvtier_slots_free(&tier->slots, start, got);
-	if (start == KVTIER_NO_SLOT || got < jb) {
+	start = kvtier_upgrade_run(tier, jb);
+	if (start == KVTIER_NO_SLOT) {
 		dev_err(&tier->dev, "%s: no free run of %lu data slots for the journal: cannot upgrade to format version 2\n",
 			tier->backing.path, jb);
 		return -ENOSPC;
@@ -1108,12 +1139,7 @@ static int kvtier_upgrade_journal(struct kvtier_tier *tier)
 	st->journal_head = 0;
 	st->journal_pos = 0;
 	WRITE_ONCE(st->journal_blocks, jb);
-	WRITE_ONCE(st->need_full, true);
-	/* A checkpoint even if nothing changed since the last commit. */
-	atomic64_inc(&st->changes);
-	st->upgrading = true;
-	ret = kvtier_commit_locked(tier);
-	st->upgrading = false;
+	ret = kvtier_upgrade_commit(tier);
 	if (ret) {
 		WRITE_ONCE(st->journal_blocks, 0);
 		st->journal_start = 0;
@@ -1146,7 +1172,7 @@ static int kvtier_upgrade_extents(struct kvtier_tier *tier)
 {
 	struct kvtier_store *st = &tier->store;
 	unsigned long c = kvtier_crcs_blocks(st->nr_slots);
-	unsigned long start[2], got, nfree;
+	unsigned long start[2], nfree;
 	int i, ret;
 
 	/* As much free stays free, as for the journal. */
@@ -1157,11 +1183,9 @@ static int kvtier_upgrade_extents(struct kvtier_tier *tier)
 		return -ENOSPC;
 	}
 	for (i = 0; i < 2; i++) {
-		start[i] = kvtier_slots_alloc(&tier->slots, c, &got);
-		if (start[i] != KVTIER_NO_SLOT && got == c)
-			continue;
+		start[i] = kvtier_upgrade_run(tier, c);
 		if (start[i] != KVTIER_NO_SLOT)
-			kvtier_slots_free(&tier->slots, start[i], got);
+			continue;
 		if (i)
 			kvtier_slots_free(&tier->slots, start[0], c);
 		dev_err(&tier->dev, "%s: no two free runs of %lu data slots for the CRC sections: cannot upgrade to format version 3\n",
@@ -1172,11 +1196,7 @@ static int kvtier_upgrade_extents(struct kvtier_tier *tier)
 	st->crcs_run = true;
 	for (i = 0; i < 2; i++)
 		st->crcs_block[i] = st->data_start + start[i];
-	WRITE_ONCE(st->need_full, true);
-	atomic64_inc(&st->changes);
-	st->upgrading = true;
-	ret = kvtier_commit_locked(tier);
-	st->upgrading = false;
+	ret = kvtier_upgrade_commit(tier);
 	if (ret) {
 		st->version = 2;
 		st->crcs_run = false;
