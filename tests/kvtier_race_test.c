@@ -1356,7 +1356,13 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 }
 
 #define WB_NS		(64 * MiB)	/* the namespace of this test */
-#define WB_DELAY_MS	3000
+/*
+ * Long enough for a pread, a fault and two forked writers to meet one
+ * write-back in flight (they take milliseconds; the step waits a second
+ * and a half twice, for the write and for the flush).
+ */
+#define WB_DELAY_MS	1500
+#define WB_RECLAIM_MS	600	/* step 4: C's write-back against B's reclaim */
 #define WB_PAGES	16
 #define WB_LEN		(WB_PAGES * PAGE)
 #define WB_OTHER	(5 * MiB)	/* region B: over the 4 MiB budget */
@@ -1523,7 +1529,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		ASSERT_GE(fc, 0);
 		fb = region_fd(WB_OTHER);
 		ASSERT_GE(fb, 0);
-		ASSERT_EQ(0, wb_table(WB_DELAY_MS / 5));
+		ASSERT_EQ(0, wb_table(WB_RECLAIM_MS));
 		kvt_fill(other + 8, WB_OTHER, 0, 7);
 		skips = kvt_stat(0, "reclaim_wb_skips");
 		ASSERT_EQ(0, wb_start(&s, fc, buf, 6, &w0));
@@ -1762,9 +1768,8 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 	if (kvt_tier_write(0, "backing_dev", "none") || delay_table(WB_NS, AT_DELAY_MS, 0))
 		return -1;
 	fd = kvt_tier_open(0, O_RDWR);
-	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || kfd < 0 || lseek(kfd, 0, SEEK_END) < 0 ||
-	    pthread_create(&a.th, NULL, at_attach, &a)) {
+	kfd = kvt_kmsg_end();
+	if (fd < 0 || kfd < 0 || pthread_create(&a.th, NULL, at_attach, &a)) {
 		close(fd);
 		close(kfd);
 		return -1;
@@ -1808,9 +1813,8 @@ static int at_kill_during_attach(struct __test_metadata *_metadata)
 	if (kvt_tier_write(0, "backing_dev", "none") || delay_table(WB_NS, AT_DELAY_MS, 0))
 		return -1;
 	fd = kvt_tier_open(0, O_RDWR);
-	kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || kfd < 0 || lseek(kfd, 0, SEEK_END) < 0 ||
-	    pthread_create(&a.th, NULL, at_attach, &a)) {
+	kfd = kvt_kmsg_end();
+	if (fd < 0 || kfd < 0 || pthread_create(&a.th, NULL, at_attach, &a)) {
 		close(fd);
 		close(kfd);
 		return -1;
