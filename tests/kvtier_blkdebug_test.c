@@ -159,8 +159,8 @@ FIXTURE_TEARDOWN_PARENT(bd)
 
 TEST_F_TIMEOUT(bd, read_error_sector, 300)
 {
-	long long errs0, msgs0, bad = -1, off;
-	int fa, r, eio = 0, lines;
+	long long errs0, bad = -1, off;
+	int fa, r, eio = 0, lines, kfd;
 	unsigned char *a;
 	char buf[32];
 
@@ -170,7 +170,8 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 	ASSERT_EQ(0, posix_fadvise(fa, 0, 0, POSIX_FADV_DONTNEED));
 	ASSERT_EQ(0, kvt_stat(0, "io_errors"));
 	errs0 = kvt_stat(0, "io_errors");
-	msgs0 = kvt_kmsg_count("kvtier0: read error");
+	kfd = kvt_kmsg_end();
+	ASSERT_LE(0, kfd);
 
 	/* Every page through pread: one EIO, the rest right. */
 	for (off = 0; off < (long long)REG_LEN; off += PAGE) {
@@ -187,7 +188,7 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 	}
 	ASSERT_EQ(1, eio);
 	/* Logged, rate-limited: not one line per failed bio. */
-	lines = kvt_kmsg_count("kvtier0: read error") - msgs0;
+	lines = kvt_kmsg_scan(kfd, "kvtier0: read error");
 	TH_LOG("pread pass: %lld failed bios, %d 'read error' lines",
 	       kvt_stat(0, "io_errors") - errs0, lines);
 	ASSERT_GE(lines, 1);
@@ -214,9 +215,10 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 	ASSERT_EQ(0, kvt_tier_read(0, "error", buf, sizeof(buf)));
 	TH_LOG("tier error %s", buf);
 	ASSERT_TRUE(!strcmp(buf, "-5") || !strcmp(buf, "-61"));
+	lines += kvt_kmsg_scan(kfd, "kvtier0: read error");
+	close(kfd);
 	TH_LOG("in all: %lld failed bios, %d 'read error' lines",
-	       kvt_stat(0, "io_errors") - errs0,
-	       kvt_kmsg_count("kvtier0: read error") - (int)msgs0);
+	       kvt_stat(0, "io_errors") - errs0, lines);
 
 	/* Other regions keep working. */
 	ASSERT_EQ(0, small_roundtrip(2));
@@ -229,14 +231,14 @@ TEST_F_TIMEOUT(bd, read_error_sector, 300)
 TEST_F_TIMEOUT(bd, write_error_sector, 300)
 {
 	struct kvtier_region_info ri;
-	long long msgs0;
 	unsigned char *a, *b;
-	int fa, fb, lines;
+	int fa, fb, lines, kfd;
 
 	a = kvt_map_filled(&fa, REG_LEN, 10);
 	ASSERT_NE(NULL, a);
 	ASSERT_EQ(0, fsync(fa));
-	msgs0 = kvt_kmsg_count("kvtier0: write error");
+	kfd = kvt_kmsg_end();
+	ASSERT_LE(0, kfd);
 	b = kvt_map_filled(&fb, REG_LEN, 11);
 	ASSERT_NE(NULL, b);
 	ASSERT_EQ(-1, fsync(fb));
@@ -260,7 +262,8 @@ TEST_F_TIMEOUT(bd, write_error_sector, 300)
 	       (unsigned long long)ri.dirty, (unsigned long long)ri.resident);
 	ASSERT_EQ(-1, kvt_check(b, REG_LEN, 0, 11));
 	ASSERT_EQ(0, kvt_pread_page(fb, REG_LEN - PAGE, 11));
-	lines = kvt_kmsg_count("kvtier0: write error") - msgs0;
+	lines = kvt_kmsg_scan(kfd, "kvtier0: write error");
+	close(kfd);
 	TH_LOG("%d 'write error' lines, io_errors %lld", lines, kvt_stat(0, "io_errors"));
 	ASSERT_GE(lines, 1);
 	ASSERT_LE(lines, 10 + 1);

@@ -2115,6 +2115,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	/* Bytes of a region's CRCs: 256-byte chunks of 62 pages (crcs.c). */
 	const long long crcs = (len / PAGE + 61) / 62 * 256;
 	long long ckpts0, closed;
+	int kfd = kvt_kmsg_end();
 	char name[32];
 	int i, fd, ret, pinned = 0;
 
@@ -2166,6 +2167,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	 * checkpoint that would copy them fails, map:0 is unlinked, and the
 	 * next checkpoint goes on without it.
 	 */
+	ASSERT_LE(0, kfd);
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(0, damage_records("map:0", len, 0));
 	ret = 0;
@@ -2174,7 +2176,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	TH_LOG("the commit after %d transactions: %d", i, ret);
 	ASSERT_EQ(-EUCLEAN, ret);
 	ASSERT_EQ(0, wait_gone("map:0"));
-	ASSERT_EQ(1, kvt_kmsg_count("page records of region 'map:0' in the checkpoint are damaged"));
+	ASSERT_EQ(1, kvt_kmsg_scan(kfd, "page records of region 'map:0' in the checkpoint are damaged"));
 	ASSERT_EQ(0, set_flags(self->fd, "map:2", 0, KVTIER_REGION_PINNED, 0));
 	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
 
@@ -2184,7 +2186,8 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(0, damage_records("map:1", len, 1));
 	ASSERT_EQ(-EUCLEAN, open_name(0, "map:1", 0, 0, 0));
 	ASSERT_EQ(0, wait_gone("map:1"));
-	ASSERT_EQ(1, kvt_kmsg_count("page records of region 'map:1' in the checkpoint are damaged"));
+	ASSERT_EQ(1, kvt_kmsg_scan(kfd, "page records of region 'map:1' in the checkpoint are damaged"));
+	close(kfd);
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(-ENOENT, open_name(0, "map:1", 0, 0, 0));
 	ASSERT_EQ(0, check_map2(len));

@@ -286,18 +286,6 @@ int kvt_kmsg_end(void)
 	return fd;
 }
 
-int kvt_kmsg_count(const char *needle)
-{
-	int fd, count;
-
-	fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	count = kvt_kmsg_scan(fd, needle);
-	close(fd);
-	return count;
-}
-
 int kvt_state_is(int id, const char *want)
 {
 	char buf[64];

@@ -141,13 +141,10 @@ KVT_FAST long long kvt_check(const void *p, size_t len,
 __attribute__((format(printf, 1, 2))) int kvt_run(const char *fmt, ...);
 
 /*
- * Kernel log records containing @needle so far, or -1. The log is a ring:
- * old records go when it fills, so a count taken before something and
- * one after it may not differ by what it logged; use kvt_kmsg_end().
+ * /dev/kmsg opened (O_NONBLOCK) at its end, for kvt_kmsg_scan(); or -1.
+ * What an action logged is read from before it, not counted before and
+ * after: the log is a ring, and old records go when it fills.
  */
-int kvt_kmsg_count(const char *needle);
-
-/* /dev/kmsg opened (O_NONBLOCK) at its end, for kvt_kmsg_scan(); or -1. */
 int kvt_kmsg_end(void);
 
 /*
