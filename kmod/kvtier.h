@@ -1140,6 +1140,7 @@ struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 int kvtier_pool_init(struct kvtier_tier *tier);
 void kvtier_pool_exit(struct kvtier_tier *tier);
 int kvtier_pool_charge(struct kvtier_tier *tier, bool may_wait);
+void kvtier_pool_wake(struct kvtier_pool *pool);
 void kvtier_pool_uncharge(struct kvtier_tier *tier, unsigned long nr);
 void kvtier_pool_add(struct kvtier_tier *tier, struct kvtier_page *kp);
 void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp);

@@ -181,6 +181,19 @@ out:
 	return ret;
 }
 
+/*
+ * Wake the stalled charges, if any. Evictions call this for every page and
+ * most find nobody waiting: wq_has_sleeper() spares them the queue's lock.
+ * Its barrier orders the change waited for (nr_pages) before the look at
+ * the queue, so a charge that has just queued itself either sees the
+ * change or is woken, as with an unconditional wake-up.
+ */
+void kvtier_pool_wake(struct kvtier_pool *pool)
+{
+	if (wq_has_sleeper(&pool->wait))
+		wake_up_all(&pool->wait);
+}
+
 void kvtier_pool_uncharge(struct kvtier_tier *tier, unsigned long nr)
 {
 	struct kvtier_pool *pool = &tier->pool;
@@ -189,7 +202,7 @@ void kvtier_pool_uncharge(struct kvtier_tier *tier, unsigned long nr)
 	WARN_ON_ONCE(pool->nr_pages < nr);
 	pool->nr_pages -= nr;
 	spin_unlock(&pool->lock);
-	wake_up_all(&pool->wait);
+	kvtier_pool_wake(pool);
 }
 
 /* Put a newly resident page at the head of the LRU. */
@@ -222,7 +235,7 @@ void kvtier_pool_del(struct kvtier_tier *tier, struct kvtier_page *kp)
 		atomic_long_dec(&pool->nr_dirty);
 		atomic_long_dec(&kp->region->nr_dirty);
 	}
-	wake_up_all(&pool->wait);
+	kvtier_pool_wake(pool);
 }
 
 /* Caller holds the page lock. */

@@ -1404,7 +1404,7 @@ static void kvtier_room_work(struct work_struct *work)
 	 * Stalled charges look again; with room, the background worker goes
 	 * on with whatever it was asked (watermark or shrinker).
 	 */
-	wake_up_all(&tier->pool.wait);
+	kvtier_pool_wake(&tier->pool);
 	if (!ret)
 		queue_work(kvtier_wq, &tier->pool.reclaim_work);
 }
