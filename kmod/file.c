@@ -82,8 +82,10 @@ static int kvtier_release(struct inode *inode, struct file *file)
 
 	kvtier_gpu_release(kf);
 	kvtier_pin_release(file);
-	if (kf->region)
+	if (kf->region) {
+		kvtier_user_lru_closed(kf->region);
 		kvtier_region_put_user(kf->region);
+	}
 	iput(kf->inode);
 	kfree(kf);
 

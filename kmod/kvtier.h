@@ -681,6 +681,8 @@ struct kvtier_region_map {
  * @id: unique in the tier, for debugfs and tracepoints
  * @owner: fsuid of the creator
  * @node: on tier->regions
+ * @lru_node: on its owner's LRU while it is linked and persistent (users.c:
+ *            struct kvtier_user.lru), under tier->regions_lock
  * @dirty_node: on tier->dirty_regions from when @nr_dirty goes from 0 to 1
  *              (kvtier_region_dirtied()) until background write-back's
  *              pick finds it at 0, or the region leaves @node; under
@@ -759,6 +761,7 @@ struct kvtier_region {
 	u64 id;
 	kuid_t owner;
 	struct list_head node;
+	struct list_head lru_node;
 	struct list_head dirty_node;
 	atomic_long_t nr_resident;
 	atomic_long_t nr_dirty;
@@ -1034,6 +1037,11 @@ int kvtier_region_admit_early(struct kvtier_tier *tier, pgoff_t nr_pages,
 			      bool exempt);
 void kvtier_region_list_add(struct kvtier_region *region);
 void kvtier_region_list_del(struct kvtier_region *region);
+void kvtier_user_lru_add(struct kvtier_region *region, bool sorted);
+void kvtier_user_lru_closed(struct kvtier_region *region);
+void kvtier_users_lru_sort(struct kvtier_tier *tier);
+struct kvtier_region *kvtier_user_lru_victim(struct kvtier_tier *tier,
+					     kuid_t owner);
 int kvtier_user_charge_pins(struct kvtier_tier *tier, kuid_t uid,
 			    unsigned long nr);
 void kvtier_user_uncharge_pins(struct kvtier_tier *tier, kuid_t uid,

@@ -91,6 +91,9 @@ static struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
  * tier->regions_lock. Errors: -EEXIST (a linked region has the name),
  * -ENOMEM (the table could not grow under the spinlock - GFP_ATOMIC, or a
  * resize under way - and grows in its worker: a later try succeeds).
+ * A persistent region goes to the end of its owner's LRU: a new one is the
+ * most recently used, an attach sorts the LRU once it has linked them all,
+ * and kvtier_name_relink() puts a region back in its place.
  */
 int kvtier_name_hash(struct kvtier_region *region)
 {
@@ -106,6 +109,8 @@ int kvtier_name_hash(struct kvtier_region *region)
 		return ret == -EEXIST ? ret : -ENOMEM;
 	region->linked = true;
 	region->tier->nr_persistent += region->persistent;
+	if (region->persistent)
+		kvtier_user_lru_add(region, false);
 	return 0;
 }
 
@@ -123,6 +128,7 @@ bool kvtier_name_unhash(struct kvtier_region *region)
 					    kvtier_name_params));
 	region->linked = false;
 	region->tier->nr_persistent -= region->persistent;
+	list_del_init(&region->lru_node);
 	return true;
 }
 
@@ -153,6 +159,8 @@ bool kvtier_name_relink(struct kvtier_region *region)
 	for (;;) {
 		spin_lock(&tier->regions_lock);
 		ret = kvtier_name_hash(region);
+		if (!ret && region->persistent)	/* back where it was */
+			kvtier_user_lru_add(region, true);
 		spin_unlock(&tier->regions_lock);
 		if (ret != -ENOMEM)
 			return !ret;

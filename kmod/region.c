@@ -64,6 +64,7 @@ struct kvtier_region *kvtier_region_new(struct kvtier_tier *tier,
 	region->created = ktime_get_real_seconds();
 	region->last_use = jiffies;
 	INIT_LIST_HEAD(&region->node);
+	INIT_LIST_HEAD(&region->lru_node);
 	INIT_LIST_HEAD(&region->dirty_node);
 	return region;
 }

@@ -1267,35 +1267,21 @@ void kvtier_store_kick(struct kvtier_tier *tier)
 }
 
 /*
- * The least recently used persistent region that nobody uses (its name is
- * its only user), that nobody holds a reference to (no evictor, write-back
- * or prefetch is working on it: destroying it would wait for them, and
- * they may be waiting for us) and that is not pinned, unlinked, with the
- * name's user reference passed to the caller; NULL if there is none.
- * Regions of @owner (of the region whose write-back asked for room last)
- * go first: one user's write pressure takes another user's durable
- * regions only when the writer has none left to give.
+ * The persistent region capacity reclaim takes (kvtier_user_lru_victim():
+ * the least recently used unused one, of @owner first, the owner of the
+ * region whose write-back asked for room last: one user's write pressure
+ * takes another user's durable regions only when the writer has none left
+ * to give), unlinked, with the name's user reference passed to the
+ * caller; NULL if there is none.
  */
 static struct kvtier_region *kvtier_capacity_victim(struct kvtier_tier *tier,
 						    kuid_t owner)
 {
 	struct kvtier_journal_del *del = kvtier_journal_del_new();
-	struct kvtier_region *r, *victim = NULL;
-	bool own, victim_own = false;
+	struct kvtier_region *victim;
 
 	spin_lock(&tier->regions_lock);
-	list_for_each_entry(r, &tier->regions, node) {
-		if (!r->linked || !r->persistent || READ_ONCE(r->pinned) ||
-		    refcount_read(&r->users) != 1 || refcount_read(&r->ref) != 1)
-			continue;
-		own = uid_eq(r->owner, owner);
-		if (!victim || (own && !victim_own) ||
-		    (own == victim_own &&
-		     time_before(READ_ONCE(r->last_use), READ_ONCE(victim->last_use)))) {
-			victim = r;
-			victim_own = own;
-		}
-	}
+	victim = kvtier_user_lru_victim(tier, owner);
 	if (victim) {
 		kvtier_name_unhash(victim);
 		kvtier_journal_unlinked(victim, del);
@@ -1983,6 +1969,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		 kvtier_store_extents(st) ? "extent" : "page");
 	st->ckpt_copy = copy;
 	ret = kvtier_journal_replay(tier);
+	kvtier_users_lru_sort(tier);
 	/*
 	 * A read-only attach shares the namespace with a writer, whose
 	 * checkpoints overwrite the area: read every map now, as it is.

@@ -17,6 +17,7 @@
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/list_sort.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
@@ -27,11 +28,20 @@
  * @regions: linked regions it owns
  * @pages: their sizes, in pages
  * @pins: pins of the files it opened, one per file and page
+ * @lru: its linked persistent regions (kvtier_region.lru_node), the least
+ *       recently used first: what capacity reclaim takes, in that order
+ *       (kvtier_user_lru_victim()). A region is put at its place by
+ *       last_use when it is linked (an attach sorts the list once, at its
+ *       end) and again when a file of it closes; while files hold it, it
+ *       stays where it was and is passed over. last_use only grows, and
+ *       only while a file holds the region, so the regions no file holds
+ *       stay in order.
  */
 struct kvtier_user {
 	unsigned long regions;
 	unsigned long pages;
 	unsigned long pins;
+	struct list_head lru;
 };
 
 static unsigned long kvtier_uid_index(kuid_t uid)
@@ -50,6 +60,7 @@ int kvtier_user_prepare(struct kvtier_tier *tier, kuid_t uid)
 	u = kzalloc(sizeof(*u), GFP_KERNEL);
 	if (!u)
 		return -ENOMEM;
+	INIT_LIST_HEAD(&u->lru);
 	old = xa_cmpxchg(&tier->users, kvtier_uid_index(uid), NULL, u,
 			 GFP_KERNEL);
 	if (old) {
@@ -139,6 +150,9 @@ void kvtier_region_list_del(struct kvtier_region *region)
 	struct kvtier_tier *tier = region->tier;
 	struct kvtier_user *u;
 
+	/* Unlinked before it is destroyed: the name holds a user reference. */
+	if (WARN_ON_ONCE(!list_empty(&region->lru_node)))
+		list_del_init(&region->lru_node);
 	if (list_empty(&region->node))
 		return;
 	list_del_init(&region->node);
@@ -149,6 +163,118 @@ void kvtier_region_list_del(struct kvtier_region *region)
 		u->regions--;
 		u->pages -= region->nr_pages;
 	}
+}
+
+/*
+ * Put linked persistent @region on its owner's LRU: at the end, or, with
+ * @sorted, after the last region used before it. Caller holds
+ * regions_lock; the owner's entry was prepared (the region is listed).
+ */
+void kvtier_user_lru_add(struct kvtier_region *region, bool sorted)
+{
+	struct kvtier_user *u = kvtier_user_find(region->tier, region->owner);
+	unsigned long last = READ_ONCE(region->last_use);
+	struct kvtier_region *r;
+
+	if (WARN_ON_ONCE(!u))
+		return;
+	list_del_init(&region->lru_node);
+	if (!sorted) {
+		list_add_tail(&region->lru_node, &u->lru);
+		return;
+	}
+	/* Usually no step at all: a region is put here as it is let go of. */
+	list_for_each_entry_reverse(r, &u->lru, lru_node)
+		if (!time_after(READ_ONCE(r->last_use), last))
+			break;
+	list_add(&region->lru_node, &r->lru_node);
+}
+
+/*
+ * A file of @region closed: put it at its place in its owner's LRU if it
+ * is linked and persistent (it was used until now, so that is at or near
+ * the end). Takes regions_lock.
+ */
+void kvtier_user_lru_closed(struct kvtier_region *region)
+{
+	struct kvtier_tier *tier = region->tier;
+
+	if (!region->persistent)
+		return;
+	spin_lock(&tier->regions_lock);
+	if (region->linked)
+		kvtier_user_lru_add(region, true);
+	spin_unlock(&tier->regions_lock);
+}
+
+static int kvtier_lru_cmp(void *priv, const struct list_head *a,
+			  const struct list_head *b)
+{
+	return time_after(READ_ONCE(list_entry(a, struct kvtier_region, lru_node)->last_use),
+			  READ_ONCE(list_entry(b, struct kvtier_region, lru_node)->last_use));
+}
+
+/*
+ * Order every user's LRU by last_use, once an attach has linked the
+ * regions of the checkpoint and the journal in their records' order.
+ */
+void kvtier_users_lru_sort(struct kvtier_tier *tier)
+{
+	struct kvtier_user *u;
+	unsigned long index;
+
+	spin_lock(&tier->regions_lock);
+	xa_for_each(&tier->users, index, u)
+		list_sort(NULL, &u->lru, kvtier_lru_cmp);
+	spin_unlock(&tier->regions_lock);
+}
+
+/* Can capacity reclaim take @r, a region on an LRU? */
+static bool kvtier_lru_takes(struct kvtier_region *r)
+{
+	return !READ_ONCE(r->pinned) && refcount_read(&r->users) == 1 &&
+	       refcount_read(&r->ref) == 1;
+}
+
+static struct kvtier_region *kvtier_lru_first(struct kvtier_user *u)
+{
+	struct kvtier_region *r;
+
+	list_for_each_entry(r, &u->lru, lru_node)
+		if (kvtier_lru_takes(r))
+			return r;
+	return NULL;
+}
+
+/*
+ * The region capacity reclaim takes next: the least recently used one of
+ * @owner's that nobody uses (its name is its only user), that nobody holds
+ * a reference to (no evictor, write-back or prefetch is working on it:
+ * destroying it would wait for them, and they may be waiting for us) and
+ * that is not pinned; if @owner has none, the least recently used such
+ * region of anyone's. NULL if there is none. The walks pass over only
+ * regions that files hold or that are pinned, not every region. Caller
+ * holds regions_lock.
+ */
+struct kvtier_region *kvtier_user_lru_victim(struct kvtier_tier *tier,
+					     kuid_t owner)
+{
+	struct kvtier_region *r, *victim = NULL;
+	struct kvtier_user *u = kvtier_user_find(tier, owner);
+	unsigned long index;
+
+	if (u) {
+		victim = kvtier_lru_first(u);
+		if (victim)
+			return victim;
+	}
+	xa_for_each(&tier->users, index, u) {
+		r = kvtier_lru_first(u);
+		if (r && (!victim || time_before(READ_ONCE(r->last_use),
+						 READ_ONCE(victim->last_use))))
+			victim = r;
+	}
+	return victim;
 }
 
 /*
@@ -204,7 +330,8 @@ void kvtier_users_destroy(struct kvtier_tier *tier)
 	unsigned long index;
 
 	xa_for_each(&tier->users, index, u) {
-		WARN_ON_ONCE(u->regions || u->pages || u->pins);
+		WARN_ON_ONCE(u->regions || u->pages || u->pins ||
+			     !list_empty(&u->lru));
 		kfree(u);
 	}
 	xa_destroy(&tier->users);

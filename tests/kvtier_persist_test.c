@@ -985,7 +985,7 @@ TEST_F_TIMEOUT(persist, setflags_pinned, 300)
  * is filled with 2 MiB regions (one kept open and mapped, the others
  * closed, a second apart); the second oldest is pinned and the oldest
  * read (so it is recent); four more regions must then take the space of
- * the others in order.
+ * the others in order. After an attach, the order is the records' times.
  */
 TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
 {
@@ -1094,6 +1094,42 @@ TEST_F_TIMEOUT(persist, reclaim_lru_when_full, 600)
 	ASSERT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
 	ASSERT_EQ(-1, check_name(1, "r01", RSZ, 301));
 	ASSERT_EQ(-1, check_name(1, "in-use", RSZ, 200));
+
+	/*
+	 * An attach orders the LRU by the records' times, not by the
+	 * records' order: n03, the last created, is made the least recently
+	 * used, and a region of two is made after a detach and an attach.
+	 */
+	sleep(1);
+	for (k = gone; k < n_order; k++)
+		ASSERT_EQ(-1, check_name(1, order[k], RSZ, 300 + atoi(order[k] + 1)));
+	for (j = 0; j < 3; j++) {
+		snprintf(name, sizeof(name), "n%02d", j);
+		ASSERT_EQ(-1, check_name(1, name, RSZ, 400 + j));
+	}
+	/* Times are seconds: the newest apart from the rest. */
+	sleep(1);
+	ASSERT_EQ(-1, check_name(1, "in-use", RSZ, 200));
+	/*
+	 * Reads are recorded by the next checkpoint (a transaction records
+	 * only the regions it changed): two make the detach write one.
+	 */
+	ASSERT_EQ(0, set_flags(f1, "in-use", KVTIER_REGION_PINNED, 0, 0));
+	ASSERT_EQ(0, set_flags(f1, "in-use", 0, KVTIER_REGION_PINNED, 0));
+	close(f1);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	before = kvt_stat(1, "regions_reclaimed");
+	ASSERT_EQ(0, make_persistent(1, "after", 2 * RSZ, 0600, 500));
+	f1 = tier_open(1);
+	j = list_names(f1, NULL, 0);
+	TH_LOG("after the attach: %lld reclaimed, n03 %s", kvt_stat(1, "regions_reclaimed") - before,
+	       find_name(f1, "n03", &e) ? "gone" : "kept");
+	ASSERT_EQ(-ENOENT, find_name(f1, "n03", &e));
+	ASSERT_EQ(nfit + 4 - gone + 1 - (kvt_stat(1, "regions_reclaimed") - before), j);
+	ASSERT_EQ(0, find_name(f1, "r01", &e));
+	ASSERT_EQ(0, find_name(f1, "in-use", &e));
+	ASSERT_EQ(-1, check_name(1, "after", 2 * RSZ, 500));
 	close(f1);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	loop_detach(lfd, RECLAIM_IMG);
