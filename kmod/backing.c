@@ -96,6 +96,7 @@ int kvtier_backing_attach(struct kvtier_tier *tier, const char *path,
 	dev_info(&tier->dev, "attached %s (%llu bytes, %u-byte blocks%s)\n",
 		 path, (unsigned long long)b->nr_sectors << SECTOR_SHIFT, lbs,
 		 b->read_only ? ", read-only" : "");
+	kvtier_store_opened(tier);
 	return 0;
 
 err_close:

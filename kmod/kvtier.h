@@ -205,8 +205,10 @@ struct kvtier_backing {
  * @room_asked: bumped by every request for room; a waiter compares it with
  *              the value before its write-back (kvtier_store_room_ticket())
  * @room_err: what @room_work's last run did (kvtier_store_wait_room())
- * @closing: detach's final commit is under way: @room_work does nothing,
- *           and background write-back is not queued (pool.clean_work)
+ * @closing: detach's final commit is under way, or the store is being
+ *           loaded (from kvtier_store_open() to kvtier_store_opened()):
+ *           @room_work and @unload_work do nothing, and background
+ *           write-back is not queued (pool.clean_work)
  * @dropping: persistent regions are being forgotten, not deleted: their
  *            slots are freed in memory only (detach, failed attach); set
  *            only while kvtier_store_drop_regions() runs
@@ -1358,6 +1360,7 @@ void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m);
 /* store.c: open/close/drop under tier->lock */
 void kvtier_store_init(struct kvtier_store *st);
 int kvtier_store_open(struct kvtier_tier *tier, bool format);
+void kvtier_store_opened(struct kvtier_tier *tier);
 int kvtier_store_close(struct kvtier_tier *tier);
 void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);

@@ -355,7 +355,8 @@ static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
 /*
  * Read @r's page map back if it is unloaded. Caller holds store.lock (or
  * the store is not yet visible). Errors: -EIO, -ENOMEM, -EUCLEAN (the
- * records are damaged); the region stays unloaded then.
+ * records are damaged, now or when they were read before); the region
+ * stays unloaded then.
  */
 int kvtier_pagemap_load_locked(struct kvtier_region *r)
 {
@@ -365,6 +366,8 @@ int kvtier_pagemap_load_locked(struct kvtier_region *r)
 
 	if (!r->map.unloaded)
 		return 0;
+	if (r->map.lost)
+		return -EUCLEAN;
 	/* Its slots are claimed: no allocation here may wait for them. */
 	noio = memalloc_noio_save();
 	r->inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
@@ -420,8 +423,9 @@ void kvtier_pagemap_damaged(struct kvtier_region *r)
 	if (r->map.lost)
 		return;
 	r->map.lost = true;
-	dev_err(&r->tier->dev, "page records of region '%s' in the checkpoint are damaged: its %lu pages on the namespace are lost; unlinking it\n",
-		r->name, atomic_long_read(&r->nr_slots));
+	dev_err(&r->tier->dev, "page records of region '%s' in the checkpoint are damaged: its %lu pages on the namespace are lost%s\n",
+		r->name, atomic_long_read(&r->nr_slots),
+		r->tier->backing.read_only ? "" : "; unlinking it");
 	kvtier_pagemap_kick(r->tier);
 }
 
@@ -601,7 +605,9 @@ void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
 
 /*
  * Load every region's map (a read-only attach, before the store is
- * visible). Errors: as kvtier_pagemap_load_locked().
+ * visible). A region whose map is damaged is logged and stays listed,
+ * lost: opening it fails with EUCLEAN (a read-only attach unlinks
+ * nothing). Errors: -EIO, -ENOMEM.
  */
 int kvtier_pagemap_load_all(struct kvtier_tier *tier)
 {
@@ -613,6 +619,8 @@ int kvtier_pagemap_load_all(struct kvtier_tier *tier)
 	for (i = 0; i < n; i++) {
 		if (!ret)
 			ret = kvtier_pagemap_load_locked(v[i]);
+		if (ret == -EUCLEAN)
+			ret = 0;
 		kvtier_region_put(v[i]);
 	}
 	kfree(v);

@@ -2079,7 +2079,13 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_region) != 128);
 	BUILD_BUG_ON(sizeof(struct kvtier_disk_page) != 16);
 	st->dropping = false;
-	st->closing = false;
+	/*
+	 * No work (unload, room, background write-back) runs on a store
+	 * being loaded: a replay kicks the unload work, and a region it finds
+	 * damaged is to be unlinked, which commits. kvtier_store_opened()
+	 * lets them run.
+	 */
+	WRITE_ONCE(st->closing, true);
 	/* Background write-back was cancelled at the last close: no pause. */
 	tier->pool.clean_pause = 0;
 	st->bad_copy = -1;
@@ -2202,6 +2208,17 @@ int kvtier_store_open(struct kvtier_tier *tier, bool format)
 out:
 	kvfree(buf);
 	return ret;
+}
+
+/*
+ * The store kvtier_store_open() opened is attached: its work may run. The
+ * unload work looks at once for closed maps to unload and for regions an
+ * attach found damaged, which it unlinks. Caller holds tier->lock.
+ */
+void kvtier_store_opened(struct kvtier_tier *tier)
+{
+	WRITE_ONCE(tier->store.closing, false);
+	kvtier_pagemap_kick(tier);
 }
 
 /*
