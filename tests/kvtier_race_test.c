@@ -1754,7 +1754,9 @@ static int at_logged(int fd, int *seen)
  * last once the first is gone, 2: LIST, which must list all the
  * AT_REGIONS - 1 left) every millisecond until it finds the region (or
  * any). Returns 0 if the call that found it was issued before the attach
- * had finished and returned after it (it waited), -1 otherwise.
+ * had finished and returned after it (it waited); 1 if it was issued after
+ * the attach had finished (the thread stalled for the whole attach between
+ * two calls: the round proved nothing; it did what it does); -1 otherwise.
  */
 static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 {
@@ -1793,16 +1795,18 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 	close(kfd);
 	TH_LOG("%s: %d; attach logged before the call %d, after it %d",
 	       op == 2 ? "LIST" : op ? "SETFLAGS" : "UNLINK", ret, before, after);
-	if (a.ret || ret || before || !after ||
-	    (op == 2 && rl.count != AT_REGIONS - 1))
+	if (a.ret || ret || !after || (op == 2 && rl.count != AT_REGIONS - 1))
 		return -1;
-	return delay_table(WB_NS, 0, 0);
+	if (delay_table(WB_NS, 0, 0))
+		return -1;
+	return before ? 1 : 0;
 }
 
 /*
  * A name call waiting for an attach can be killed: a child's UNLINK,
  * issued 100 ms into a delayed attach, is killed, and the child is reaped
- * before the attach has logged its end. Returns 0 if so, -1 otherwise.
+ * before the attach has logged its end. Returns 0 if so, 1 if the attach
+ * had ended before the kill (the round proved nothing), -1 otherwise.
  */
 static int at_kill_during_attach(struct __test_metadata *_metadata)
 {
@@ -1836,9 +1840,53 @@ static int at_kill_during_attach(struct __test_metadata *_metadata)
 	close(kfd);
 	TH_LOG("killed while the attach waited: reaped %s the attach ended",
 	       reaped ? "after" : "before");
-	if (a.ret || reaped)
+	if (a.ret || reaped < 0)
 		return -1;
-	return delay_table(WB_NS, 0, 0);
+	if (delay_table(WB_NS, 0, 0))
+		return -1;
+	return reaped ? 1 : 0;
+}
+
+/* Create persistent region @i of names_wait_for_attach, written whole. */
+static int at_create(unsigned char *buf, int i)
+{
+	int fd = kvt_tier_open(0, O_RDWR), ret;
+	char name[32];
+
+	if (fd < 0)
+		return -errno;
+	at_name(name, sizeof(name), i);
+	ret = kvt_bind_name(fd, name, AT_PAGES * PAGE,
+			    KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
+			    KVTIER_OPEN_PERSISTENT, 0600);
+	kvt_fill(buf, AT_PAGES * PAGE, 0, 200 + i);
+	if (!ret && pwrite(fd, buf, AT_PAGES * PAGE, 0) != (ssize_t)(AT_PAGES * PAGE))
+		ret = -EIO;
+	if (!ret && fsync(fd))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Round @op of names_wait_for_attach (@op 3: the kill), again while one
+ * proved nothing, at most three times. An UNLINK that came too late
+ * unlinked its region: it is made again first.
+ */
+static int at_round(struct __test_metadata *_metadata, unsigned char *buf, int op)
+{
+	int try, ret = 1;
+
+	for (try = 0; try < 3 && ret == 1; try++) {
+		ret = op == 3 ? at_kill_during_attach(_metadata) :
+		      at_call_during_attach(_metadata, op);
+		if (ret != 1)
+			break;
+		TH_LOG("round %d of %d found the attach over: again", op, try);
+		if (!op && at_create(buf, AT_REGIONS - 1))
+			return -1;
+	}
+	return ret;
 }
 
 /*
@@ -1867,28 +1915,18 @@ TEST_F_TIMEOUT(race, names_wait_for_attach, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
 	ASSERT_EQ(0, delay_table(WB_NS, 0, 0));
 	ASSERT_EQ(0, kvt_tier_write(0, "format", DM_DEV));
-	for (i = 0; i < AT_REGIONS; i++) {
-		fd = kvt_tier_open(0, O_RDWR);
-		ASSERT_GE(fd, 0);
-		at_name(name, sizeof(name), i);
-		ASSERT_EQ(0, kvt_bind_name(fd, name, AT_PAGES * PAGE,
-					   KVTIER_OPEN_CREATE | KVTIER_OPEN_EXCL |
-					   KVTIER_OPEN_PERSISTENT, 0600));
-		kvt_fill(buf, AT_PAGES * PAGE, 0, 200 + i);
-		ASSERT_EQ((ssize_t)(AT_PAGES * PAGE), pwrite(fd, buf, AT_PAGES * PAGE, 0));
-		ASSERT_EQ(0, fsync(fd));
-		close(fd);
-	}
+	for (i = 0; i < AT_REGIONS; i++)
+		ASSERT_EQ(0, at_create(buf, i));
 	used = kvt_stat(0, "slots_used");
 
-	ASSERT_EQ(0, at_call_during_attach(_metadata, 0));
+	ASSERT_EQ(0, at_round(_metadata, buf, 0));
 	/* Freed by the commit that follows the lookup's last reference. */
 	for (i = 0; i < 1000 && kvt_stat(0, "slots_used") != used - AT_PAGES; i++)
 		usleep(10000);
 	ASSERT_EQ(used - AT_PAGES, kvt_stat(0, "slots_used"));
-	ASSERT_EQ(0, at_call_during_attach(_metadata, 1));
-	ASSERT_EQ(0, at_call_during_attach(_metadata, 2));
-	ASSERT_EQ(0, at_kill_during_attach(_metadata));
+	ASSERT_EQ(0, at_round(_metadata, buf, 1));
+	ASSERT_EQ(0, at_round(_metadata, buf, 2));
+	ASSERT_EQ(0, at_round(_metadata, buf, 3));
 
 	/* Once more from the namespace: the unlink and the pin held. */
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
