@@ -334,11 +334,10 @@ static int kvtier_replay_delete(struct kvtier_tier *tier,
 	if (!r)
 		return 0;
 	/*
-	 * Its slots are named by its records: read them to free them.
-	 * Damaged ones (logged) leave its slots taken until the next attach,
-	 * as an unlink would: never a reason to refuse this one.
+	 * Its slots are named by its records: read them to free them, its
+	 * CRCs damaged or not (a later transaction may reuse them).
 	 */
-	ret = kvtier_pagemap_load_to_unlink(r);
+	ret = kvtier_pagemap_load_replay(r);
 	if (ret) {
 		kvtier_region_put_user(r);
 		return ret;
@@ -413,17 +412,8 @@ static int kvtier_replay_set(struct kvtier_tier *tier,
 			goto out;
 		kvtier_record_attrs(r, rec);
 		/* Its records in the checkpoint are what the pages change. */
-		ret = nr ? kvtier_pagemap_load_locked(r) : 0;
-		/*
-		 * Damaged (CRCs are checked only when a map is read: version
-		 * 3): the region is lost, logged, and unlinked once the
-		 * attach is done; its changed pages go with it. Refusing the
-		 * transaction would refuse the attach, or fall back to an
-		 * older generation and lose every region's later changes.
-		 */
-		if (ret == -EUCLEAN)
-			ret = 0;
-		if (ret || r->map.lost)
+		ret = nr ? kvtier_pagemap_load_replay(r) : 0;
+		if (ret)
 			goto out;
 	} else {
 		r = kvtier_region_from_record(tier, false, rec);

@@ -1101,6 +1101,7 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 			int (*fn)(void *arg, bool crcs, const void *p, size_t n),
 			void *arg);
 int kvtier_pagemap_load_locked(struct kvtier_region *r);
+int kvtier_pagemap_load_replay(struct kvtier_region *r);
 int kvtier_pagemap_load(struct kvtier_region *r);
 int kvtier_pagemap_load_to_unlink(struct kvtier_region *r);
 void kvtier_pagemap_damaged(struct kvtier_region *r);

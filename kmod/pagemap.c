@@ -235,8 +235,9 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
 		if (ret)
 			return ret;
 	}
-	return crcs.off == crcs.end && ext->crc == r->map.crc &&
-	       crcs.crc == r->map.crcs_crc ? 0 : -EUCLEAN;
+	if (crcs.off != crcs.end || ext->crc != r->map.crc)
+		return -EUCLEAN;
+	return crcs.crc == r->map.crcs_crc ? 0 : -EBADMSG;
 }
 
 /*
@@ -244,7 +245,8 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
  * page records, a window at a time; then check their CRC. Caller holds
  * store.lock (or the store is not yet visible). Errors: what @fn returns,
  * -EIO, -ENOMEM, -EUCLEAN (the records are not what the checkpoint wrote;
- * @fn saw them already: it must undo).
+ * @fn saw them already: it must undo), -EBADMSG (version 3: the extent
+ * records are, but not the CRCs in them, which are wrong).
  */
 int kvtier_pagemap_walk(struct kvtier_region *r,
 			int (*fn)(struct kvtier_region *r, void *arg,
@@ -353,12 +355,10 @@ static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
 }
 
 /*
- * Read @r's page map back if it is unloaded. Caller holds store.lock (or
- * the store is not yet visible). Errors: -EIO, -ENOMEM, -EUCLEAN (the
- * records are damaged, now or when they were read before); the region
- * stays unloaded then.
+ * Read @r's page map back if it is unloaded; with @slots, damaged CRCs
+ * (version 3's CRC section) keep the slots loaded and the region lost.
  */
-int kvtier_pagemap_load_locked(struct kvtier_region *r)
+static int kvtier_pagemap_load_map(struct kvtier_region *r, bool slots)
 {
 	unsigned int noio;
 	s64 prev = -1;
@@ -378,6 +378,12 @@ int kvtier_pagemap_load_locked(struct kvtier_region *r)
 		ret = kvtier_pagemap_walk(r, kvtier_pagemap_fill, &prev);
 	}
 	memalloc_noio_restore(noio);
+	if (ret == -EBADMSG && slots) {
+		kvtier_pagemap_damaged(r);
+		ret = 0;
+	} else if (ret == -EBADMSG) {
+		ret = -EUCLEAN;
+	}
 	if (ret) {
 		kvtier_pagemap_drop(r);
 		if (ret == -EUCLEAN)
@@ -392,6 +398,31 @@ int kvtier_pagemap_load_locked(struct kvtier_region *r)
 }
 
 /*
+ * Read @r's page map back if it is unloaded. Caller holds store.lock (or
+ * the store is not yet visible). Errors: -EIO, -ENOMEM, -EUCLEAN (the
+ * records are damaged, now or when they were read before); the region
+ * stays unloaded then.
+ */
+int kvtier_pagemap_load_locked(struct kvtier_region *r)
+{
+	return kvtier_pagemap_load_map(r, false);
+}
+
+/*
+ * kvtier_pagemap_load_locked() for a journal replay, which must free and
+ * claim a region's slots as the commits it replays did, whatever its CRCs:
+ * a later transaction may give a slot the region let go of to another
+ * region. If only the CRCs are damaged (version 3's CRC section, which an
+ * attach does not read; the extent records were checked), the slots are
+ * loaded and the region is lost: it is never opened nor checkpointed, and
+ * is unlinked once the attach is done. Errors: as _locked().
+ */
+int kvtier_pagemap_load_replay(struct kvtier_region *r)
+{
+	return kvtier_pagemap_load_map(r, true);
+}
+
+/*
  * Make sure the page map of @r, which the caller holds a user reference
  * of, is in memory before a file uses the region. See the top of the file
  * for why the lockless check is enough.
@@ -401,6 +432,9 @@ int kvtier_pagemap_load(struct kvtier_region *r)
 	struct kvtier_store *st = &r->tier->store;
 	int ret;
 
+	/* Lost only ever before a file is bound: a replay, or unloaded. */
+	if (READ_ONCE(r->map.lost))
+		return -EUCLEAN;
 	/* Pairs with the release in _locked(): loaded means entries seen. */
 	if (!smp_load_acquire(&r->map.unloaded))
 		return 0;

@@ -343,6 +343,23 @@ static void kvtier_store_free(struct kvtier_tier *tier)
 }
 
 /*
+ * Is @r one kvtier_persistent_get() hands out for @how? A lost region
+ * (pagemap.c: its map is damaged) is in no commit: a checkpoint that does
+ * not list it deletes it, as its unlink, which follows, does.
+ */
+static bool kvtier_persistent_wanted(struct kvtier_region *r,
+				     enum kvtier_get_how how)
+{
+	if (!r->linked || !r->persistent)
+		return false;
+	if (how == KVT_GET_ALL)
+		return true;
+	if (READ_ONCE(r->map.lost))
+		return false;
+	return how != KVT_GET_TXN || atomic_read(&r->jr_changed);
+}
+
+/*
  * The linked persistent regions, each with a reference, in list order:
  * *@out (kmalloc'ed, NULL if none) and *@n. For a commit (@how not
  * KVT_GET_ALL) the same regions_lock section takes the changes: it moves
@@ -363,8 +380,7 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
 	*n = 0;
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node)
-		max += r->linked && r->persistent &&
-		       (how != KVT_GET_TXN || atomic_read(&r->jr_changed));
+		max += kvtier_persistent_wanted(r, how);
 	spin_unlock(&tier->regions_lock);
 	if (max) {
 		v = kmalloc_array(max, sizeof(*v), GFP_NOIO);
@@ -373,9 +389,7 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
 	}
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node) {
-		if (!r->linked || !r->persistent)
-			continue;
-		if (how == KVT_GET_TXN && !atomic_read(&r->jr_changed))
+		if (!kvtier_persistent_wanted(r, how))
 			continue;
 		/*
 		 * Created or changed after the count, so after the deferred
@@ -1333,7 +1347,7 @@ static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner,
 	mutex_lock(&tier->store.lock);
 	noio = memalloc_noio_save();
 	victim = kvtier_capacity_victim(tier, owner);
-	ret = victim ? kvtier_pagemap_load_locked(victim) : 0;
+	ret = victim ? kvtier_pagemap_load_to_unlink(victim) : 0;
 	if (ret) {
 		/*
 		 * Named again before any commit can leave it out; the next

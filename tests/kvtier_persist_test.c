@@ -1970,6 +1970,25 @@ static long long wait_stat(int id, const char *name, long long want)
 	return got;
 }
 
+/*
+ * Unlink persistent region @name of tier @id, whose @pages pages are all
+ * on the namespace, and wait up to 5 s for the commit that frees its slots.
+ * That commit is not the unlink's: it is kicked when the last holder lets
+ * go of the region (the ioctl's lookup, or a short holder after it) and
+ * runs on a worker, so without the wait it may come after any later one.
+ */
+static int unlink_settled(int id, const char *name, long long pages)
+{
+	long long want = kvt_stat(id, "slots_used") - pages;
+	int ret = unlink_on(id, name);
+
+	if (ret)
+		return ret;
+	if (wait_stat(id, "slots_used", want) != want)
+		return -ETIMEDOUT;
+	return kvt_stat(id, "slots_deferred") ? -EBUSY : 0;
+}
+
 /* Wait up to 5 s for tier @id's CRCs in memory to be @want bytes. */
 static long long wait_crcs(int id, long long want)
 {
@@ -2006,7 +2025,7 @@ static long long check_and_drop(const char *name, size_t len,
 
 /*
  * Where the map of a region is in the checkpoint the newest superblock of
- * NS0 names (the journal is empty after an attach): byte offsets on NS0
+ * a namespace names (the journal is empty after an attach): byte offsets
  * of its page records (version 3: extent records) and, version 3, of its
  * CRCs in the CRC section; how many records, and pages.
  */
@@ -2018,9 +2037,8 @@ struct rec_place {
 	int extents;
 };
 
-static int records_at(const char *name, struct rec_place *p)
+static int records_at(const char *ns0, const char *name, struct rec_place *p)
 {
-	const char *ns0 = kvt_ns("KVTIER_NS0");
 	struct kvtier_disk_super sb;
 	const struct kvtier_disk_region *rec;
 	const struct kvtier_disk_ckpt *hdr;
@@ -2059,27 +2077,29 @@ static int records_at(const char *name, struct rec_place *p)
 	return ret ? ret : -ENOENT;
 }
 
-/* Flip bit 0 of byte @off of NS0. */
-static int flip_byte(unsigned long long off)
+/* Flip bit 0 of byte @off of @dev. */
+static int flip_byte(const char *dev, unsigned long long off)
 {
 	unsigned char blk[PAGE];
-	int ret = kvt_dev_read(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
+	int ret = kvt_dev_read(dev, blk, PAGE, off / PAGE * PAGE);
 
 	if (ret)
 		return ret;
 	blk[off % PAGE] ^= 0x01;
-	return kvt_dev_write(kvt_ns("KVTIER_NS0"), blk, PAGE, off / PAGE * PAGE);
+	return kvt_dev_write(dev, blk, PAGE, off / PAGE * PAGE);
 }
 
 /*
- * Damage the map of @name (@len bytes, written in one go) on NS0, in the
+ * Damage the map of @name (@len bytes, written in one go) on @dev, in the
  * checkpoint the attached tier loaded: flip a bit of the CRC of its first
  * page (@slot: of the slot of its first record instead). 0 or -errno.
+ * damage_records(): on NS0.
  */
-static int damage_records(const char *name, size_t len, int slot)
+static int damage_records_on(const char *dev, const char *name, size_t len,
+			     int slot)
 {
 	struct rec_place p;
-	int ret = records_at(name, &p);
+	int ret = records_at(dev, name, &p);
 
 	if (ret)
 		return ret;
@@ -2087,8 +2107,13 @@ static int damage_records(const char *name, size_t len, int slot)
 	if (p.pages != len / PAGE || !p.n || p.n > (p.extents ? p.pages / 8 : p.pages))
 		return -EUCLEAN;
 	if (slot)
-		return flip_byte(p.off);
-	return flip_byte(p.extents ? p.crcs : p.off + 12);
+		return flip_byte(dev, p.off);
+	return flip_byte(dev, p.extents ? p.crcs : p.off + 12);
+}
+
+static int damage_records(const char *name, size_t len, int slot)
+{
+	return damage_records_on(kvt_ns("KVTIER_NS0"), name, len, slot);
 }
 
 /* Wait up to 5 s for @name to be unlinked: 0 or the open's result. */
@@ -2233,6 +2258,55 @@ TEST_F_TIMEOUT(persist, damaged_map_in_replay_loses_only_that_region, 300)
 	EXPECT_EQ(-ENOENT, open_name(0, "dr:a", 0, KVTIER_OPEN_RDONLY, 0));
 	EXPECT_EQ(-ENOENT, open_name(0, "dr:b", 0, KVTIER_OPEN_RDONLY, 0));
 	EXPECT_EQ(0, check_drc(len));
+}
+
+#define REUSE_IMG	"/tmp/kvt-reuse.img"
+
+/*
+ * The replay of a deletion frees the region's slots even when its CRCs
+ * are damaged: a later transaction that gave them to another region (the
+ * history did, with the namespace too full to leave them) replays too.
+ * On a 32 MiB namespace, ru:b (8 MiB) is unlinked after a checkpoint and
+ * ru:d (20 MiB) written, which only fits into ru:b's old slots; then a
+ * "crash", ru:b's CRCs damaged, and an attach: every transaction applies.
+ */
+TEST_F_TIMEOUT(persist, damaged_map_in_replay_frees_slots_reused_later, 300)
+{
+	struct jsnap snap = {};
+	long long ckpts, gen;
+	char dev[32];
+	int lfd;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(REUSE_IMG, 32 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, make_persistent(1, "ru:b", 8 * MiB, 0600, 120));
+	ASSERT_EQ(0, make_persistent(1, "ru:c", 8 * MiB, 0600, 121));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ckpts = kvt_stat(1, "commits") - kvt_stat(1, "journal_commits");
+	ASSERT_EQ(0, unlink_settled(1, "ru:b", 8 * MiB / PAGE));
+	ASSERT_EQ(0, make_persistent(1, "ru:d", 20 * MiB, 0600, 122));
+	ASSERT_EQ(ckpts, kvt_stat(1, "commits") - kvt_stat(1, "journal_commits"));
+	gen = kvt_stat(1, "generation");
+	ASSERT_EQ(0, jsnap_take(dev, &snap));
+
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	jsnap_free(&snap);
+	ASSERT_EQ(0, damage_records_on(dev, "ru:b", 8 * MiB, 0));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_LE(gen, kvt_stat(1, "generation"));
+	EXPECT_EQ(-3, check_name(1, "ru:b", 8 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "ru:c", 8 * MiB, 121));
+	EXPECT_EQ(-1, check_name(1, "ru:d", 20 * MiB, 122));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "ru:c", 8 * MiB, 121));
+	EXPECT_EQ(-1, check_name(1, "ru:d", 20 * MiB, 122));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	loop_detach(lfd, REUSE_IMG);
 }
 
 /*
@@ -3183,25 +3257,6 @@ static int is_pinned(int id, const char *name)
 	ret = find_name(fd, name, &e);
 	close(fd);
 	return ret ? ret : !!(e.flags & KVTIER_REGION_PINNED);
-}
-
-/*
- * Unlink persistent region @name of tier @id, whose @pages pages are all
- * on the namespace, and wait up to 5 s for the commit that frees its slots.
- * That commit is not the unlink's: it is kicked when the last holder lets
- * go of the region (the ioctl's lookup, or a short holder after it) and
- * runs on a worker, so without the wait it may come after any later one.
- */
-static int unlink_settled(int id, const char *name, long long pages)
-{
-	long long want = kvt_stat(id, "slots_used") - pages;
-	int ret = unlink_on(id, name);
-
-	if (ret)
-		return ret;
-	if (wait_stat(id, "slots_used", want) != want)
-		return -ETIMEDOUT;
-	return kvt_stat(id, "slots_deferred") ? -EBUSY : 0;
 }
 
 /* Attach a loop device of JR_SIZE to tier 1, formatted as version 2. */
