@@ -640,8 +640,11 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @unloaded: @pages and @crcs are empty, and there is no inode: the
  *            records are the map
  * @lost: the records are damaged (their CRC failed): the region cannot be
- *        read and is unlinked (pagemap.c); its slots stay taken in memory
- *        until the next attach (store.lost_slots)
+ *        read, is in no commit and is unlinked (pagemap.c); its slots stay
+ *        taken in memory until the next attach (store.lost_slots), or, lost
+ *        in a replay (only its CRCs damaged), are loaded and freed with it.
+ *        Set once, under store.lock (or before the store is visible); read
+ *        locklessly by the open gate, kvtier_pagemap_load()
  * @next_*: what checkpoint attempt @next_ckpt (store.ckpt_attempt) wrote,
  *          taken as the map once its superblock is on the media
  */

@@ -456,7 +456,7 @@ void kvtier_pagemap_damaged(struct kvtier_region *r)
 {
 	if (r->map.lost)
 		return;
-	r->map.lost = true;
+	WRITE_ONCE(r->map.lost, true);
 	dev_err(&r->tier->dev, "page records of region '%s' in the checkpoint are damaged: its %lu pages on the namespace are lost%s\n",
 		r->name, atomic_long_read(&r->nr_slots),
 		r->tier->backing.read_only ? "" : "; unlinking it");
@@ -621,7 +621,7 @@ void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
 			continue;
 		if (m->next_ckpt != attempt) {
 			/* Its records were in the other area: gone. */
-			WARN_ON_ONCE(m->unloaded && r->linked);
+			WARN_ON_ONCE(m->unloaded && r->linked && !m->lost);
 			m->valid = false;
 			continue;
 		}

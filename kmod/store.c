@@ -769,6 +769,8 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 		/* An upgrade to version 3: page records made extents. */
 		r->map.next_seq = r->map.seq;
 		ret = kvtier_pagemap_walk(r, kvtier_snapshot_convert, o);
+		if (ret == -EBADMSG)	/* version 3's CRCs: not read here */
+			ret = -EUCLEAN;
 		if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
 	} else {
@@ -1356,7 +1358,7 @@ static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner,
 		WRITE_ONCE(tier->store.need_full, true);
 		orphan = !kvtier_name_relink(victim);
 		if (orphan)
-			victim->map.lost = true;	/* its name is another's */
+			WRITE_ONCE(victim->map.lost, true);	/* its name is another's */
 	}
 	memalloc_noio_restore(noio);
 	mutex_unlock(&tier->store.lock);

@@ -2260,6 +2260,37 @@ TEST_F_TIMEOUT(persist, damaged_map_in_replay_loses_only_that_region, 300)
 	EXPECT_EQ(0, check_drc(len));
 }
 
+/*
+ * A region found damaged by an open is lost: in no commit from then on.
+ * A detach at once (before the unload work unlinks it, which a detach
+ * cancels) writes a checkpoint without it and no warning; it is gone
+ * after the attach, and the other region, pinned by the transaction that
+ * made the detach write a checkpoint, is whole.
+ */
+TEST_F_TIMEOUT(persist, detach_after_a_damaged_open, 300)
+{
+	struct kvtier_region_entry e;
+	size_t len = 16 * PAGE;
+	int pinned = 0;
+
+	ASSERT_EQ(0, make_persistent(0, "dd:a", len, 0600, 130));
+	ASSERT_EQ(0, make_persistent(0, "dd:b", len, 0600, 131));
+	ASSERT_EQ(0, reload(&self->fd));
+	ASSERT_EQ(0, damage_records("dd:a", len, 0));
+	ASSERT_EQ(0, toggle_pinned(self->fd, "dd:b", &pinned));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(-EUCLEAN, open_name(0, "dd:a", 0, 0, 0));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+	self->fd = tier_open(0);
+	ASSERT_GE(self->fd, 0);
+	EXPECT_EQ(-ENOENT, open_name(0, "dd:a", 0, 0, 0));
+	ASSERT_EQ(0, find_name(self->fd, "dd:b", &e));
+	EXPECT_EQ((__u32)(PERSIST | KVTIER_REGION_PINNED), e.flags);
+	EXPECT_EQ(-1, check_name(0, "dd:b", len, 131));
+}
+
 #define REUSE_IMG	"/tmp/kvt-reuse.img"
 
 /*
