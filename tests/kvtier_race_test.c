@@ -1357,11 +1357,13 @@ TEST_F_TIMEOUT(race, direct_write_frees_slot_after_reads, 300)
 
 #define WB_NS		(64 * MiB)	/* the namespace of this test */
 /*
- * Long enough for a pread, a fault and two forked writers to meet one
- * write-back in flight (they take milliseconds; the step waits a second
- * and a half twice, for the write and for the flush).
+ * Long enough for a pread, a fault or a store to meet one write-back in
+ * flight (they take milliseconds; writeback_pages counts at the write's
+ * completion, the flush is held up as long after it). Step 2b forks and
+ * kills two writers within one write: it has twice as long.
  */
 #define WB_DELAY_MS	1500
+#define WB_KILL_MS	3000
 #define WB_RECLAIM_MS	600	/* step 4: C's write-back against B's reclaim */
 #define WB_PAGES	16
 #define WB_LEN		(WB_PAGES * PAGE)
@@ -1486,6 +1488,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		 * 2b: a pwrite and a store waiting for it can be killed, and
 		 * change nothing.
 		 */
+		ASSERT_EQ(0, wb_table(WB_KILL_MS));
 		ASSERT_EQ(0, wb_start(&s, fd, buf, 8, &w0));
 		k0 = kvt_stat(0, "writeback_waits");
 		for (i = 0; i < 2; i++) {
@@ -1510,6 +1513,7 @@ TEST_F_TIMEOUT(race, writeback_lets_readers_in, 300)
 		EXPECT_EQ(w0, kvt_stat(0, "writeback_pages"));
 		wb_end(_metadata, &s, w0, 0);
 		ASSERT_EQ(-1, kvt_check(map + 7 * PAGE, 2 * PAGE, 7 * PAGE, 8));
+		ASSERT_EQ(0, wb_table(WB_DELAY_MS));
 
 		/* 3: DONTNEED waits for the write-back and drops it all. */
 		ASSERT_EQ(0, wb_start(&s, fd, buf, 5, &w0));
@@ -1756,7 +1760,9 @@ static int at_logged(int fd, int *seen)
  * any). Returns 0 if the call that found it was issued before the attach
  * had finished and returned after it (it waited); 1 if it was issued after
  * the attach had finished (the thread stalled for the whole attach between
- * two calls: the round proved nothing; it did what it does); -1 otherwise.
+ * two calls: the round proved nothing; it did what it does); 2 if no call
+ * found it and the attach is over (a stall after the last one: nothing
+ * done, nothing proved); -1 otherwise.
  */
 static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 {
@@ -1795,9 +1801,12 @@ static int at_call_during_attach(struct __test_metadata *_metadata, int op)
 	close(kfd);
 	TH_LOG("%s: %d; attach logged before the call %d, after it %d",
 	       op == 2 ? "LIST" : op ? "SETFLAGS" : "UNLINK", ret, before, after);
-	if (a.ret || ret || !after || (op == 2 && rl.count != AT_REGIONS - 1))
+	if (a.ret || delay_table(WB_NS, 0, 0))
 		return -1;
-	if (delay_table(WB_NS, 0, 0))
+	/* Every call came before the attach, the thread stalled through it. */
+	if (ret == -ENOENT)
+		return 2;
+	if (ret || !after || (op == 2 && rl.count != AT_REGIONS - 1))
 		return -1;
 	return before ? 1 : 0;
 }
@@ -1870,23 +1879,23 @@ static int at_create(unsigned char *buf, int i)
 
 /*
  * Round @op of names_wait_for_attach (@op 3: the kill), again while one
- * proved nothing, at most three times. An UNLINK that came too late
- * unlinked its region: it is made again first.
+ * proved nothing, three times at most (then it fails). An UNLINK that
+ * came too late unlinked its region: it is made again first.
  */
 static int at_round(struct __test_metadata *_metadata, unsigned char *buf, int op)
 {
 	int try, ret = 1;
 
-	for (try = 0; try < 3 && ret == 1; try++) {
+	for (try = 0; try < 3; try++) {
 		ret = op == 3 ? at_kill_during_attach(_metadata) :
 		      at_call_during_attach(_metadata, op);
-		if (ret != 1)
-			break;
-		TH_LOG("round %d of %d found the attach over: again", op, try);
-		if (!op && at_create(buf, AT_REGIONS - 1))
+		if (ret <= 0)
+			return ret;
+		TH_LOG("round %d, try %d: the attach was over (%d): again", op, try, ret);
+		if (ret == 1 && !op && at_create(buf, AT_REGIONS - 1))
 			return -1;
 	}
-	return ret;
+	return -1;
 }
 
 /*
