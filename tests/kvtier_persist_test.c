@@ -2133,22 +2133,30 @@ static int wait_gone(const char *name)
 }
 
 /*
- * map:2 of closed_regions_leave_maps_on_namespace (@len bytes): pattern
- * 72 with pages 8 to 11 rewritten as pattern 80. 0, or -1 if a byte is
- * wrong or cannot be read.
+ * Region @name of tier 0 (@len bytes, bound with @flags): pattern @seed
+ * with @n pages from page @first rewritten as pattern @seed2. 0, or -1 if
+ * a byte is wrong or the region cannot be opened.
  */
-static int check_map2(size_t len)
+static int check_rewritten(const char *name, unsigned int flags, size_t len,
+			   unsigned long long seed, size_t first, size_t n,
+			   unsigned long long seed2)
 {
-	int fd = open_name(0, "map:2", 0, 0, 0);
+	int fd = open_name(0, name, 0, flags, 0);
 	int ok;
 
 	if (fd < 0)
 		return -1;
-	ok = check_fd(fd, 0, 8 * PAGE, 72) == -1 &&
-	     check_fd(fd, 8 * PAGE, 4 * PAGE, 80) == -1 &&
-	     check_fd(fd, 12 * PAGE, len - 12 * PAGE, 72) == -1;
+	ok = check_fd(fd, 0, first * PAGE, seed) == -1 &&
+	     check_fd(fd, first * PAGE, n * PAGE, seed2) == -1 &&
+	     check_fd(fd, (first + n) * PAGE, len - (first + n) * PAGE, seed) == -1;
 	close(fd);
 	return ok ? 0 : -1;
+}
+
+/* map:2 of closed_regions_leave_maps_on_namespace: pages 8 to 11 rewritten. */
+static int check_map2(size_t len)
+{
+	return check_rewritten("map:2", 0, len, 72, 8, 4, 80);
 }
 
 /* Flip @name's PINNED flag (*@pinned says how it is): one commit. */
@@ -2160,22 +2168,12 @@ static int toggle_pinned(int fd, const char *name, int *pinned)
 }
 
 /*
- * dr:c of damaged_map_in_replay_loses_only_that_region (@len bytes, sealed):
- * pattern 112 with pages 4 to 7 rewritten as 114. 0, or -1 if a byte is
- * wrong or the region cannot be opened.
+ * dr:c of damaged_map_in_replay_loses_only_that_region (sealed: bound
+ * read-only): pages 4 to 7 rewritten.
  */
 static int check_drc(size_t len)
 {
-	int fd = open_name(0, "dr:c", 0, KVTIER_OPEN_RDONLY, 0);
-	int ok;
-
-	if (fd < 0)
-		return -1;
-	ok = check_fd(fd, 0, 4 * PAGE, 112) == -1 &&
-	     check_fd(fd, 4 * PAGE, 4 * PAGE, 114) == -1 &&
-	     check_fd(fd, 8 * PAGE, len - 8 * PAGE, 112) == -1;
-	close(fd);
-	return ok ? 0 : -1;
+	return check_rewritten("dr:c", KVTIER_OPEN_RDONLY, len, 112, 4, 4, 114);
 }
 
 /*
