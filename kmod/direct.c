@@ -278,7 +278,7 @@ static unsigned int kvtier_direct_lookup(struct kvtier_direct *d,
 			break;
 		if (d->crc && !kvtier_crcs_get(region, d->index + n, &d->crcs[n]))
 			break;
-		slot = kvt_shadow_slot(entry);
+		slot = kvt_shadow_slot(entry, d->index + n);
 		if (ur && slot == ur->slot + ur->nr && ur->nr < BIO_MAX_VECS) {
 			ur->nr++;
 			continue;
@@ -309,9 +309,10 @@ static bool kvtier_direct_still(struct kvtier_direct *d,
 
 	xa_lock(&region->pages);
 	for (i = 0; i < ur->nr; i++) {
-		void *entry = xa_load(&region->pages, d->index + ur->first + i);
+		pgoff_t index = d->index + ur->first + i;
+		void *entry = xa_load(&region->pages, index);
 
-		if (!xa_is_value(entry) || kvt_shadow_slot(entry) != ur->slot + i)
+		if (!xa_is_value(entry) || kvt_shadow_slot(entry, index) != ur->slot + i)
 			break;
 	}
 	xa_unlock(&region->pages);
@@ -327,7 +328,8 @@ static bool kvtier_direct_same(struct kvtier_direct *d, unsigned int n,
 {
 	if (d->old[n] == KVTIER_NO_SLOT)
 		return !entry;
-	return xa_is_value(entry) && kvt_shadow_slot(entry) == d->old[n];
+	return xa_is_value(entry) &&
+	       kvt_shadow_slot(entry, d->index + n) == d->old[n];
 }
 
 /*
@@ -584,7 +586,8 @@ static unsigned int kvtier_direct_plan(struct kvtier_direct *d,
 
 		if (entry && !xa_is_value(entry))
 			break;
-		d->old[n] = entry ? kvt_shadow_slot(entry) : KVTIER_NO_SLOT;
+		d->old[n] = entry ? kvt_shadow_slot(entry, d->index + n) :
+				    KVTIER_NO_SLOT;
 		if (ur && ur->nr < BIO_MAX_VECS) {
 			ur->nr++;
 			continue;
@@ -635,24 +638,34 @@ static unsigned int kvtier_direct_take(struct kvtier_direct *d,
 				       struct kvtier_ubio *ur)
 {
 	struct kvtier_region *region = d->region;
+	pgoff_t first = d->index + ur->first, index;
 	unsigned int i, born = 0;
 
 	xa_lock(&region->pages);
 	for (i = 0; i < ur->nr; i++) {
 		unsigned int n = ur->first + i;
-		pgoff_t index = d->index + n;
-		void *entry = xa_load(&region->pages, index);
+		void *entry;
 
+		index = first + i;
+		entry = xa_load(&region->pages, index);
 		if (!kvtier_direct_same(d, n, entry))
 			break;
-		/* Replacing an entry allocates nothing; a new one may. */
-		if (xa_is_err(__xa_store(&region->pages, index,
+		/*
+		 * Replacing an entry allocates nothing; a new one, or one
+		 * split out of its extent, may.
+		 */
+		if (kvtier_mapext_split_locked(region, index) ||
+		    xa_is_err(__xa_store(&region->pages, index,
 					 kvt_mk_shadow(ur->slot + i, 0),
 					 GFP_NOWAIT | __GFP_NOWARN)))
 			break;
 		kvtier_crcs_set(region, index, 0, true);
 		born += d->old[n] == KVTIER_NO_SLOT;
 	}
+	/* The run's fresh slots are consecutive: its groups may be extents. */
+	for (index = first; index < first + i;
+	     index = (index | (KVT_EXTENT_PAGES - 1)) + 1)
+		kvtier_mapext_make_locked(region, index);
 	xa_unlock(&region->pages);
 	atomic_long_add(born, &region->nr_slots);
 	return i;

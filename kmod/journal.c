@@ -126,6 +126,7 @@ static long kvtier_journal_pages(struct kvtier_region *r,
 				 struct kvtier_disk_page *pages, u64 room)
 {
 	XA_STATE(xas, &r->pages, 0);
+	unsigned long group = ULONG_MAX;
 	unsigned int batch = 0;
 	u64 n = 0;
 	void *entry;
@@ -137,7 +138,8 @@ static long kvtier_journal_pages(struct kvtier_region *r,
 
 		if (xas_retry(&xas, entry))
 			continue;
-		slot = xa_is_value(entry) ? kvt_shadow_slot(entry) :
+		/* Marked: a page's own entry, never an extent. */
+		slot = xa_is_value(entry) ? kvt_shadow_slot(entry, xas.xa_index) :
 			((struct kvtier_page *)entry)->slot;
 		xas_clear_mark(&xas, KVT_XA_CHANGED);
 		atomic_long_dec(&r->jr_pages);
@@ -153,6 +155,8 @@ static long kvtier_journal_pages(struct kvtier_region *r,
 		pages[n].index = cpu_to_le32(xas.xa_index);
 		pages[n].crc = cpu_to_le32(crc);
 		n++;
+		/* Recorded: the group may be an extent now. */
+		kvtier_mapext_walked(r, &xas, &group);
 		if (++batch % 4096 == 0) {
 			xas_pause(&xas);
 			xas_unlock(&xas);
@@ -160,6 +164,7 @@ static long kvtier_journal_pages(struct kvtier_region *r,
 			xas_lock(&xas);
 		}
 	}
+	kvtier_mapext_walked(r, NULL, &group);
 	xas_unlock(&xas);
 	return n;
 }
@@ -368,15 +373,24 @@ static int kvtier_replay_page(struct kvtier_tier *tier, struct kvtier_region *r,
 		return -EUCLEAN;
 	entry = xa_load(&r->pages, index);
 	if (entry)
-		old = kvt_shadow_slot(entry);
+		old = kvt_shadow_slot(entry, index);
 	if (old != slot) {
 		ret = kvtier_slots_claim(&tier->slots, slot, 1);
 		if (ret)
 			return ret;
 		ret = kvtier_crcs_reserve(r, index, GFP_KERNEL);
 		if (!ret)
-			ret = xa_err(xa_store(&r->pages, index,
-					      kvt_mk_shadow(slot, 0), GFP_KERNEL));
+			ret = kvtier_mapext_split(r, index, GFP_KERNEL);
+		if (!ret) {
+			/* Split and stored under one lock: never over an extent. */
+			xa_lock(&r->pages);
+			ret = kvtier_mapext_split_locked(r, index);
+			if (!ret)
+				ret = xa_err(__xa_store(&r->pages, index,
+							kvt_mk_shadow(slot, 0),
+							GFP_KERNEL));
+			xa_unlock(&r->pages);
+		}
 		if (ret) {
 			kvtier_slots_free(&tier->slots, slot, 1);
 			return ret;

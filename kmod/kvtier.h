@@ -13,6 +13,8 @@
  *   region.c   a region's life: made, published, destroyed
  *   pin.c      KVTIER_IOC_PIN/UNPIN: pins per binding, their bounds
  *   crcs.c     a region's page CRCs, stored sparsely
+ *   mapext.c   a region's map: runs of pages on the namespace as one
+ *              xarray entry each (extents)
  *   pagemap.c  a closed persistent region's page map left on the
  *              namespace: loaded on open, dropped on close
  *   crc.c      computing a CRC32C: the fastest implementation the kernel
@@ -418,25 +420,54 @@ static inline void kvtier_hist_add(struct kvtier_hist *h, u64 ns)
  * its slot and the tier's eviction clock at the time it was evicted (a
  * shadow entry, as in mm/workingset.c): a fault that reads it back within
  * a budget's worth of evictions is a refault, the thrashing signal.
+ *
+ * An extent is one such entry for an aligned group of KVT_EXTENT_PAGES
+ * pages that lie in consecutive slots: an xarray entry of that order (a
+ * multi-index entry, as the page cache stores a large folio), holding the
+ * group's first slot, the newest eviction clock of its pages and
+ * KVT_EXTENT_BIT. It takes one slot of the node above instead of a node
+ * of its own, so a region whose pages are on the namespace in runs costs
+ * its CRCs per page and next to nothing for its map (mapext.c). Read
+ * it with kvt_shadow_slot(), which takes the index.
  */
 #define KVT_SLOT_BITS		36
 #define KVT_SLOT_MASK		((1UL << KVT_SLOT_BITS) - 1)
 #define KVT_CLOCK_BITS		(BITS_PER_LONG - 2 - KVT_SLOT_BITS)
 #define KVT_CLOCK_MASK		((1UL << KVT_CLOCK_BITS) - 1)
+#define KVT_EXTENT_BIT		(BITS_PER_LONG - 2)
+#define KVT_EXTENT_ORDER	XA_CHUNK_SHIFT
+#define KVT_EXTENT_PAGES	BIT(KVT_EXTENT_ORDER)
 
 static inline void *kvt_mk_shadow(unsigned long slot, unsigned long clock)
 {
 	return xa_mk_value(slot | (clock & KVT_CLOCK_MASK) << KVT_SLOT_BITS);
 }
 
-static inline unsigned long kvt_shadow_slot(const void *entry)
+static inline void *kvt_mk_extent(unsigned long slot, unsigned long clock)
 {
-	return xa_to_value(entry) & KVT_SLOT_MASK;
+	return xa_mk_value(slot | (clock & KVT_CLOCK_MASK) << KVT_SLOT_BITS |
+			   1UL << KVT_EXTENT_BIT);
+}
+
+static inline bool kvt_is_extent(const void *entry)
+{
+	return xa_is_value(entry) &&
+	       (xa_to_value(entry) & 1UL << KVT_EXTENT_BIT);
+}
+
+/* The slot of the page at @index, whose entry @entry is a value entry. */
+static inline unsigned long kvt_shadow_slot(const void *entry, pgoff_t index)
+{
+	unsigned long slot = xa_to_value(entry) & KVT_SLOT_MASK;
+
+	if (kvt_is_extent(entry))
+		slot += index & (KVT_EXTENT_PAGES - 1);
+	return slot;
 }
 
 static inline unsigned long kvt_shadow_clock(const void *entry)
 {
-	return xa_to_value(entry) >> KVT_SLOT_BITS;
+	return xa_to_value(entry) >> KVT_SLOT_BITS & KVT_CLOCK_MASK;
 }
 
 extern const char * const kvtier_stat_names[KVT_STAT_NR];
@@ -550,6 +581,7 @@ struct kvtier_pool {
  *                 kvtier_region.dirty_node
  * @nr_regions: entries of @regions
  * @crc_chunks: CRC chunks its regions hold (crcs.c; atomic)
+ * @xa_extents: extent entries in its regions' page xarrays (mapext.c; atomic)
  * @users: what each uid holds (uid in the initial user namespace ->
  *         struct kvtier_user; users.c)
  * @nr_pinned: pages pinned, plus pins being taken (reserved first)
@@ -588,6 +620,7 @@ struct kvtier_tier {
 	unsigned long nr_persistent;	/* of those, persistent */
 	unsigned long nr_regions;
 	atomic_long_t crc_chunks;
+	atomic_long_t xa_extents;
 	struct xarray users;
 	atomic_long_t nr_pinned;
 	spinlock_t gpu_lock;		/* protects gpu_ranges, gpu_next_id */
@@ -705,6 +738,7 @@ struct kvtier_region_map {
  *        (crcs.c); set when the write completes (under the xa_lock, with
  *        the page's slot), checked by the first user of a page read back
  * @nr_crc_chunks: chunks in @crcs
+ * @nr_extents: extent entries in @pages (mapext.c: changes under its xa_lock)
  * @users: files bound to the region, plus one while it is named (linked);
  *         the region is destroyed when it drops to zero
  * @name: "" for an unnamed region
@@ -777,6 +811,7 @@ struct kvtier_region {
 	unsigned long last_use;
 	struct xarray crcs;
 	atomic_long_t nr_crc_chunks;
+	atomic_long_t nr_extents;
 	refcount_t users;
 	char name[KVTIER_NAME_MAX];
 	bool linked;
@@ -1058,6 +1093,15 @@ u32 kvtier_crc32c(const void *p, size_t len);
 u32 kvtier_crc32c_cat(u32 crc_a, u32 crc_b, size_t len_b);
 int kvtier_crc_module_init(void);
 void kvtier_crc_module_exit(void);
+
+/* mapext.c: a group of pages in consecutive slots as one entry */
+void kvtier_mapext_make_locked(struct kvtier_region *r, pgoff_t index);
+int kvtier_mapext_split(struct kvtier_region *r, pgoff_t index, gfp_t gfp);
+int kvtier_mapext_split_locked(struct kvtier_region *r, pgoff_t index);
+void kvtier_mapext_make_all(struct kvtier_region *r);
+void kvtier_mapext_walked(struct kvtier_region *r, struct xa_state *xas,
+			  unsigned long *group);
+void kvtier_mapext_forget(struct kvtier_region *r);
 
 /* crcs.c */
 int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);
@@ -1346,7 +1390,8 @@ void kvtier_io_discard(struct kvtier_tier *tier, unsigned long slot,
  * @regions: each region's struct kvtier_region and inode
  * @page_maps: the regions' page xarrays (slot numbers and resident pages),
  *             estimated as one xarray node per 64-page group that holds a
- *             page on the namespace, plus the nodes above those
+ *             page on the namespace and is not an extent, plus the nodes
+ *             above those
  * @crcs: the regions' CRC32C chunks (crcs.c)
  * @allocator: the slot allocator's runs: free, deferred and releasing
  * @buffer: the checkpoint buffer, which journal transactions use too

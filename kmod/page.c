@@ -10,7 +10,8 @@
  *
  * An entry of region->pages is a struct kvtier_page (resident), a value
  * entry (only on the namespace: its slot and the eviction clock, for
- * refault accounting; kvt_mk_shadow()), or absent (reads as zero).
+ * refault accounting; kvt_mk_shadow(), or an extent of such pages:
+ * mapext.c), or absent (reads as zero).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -42,7 +43,18 @@ static int kvtier_page_publish(struct kvtier_page *kp, void *old)
 {
 	struct kvtier_region *region = kp->region;
 	void *cur;
+	int ret;
 
+	/* The page gets an entry of its own: its extent's pages get theirs. */
+	if (kvt_is_extent(old)) {
+		ret = kvtier_mapext_split(region, kp->index, GFP_KERNEL);
+		if (ret) {
+			kvtier_page_discard(kp);
+			return ret;
+		}
+		old = kvt_mk_shadow(kvt_shadow_slot(old, kp->index),
+				    kvt_shadow_clock(old));
+	}
 	cur = xa_cmpxchg(&region->pages, kp->index, old, kp, GFP_KERNEL);
 	if (cur != old) {
 		kvtier_page_discard(kp);
@@ -129,7 +141,7 @@ static unsigned int kvtier_readahead(struct kvtier_region *region,
 		struct kvtier_page *kp;
 		void *entry = xa_load(&region->pages, i);
 
-		if (!xa_is_value(entry) || kvt_shadow_slot(entry) != slot + 1 + n)
+		if (!xa_is_value(entry) || kvt_shadow_slot(entry, i) != slot + 1 + n)
 			break;
 		kp = kvtier_page_new(region, i, false);
 		if (IS_ERR(kp))
@@ -192,7 +204,7 @@ static int kvtier_read_run(struct kvtier_region *region, pgoff_t index,
 	kp = kvtier_page_new(region, index, false);
 	if (IS_ERR(kp))
 		return PTR_ERR(kp);
-	kp->slot = kvt_shadow_slot(entry);
+	kp->slot = kvt_shadow_slot(entry, index);
 	if (kvtier_page_publish(kp, entry))
 		return 0;
 	kvtier_note_refault(region, index, entry);
@@ -413,7 +425,7 @@ retry:
 		return kp;
 	}
 
-	kp->slot = kvt_shadow_slot(entry);
+	kp->slot = kvt_shadow_slot(entry, index);
 	ret = kvtier_page_publish(kp, entry);
 	if (ret == -EAGAIN)
 		goto retry;
@@ -597,7 +609,7 @@ struct kvtier_page *kvtier_get_page_blank(struct kvtier_region *region,
 			return kp;
 		/* Write-back replaces (or, copy-on-write, defers) the old slot. */
 		if (entry)
-			kp->slot = kvt_shadow_slot(entry);
+			kp->slot = kvt_shadow_slot(entry, index);
 		ret = kvtier_page_publish(kp, entry);
 		if (ret == -EAGAIN)
 			continue;

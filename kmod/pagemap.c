@@ -321,6 +321,7 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
  */
 static void kvtier_pagemap_drop(struct kvtier_region *r)
 {
+	kvtier_mapext_forget(r);
 	xa_destroy(&r->pages);
 	kvtier_crcs_destroy(r);
 	if (r->inode)
@@ -390,6 +391,7 @@ static int kvtier_pagemap_load_map(struct kvtier_region *r, bool slots)
 			kvtier_pagemap_damaged(r);
 		return ret;
 	}
+	kvtier_mapext_make_all(r);
 	kvtier_count(r->tier, KVT_STAT_MAP_LOAD, 1);
 	atomic_long_dec(&r->tier->store.nr_unloaded);
 	/* Pairs with kvtier_pagemap_load()'s acquire: the entries first. */

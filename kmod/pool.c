@@ -471,12 +471,14 @@ int kvtier_evict_page(struct kvtier_page *kp, bool unmapped)
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	if (kp->slot != KVTIER_NO_SLOT)
+	if (kp->slot != KVTIER_NO_SLOT) {
 		__xa_store(&region->pages, kp->index,
 			   kvt_mk_shadow(kp->slot,
 					 atomic_long_inc_return(&tier->evict_clock)), 0);
-	else
+		kvtier_mapext_make_locked(region, kp->index);
+	} else {
 		__xa_erase(&region->pages, kp->index);
+	}
 	xa_unlock(&region->pages);
 
 	trace_kvtier_evict(tier->id, region->id,

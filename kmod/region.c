@@ -141,7 +141,7 @@ static void kvtier_region_free_slots(struct kvtier_region *region,
 static void kvtier_region_destroy(struct kvtier_region *region)
 {
 	struct kvtier_tier *tier = region->tier;
-	unsigned long run = 0, len = 0, slot;
+	unsigned long run = 0, len = 0, slot, nr;
 	unsigned long index;
 	void *entry;
 
@@ -161,8 +161,13 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 	}
 
 	xa_for_each(&region->pages, index, entry) {
-		if (xa_is_value(entry)) {
-			slot = kvt_shadow_slot(entry);
+		nr = 1;
+		if (kvt_is_extent(entry)) {
+			index &= ~(KVT_EXTENT_PAGES - 1);
+			slot = kvt_shadow_slot(entry, index);
+			nr = KVT_EXTENT_PAGES;
+		} else if (xa_is_value(entry)) {
+			slot = kvt_shadow_slot(entry, index);
 		} else {
 			struct kvtier_page *kp = entry;
 
@@ -184,16 +189,17 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 		if (slot == KVTIER_NO_SLOT)
 			continue;
 		if (len && slot == run + len) {
-			len++;
+			len += nr;
 			continue;
 		}
 		kvtier_region_free_slots(region, &run, &len);
 		run = slot;
-		len = 1;
+		len = nr;
 	}
 	kvtier_region_free_slots(region, &run, &len);
 	if (region->persistent && !READ_ONCE(tier->store.dropping))
 		kvtier_store_kick(tier);
+	kvtier_mapext_forget(region);
 	xa_destroy(&region->pages);
 	if (region->inode)
 		iput(region->inode);

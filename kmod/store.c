@@ -620,17 +620,42 @@ static int kvt_ckpt_page(struct kvt_ckpt_out *o, u32 index, u64 slot, u32 crc)
 }
 
 /*
+ * Record the @n pages of an extent from @index (slots from @slot, CRCs
+ * @crcs) in @o, writing full pieces as they fill. No lock held.
+ */
+static int kvtier_snapshot_extent(struct kvt_ckpt_out *o, pgoff_t index,
+				  unsigned long slot, const u32 *crcs,
+				  unsigned int n)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = kvt_ckpt_page(o, index + i, slot + i, crcs[i]);
+		if (!ret && kvt_ckpt_full(o))
+			ret = kvt_ckpt_write_full(o);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
  * Record @r's pages in @o from its xarray: 0 or -errno (-EOVERFLOW: past
  * the area; a write of a full piece failed). Pairs are read under the
- * region's xa_lock, which is dropped every so often and to write a full
- * piece; a page that changes meanwhile is recorded old or new, both of
- * which are complete on the media.
+ * region's xa_lock, which is dropped every so often, to write a full
+ * piece and to record an extent (whose CRCs are copied first); a page
+ * that changes meanwhile is recorded old or new, both of which are
+ * complete on the media.
  */
 static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o)
 {
 	bool journal = r->tier->store.journal_blocks;
+	u32 crcs[KVT_EXTENT_PAGES];
+	unsigned long group = ULONG_MAX;
 	XA_STATE(xas, &r->pages, 0);
-	unsigned int batch = 0;
+	unsigned int batch = 0, i;
+	bool marked;
 	void *entry;
 	int ret;
 
@@ -639,14 +664,41 @@ static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o
 	r->map.next_seq = atomic_read(&r->map.changes);
 	xas_for_each(&xas, entry, r->nr_pages - 1) {
 		unsigned long slot;
+		pgoff_t base, start;
+		unsigned int n;
 		u32 crc = 0;
 
 		if (xas_retry(&xas, entry))
 			continue;
-		slot = xa_is_value(entry) ? kvt_shadow_slot(entry) :
+		if (kvt_is_extent(entry)) {
+			/*
+			 * From where the walk is: it may have left the lock
+			 * inside the group, before the group became one.
+			 */
+			base = xas.xa_index & ~(KVT_EXTENT_PAGES - 1);
+			start = xas.xa_index;
+			n = base + KVT_EXTENT_PAGES - start;
+			for (i = 0; i < n; i++) {
+				crcs[i] = 0;
+				kvtier_crcs_get(r, start + i, &crcs[i]);
+			}
+			/* Not xas_pause(): it steps a whole group from start. */
+			xas_set(&xas, base + KVT_EXTENT_PAGES);
+			xas_unlock(&xas);
+			ret = kvtier_snapshot_extent(o, start,
+						     kvt_shadow_slot(entry, start),
+						     crcs, n);
+			if (ret)
+				return ret;
+			cond_resched();
+			xas_lock(&xas);
+			continue;
+		}
+		slot = xa_is_value(entry) ? kvt_shadow_slot(entry, xas.xa_index) :
 			((struct kvtier_page *)entry)->slot;
 		/* Recorded here: a transaction need not again. */
-		if (journal && xas_get_mark(&xas, KVT_XA_CHANGED)) {
+		marked = journal && xas_get_mark(&xas, KVT_XA_CHANGED);
+		if (marked) {
 			xas_clear_mark(&xas, KVT_XA_CHANGED);
 			atomic_long_dec(&r->jr_pages);
 		}
@@ -657,6 +709,11 @@ static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o
 				xas_unlock(&xas);
 				return ret;
 			}
+		}
+		/* Its group may be an extent once the walk has left it. */
+		if (marked)
+			kvtier_mapext_walked(r, &xas, &group);
+		if (slot != KVTIER_NO_SLOT) {
 			/* Full: written outside the lock, before the next one. */
 			if (kvt_ckpt_full(o)) {
 				xas_pause(&xas);
@@ -675,6 +732,7 @@ static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o
 			xas_lock(&xas);
 		}
 	}
+	kvtier_mapext_walked(r, NULL, &group);
 	xas_unlock(&xas);
 	return 0;
 }
@@ -2322,12 +2380,14 @@ int kvtier_store_close(struct kvtier_tier *tier)
  * What the tier's metadata costs in kernel memory now (struct
  * kvtier_meta_mem). A page xarray has a leaf node for each 64 pages it
  * maps at most, and a CRC chunk covers 62 pages, so the chunk count
- * stands in for the leaves (3 % high); one node in 63 above them is the
+ * stands in for the leaves (3 % high), less one for each extent (a group
+ * held in the node above: mapext.c); one node in 63 above them is the
  * interior of a dense tree. No lock: gauges read with READ_ONCE.
  */
 void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 {
 	u64 chunks = max(atomic_long_read(&tier->crc_chunks), 0L);
+	u64 extents = max(atomic_long_read(&tier->xa_extents), 0L);
 	struct kvtier_store *st = &tier->store;
 	unsigned long nr = READ_ONCE(tier->nr_regions);
 	unsigned long unloaded = max(atomic_long_read(&st->nr_unloaded), 0L);
@@ -2335,7 +2395,8 @@ void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 	/* A region whose map is unloaded has no inode. */
 	m->regions = (u64)nr * sizeof(struct kvtier_region) +
 		     (u64)(nr > unloaded ? nr - unloaded : 0) * sizeof(struct inode);
-	m->page_maps = (chunks + DIV_ROUND_UP(chunks, 63)) * sizeof(struct xa_node);
+	m->page_maps = (chunks - min(chunks, extents) + DIV_ROUND_UP(chunks, 63)) *
+		       sizeof(struct xa_node);
 	m->crcs = chunks * kvtier_crcs_chunk_bytes();
 	m->allocator = (u64)(kvtier_slots_extents(&tier->slots) +
 			     READ_ONCE(st->releasing.nr)) *
