@@ -2466,6 +2466,98 @@ TEST_F_TIMEOUT(tier, evicted_pages_are_reused, 300)
 	munmap(p, len);
 }
 
+/*
+ * A region whose pages are on the namespace in runs costs its CRCs, not a
+ * map per page (kmod/mapext.c): 64 MiB written in order, a MiB at a time
+ * written back (fsync: consecutive slots) and evicted, is 256 groups of 64
+ * pages in consecutive slots, each one xarray entry instead of a 576-byte
+ * leaf node. The kernel's count of xarray nodes grows by far fewer than
+ * the 256 leaves a per-page map takes, and so does the metadata gauge's
+ * page maps. Pages read back, and pages rewritten here and there (a
+ * volatile region's page keeps its slot), split their extents: every
+ * byte reads back, and evicted again the groups are extents again. A
+ * direct write (checksum off, aligned) splits the extents it lands in and
+ * makes new ones of its run. (Written through the mapping under budget
+ * pressure instead, write-back batches of the stall and the background
+ * worker interleave their slots, and some groups stay per page.)
+ */
+TEST_F_TIMEOUT(tier, extents_hold_runs_of_evicted_pages, 300)
+{
+	size_t len = 64 * MiB, off;
+	struct kvtier_region_create rc = { .size = len };
+	long long n0, n1, dw;
+	unsigned char *p, *chunk, buf[PAGE];
+	unsigned int i;
+
+	/* -1 without /proc/slabinfo: the gauge's checks only. */
+	n0 = kvt_xa_nodes_settled();
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_CREATE, &rc));
+	ASSERT_EQ(0, posix_memalign((void **)&chunk, PAGE, MiB));
+	for (off = 0; off < len; off += MiB) {
+		kvt_fill(chunk, MiB, off, 157);
+		ASSERT_EQ((ssize_t)MiB, pwrite(self->fd, chunk, MiB, off));
+		ASSERT_EQ(0, fsync(self->fd));
+		ASSERT_EQ(0, posix_fadvise(self->fd, off, MiB, POSIX_FADV_DONTNEED));
+	}
+	p = kvt_map_region(self->fd, len, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, kvt_tier_num(0, "resident"));
+	n1 = kvt_xa_nodes_settled();
+	TH_LOG("64 MiB evicted: %lld xarray nodes more (a leaf per 64 pages: 256), page maps %lld bytes (per page: 155520)",
+	       n1 - n0, kvt_meta_col(0, 2));
+	if (n0 >= 0)
+		ASSERT_LT(n1 - n0, 64);
+	ASSERT_LT(kvt_meta_col(0, 2), 24 * 576);
+
+	/* Read back: split as pages come in; every byte right. */
+	ASSERT_EQ(-1, kvt_check(p, len, 0, 157));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+
+	/* One page in every 16 rewritten, through the mapping and pwrite. */
+	for (i = 0, off = 5 * PAGE; off < len; off += 16 * PAGE, i++) {
+		memset(buf, 0xa0 + (i & 15), sizeof(buf));
+		if (i & 1) {
+			ASSERT_EQ((ssize_t)PAGE, pwrite(self->fd, buf, PAGE, off));
+		} else {
+			memcpy(p + off, buf, PAGE);
+		}
+	}
+	ASSERT_EQ(0, fsync(self->fd));
+	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	n1 = kvt_xa_nodes_settled();
+	TH_LOG("rewritten and evicted again: %lld xarray nodes more, page maps %lld bytes",
+	       n1 - n0, kvt_meta_col(0, 2));
+	if (n0 >= 0)
+		ASSERT_LT(n1 - n0, 64);
+	ASSERT_LT(kvt_meta_col(0, 2), 24 * 576);
+
+	/* A direct write over four groups: new slots, extents again. */
+	ASSERT_EQ(0, kvt_knob(0, "checksum", 0));
+	dw = kvt_stat(0, "direct_write_pages");
+	kvt_fill(chunk, MiB, 8 * MiB, 158);
+	ASSERT_EQ((ssize_t)MiB, pwrite(self->fd, chunk, MiB, 8 * MiB));
+	TH_LOG("direct write: %lld pages, page maps %lld bytes",
+	       kvt_stat(0, "direct_write_pages") - dw, kvt_meta_col(0, 2));
+	ASSERT_EQ((long long)(MiB / PAGE), kvt_stat(0, "direct_write_pages") - dw);
+	ASSERT_LT(kvt_meta_col(0, 2), 24 * 576);
+
+	for (i = 0, off = 0; off < len; off += PAGE) {
+		ASSERT_EQ((ssize_t)PAGE, pread(self->fd, buf, PAGE, off));
+		if (off >= 8 * MiB && off < 9 * MiB) {
+			ASSERT_EQ(-1, kvt_check(buf, PAGE, off, 158));
+		} else if ((off / PAGE) % 16 == 5) {
+			ASSERT_EQ(0xa0 + (i & 15), buf[0]);
+			ASSERT_EQ(buf[0], buf[PAGE - 1]);
+		} else {
+			ASSERT_EQ(-1, kvt_check(buf, PAGE, off, 157));
+		}
+		i += (off / PAGE) % 16 == 5;
+	}
+	ASSERT_EQ(-1, kvt_check(p + 8 * MiB, MiB, 8 * MiB, 158));
+	free(chunk);
+	munmap(p, len);
+}
+
 TEST_F_TIMEOUT(tier, knob_errors, 300)
 {
 	static const struct { const char *knob, *val; } bad[] = {

@@ -114,6 +114,60 @@ int kvt_tier_read(int id, const char *attr, char *buf, size_t len)
 	return kvt_read(kvt_attr(p, sizeof(p), id, attr), buf, len);
 }
 
+long long kvt_meta_col(int id, int col)
+{
+	long long v[6];
+	char buf[256];
+
+	if (col < 0 || col > 5 || kvt_tier_read(id, "metadata", buf, sizeof(buf)) ||
+	    sscanf(buf, "%lld %lld %lld %lld %lld %lld",
+		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	return v[col];
+}
+
+/*
+ * Xarray nodes the kernel holds now (radix_tree_node objects in use), the
+ * cache shrunk first so that free objects cached per CPU are not counted
+ * (SLUB counts them as active); -1 if either file is missing.
+ */
+static long long kvt_xa_nodes(void)
+{
+	char line[512], name[64];
+	long long active = -1, v;
+	FILE *f;
+
+	if (kvt_write("/sys/kernel/slab/radix_tree_node/shrink", "1"))
+		return -1;
+	f = fopen("/proc/slabinfo", "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", name, &v) == 2 &&
+		    !strcmp(name, "radix_tree_node"))
+			active = v;
+	fclose(f);
+	return active;
+}
+
+/*
+ * kvt_xa_nodes() once it stops falling: nodes are freed after an RCU
+ * grace period, so three samples 100 ms apart must agree.
+ */
+long long kvt_xa_nodes_settled(void)
+{
+	long long prev = kvt_xa_nodes(), now;
+	int i, same = 0;
+
+	for (i = 0; i < 50 && same < 2 && prev >= 0; i++) {
+		usleep(100 * 1000);
+		now = kvt_xa_nodes();
+		same = now >= prev ? same + 1 : 0;
+		prev = now;
+	}
+	return prev;
+}
+
 const char *kvt_ns(const char *var)
 {
 	const char *ns = getenv(var);

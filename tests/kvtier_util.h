@@ -74,6 +74,18 @@ int kvt_tier_write(int id, const char *attr, const char *val);
 
 int kvt_tier_read(int id, const char *attr, char *buf, size_t len);
 
+/*
+ * Column @col of tier @id's sysfs metadata, in bytes (0: the total, 2: the
+ * page maps, 3: the CRCs), or -1.
+ */
+long long kvt_meta_col(int id, int col);
+
+/*
+ * Xarray nodes in use in the kernel (radix_tree_node objects, the cache
+ * shrunk first), once the count stops falling; -1 if it cannot be read.
+ */
+long long kvt_xa_nodes_settled(void);
+
 /* The namespace named by environment variable @var if it is a block device. */
 const char *kvt_ns(const char *var);
 
