@@ -389,6 +389,8 @@ static int kvtier_replay_page(struct kvtier_tier *tier, struct kvtier_region *r,
 				ret = xa_err(__xa_store(&r->pages, index,
 							kvt_mk_shadow(slot, 0),
 							GFP_KERNEL));
+			if (!ret)
+				kvtier_mapext_make_locked(r, index);
 			xa_unlock(&r->pages);
 		}
 		if (ret) {

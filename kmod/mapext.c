@@ -9,9 +9,12 @@
  * shadow, in consecutive slots, with no change the next commit has to
  * record (KVT_XA_CHANGED), the group becomes one multi-index entry in the
  * node above and its leaf goes: kvtier_mapext_make_locked(). That is
- * tried where a group can become whole: when a page is evicted (pool.c),
- * when a map is loaded (pagemap.c), when a commit has recorded the
- * group's changes (journal.c, store.c) and after a direct write (direct.c).
+ * tried where a group can become whole: when a page is evicted (pool.c)
+ * or its read failed (page.c), when a map is loaded (pagemap.c), when a
+ * commit has recorded the group's changes (journal.c, store.c), after a
+ * direct write (direct.c) and after a replayed change (journal.c).
+ * Kernels without CONFIG_XARRAY_MULTI (no multi-index entries) make
+ * none, and every page keeps its own entry.
  *
  * Anything that gives one page of an extent its own entry (a page read
  * back, a direct write, a replayed change) splits the extent into shadows
@@ -57,7 +60,8 @@ void kvtier_mapext_make_locked(struct kvtier_region *r, pgoff_t index)
 	void *entry;
 
 	/* A region of one group, or a group past its end: no node to save. */
-	if (r->nr_pages <= KVT_EXTENT_PAGES || base + KVT_EXTENT_PAGES > r->nr_pages)
+	if (!IS_ENABLED(CONFIG_XARRAY_MULTI) || r->nr_pages <= KVT_EXTENT_PAGES ||
+	    base + KVT_EXTENT_PAGES > r->nr_pages)
 		return;
 	xas_for_each(&xas, entry, base + KVT_EXTENT_PAGES - 1) {
 		if (!xa_is_value(entry) || kvt_is_extent(entry) ||
@@ -159,18 +163,20 @@ int kvtier_mapext_split_locked(struct kvtier_region *r, pgoff_t index)
 }
 
 /*
- * Make extents of every whole group of @r, a map just loaded. Takes the
- * xa_lock, a group at a time.
+ * Make extents of every whole group of @r, a map just loaded: the groups
+ * that hold an entry, found with xa_find() (a large region may hold few).
+ * Takes the xa_lock, a group at a time.
  */
 void kvtier_mapext_make_all(struct kvtier_region *r)
 {
-	pgoff_t base;
+	unsigned long index = 0;
 
-	for (base = 0; base + KVT_EXTENT_PAGES <= r->nr_pages;
-	     base += KVT_EXTENT_PAGES) {
+	while (index < r->nr_pages &&
+	       xa_find(&r->pages, &index, r->nr_pages - 1, XA_PRESENT)) {
 		xa_lock(&r->pages);
-		kvtier_mapext_make_locked(r, base);
+		kvtier_mapext_make_locked(r, index);
 		xa_unlock(&r->pages);
+		index = (index | (KVT_EXTENT_PAGES - 1)) + 1;
 		cond_resched();
 	}
 }

@@ -76,8 +76,10 @@ static void kvtier_page_unread(struct kvtier_page *kp)
 	struct page *page = kp->page;
 
 	xa_lock(&region->pages);
-	if (xa_load(&region->pages, kp->index) == kp)
+	if (xa_load(&region->pages, kp->index) == kp) {
 		__xa_store(&region->pages, kp->index, kvt_mk_shadow(kp->slot, 0), 0);
+		kvtier_mapext_make_locked(region, kp->index);
+	}
 	xa_unlock(&region->pages);
 	kvtier_pool_del(region->tier, kp);
 	unlock_page(page);
