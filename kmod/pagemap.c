@@ -357,7 +357,8 @@ static int kvtier_pagemap_fill(struct kvtier_region *r, void *arg,
 
 /*
  * Read @r's page map back if it is unloaded; with @slots, damaged CRCs
- * (version 3's CRC section) keep the slots loaded and the region lost.
+ * (version 3's CRC section) keep the slots loaded and the region lost,
+ * and a region found lost before is read for its slots.
  */
 static int kvtier_pagemap_load_map(struct kvtier_region *r, bool slots)
 {
@@ -367,7 +368,7 @@ static int kvtier_pagemap_load_map(struct kvtier_region *r, bool slots)
 
 	if (!r->map.unloaded)
 		return 0;
-	if (r->map.lost)
+	if (r->map.lost && !slots)
 		return -EUCLEAN;
 	/* Its slots are claimed: no allocation here may wait for them. */
 	noio = memalloc_noio_save();
@@ -450,9 +451,10 @@ int kvtier_pagemap_load(struct kvtier_region *r)
  * @r's page records failed their CRC (reading them back for an open, an
  * unlink or a checkpoint): its pages can never be found again. It is
  * unlinked by the unload work, as capacity reclaim would, so that the
- * next checkpoint, which could not copy its records, goes on without it;
- * its slots stay taken until the next attach, which finds them named by
- * no region. Caller holds store.lock.
+ * next checkpoint, which could not copy its records, goes on without it.
+ * Its slots are freed with it if only its CRCs are damaged (version 3:
+ * the extent records say which); else they stay taken until the next
+ * attach, which finds them named by no region. Caller holds store.lock.
  */
 void kvtier_pagemap_damaged(struct kvtier_region *r)
 {
@@ -466,19 +468,26 @@ void kvtier_pagemap_damaged(struct kvtier_region *r)
 }
 
 /*
- * @r is about to be unlinked (by a user, or the replay of a deletion):
- * load its map while the records are where @map says, so that its slots
- * can be freed when it goes. Damaged records do not stop the unlink (see
- * kvtier_pagemap_damaged()). Caller holds store.lock (or the store is not
- * yet visible). Errors: -EIO, -ENOMEM: the unlink must not go on.
+ * @r is about to be unlinked (by a user, the replay of a deletion, the
+ * unload work or capacity reclaim): load its map while the records are
+ * where @map says, so that its slots can be freed when it goes. Damaged
+ * records do not stop the unlink (see kvtier_pagemap_damaged()): if only
+ * the CRCs are (version 3), the extent records, checked at attach, still
+ * say which slots to free; otherwise they stay taken until the next
+ * attach. Caller holds store.lock (or the store is not yet visible).
+ * Errors: -EIO, -ENOMEM: the unlink must not go on.
  */
 int kvtier_pagemap_load_to_unlink(struct kvtier_region *r)
 {
 	int ret;
 
-	if (r->map.lost)	/* read once, damaged: nothing to free */
+	if (r->map.lost) {
+		kvtier_pagemap_load_map(r, true);
 		return 0;
+	}
 	ret = kvtier_pagemap_load_locked(r);
+	if (ret == -EUCLEAN)	/* lost now: its slots, if it can */
+		kvtier_pagemap_load_map(r, true);
 	return ret == -EUCLEAN ? 0 : ret;
 }
 

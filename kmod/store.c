@@ -1439,8 +1439,10 @@ static int kvtier_store_make_room(struct kvtier_tier *tier, kuid_t owner,
 		return ret;
 	}
 	kvtier_count(tier, KVT_STAT_REGION_RECLAIM, 1);
-	dev_info(&tier->dev, "reclaimed persistent region '%s' (%llu bytes on the namespace, unused for %lu s) for space\n",
+	dev_info(&tier->dev, "reclaimed persistent region '%s' (%llu bytes on the namespace%s, unused for %lu s) for space\n",
 		 victim->name, (u64)atomic_long_read(&victim->nr_slots) << PAGE_SHIFT,
+		 READ_ONCE(victim->map.unloaded) ?
+		 ", its records damaged: freed at the next attach" : "",
 		 (jiffies - READ_ONCE(victim->last_use)) / HZ);
 	/* The name's reference: destroys it, deferring its slots... */
 	kvtier_region_put_user(victim);
