@@ -2347,7 +2347,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	const size_t len = 4 * MiB;
 	/* Bytes of a region's CRCs: 256-byte chunks of 62 pages (crcs.c). */
 	const long long crcs = (len / PAGE + 61) / 62 * 256;
-	long long ckpts0, closed, nodes;
+	long long ckpts0, closed, nodes, used;
 	int kfd;
 	char name[32];
 	int i, fd, ret, pinned = 0;
@@ -2411,6 +2411,7 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	 * next checkpoint goes on without it.
 	 */
 	ASSERT_EQ(0, reload(&self->fd));
+	used = kvt_tier_num(0, "used");
 	kfd = kvt_kmsg_end();
 	ASSERT_LE(0, kfd);
 	ASSERT_EQ(0, damage_records("map:0", len, 0));
@@ -2422,6 +2423,13 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(0, wait_gone("map:0"));
 	ASSERT_EQ(1, kvt_kmsg_scan(kfd, "page records of region 'map:0' in the checkpoint are damaged"));
 	ASSERT_EQ(0, set_flags(self->fd, "map:2", 0, KVTIER_REGION_PINNED, 0));
+	/*
+	 * Only its CRCs were: its extent records said which slots to free
+	 * ("used" is in bytes).
+	 */
+	for (i = 0; i < 50 && kvt_tier_num(0, "used") != used - (long long)len; i++)
+		usleep(100 * 1000);
+	ASSERT_EQ(used - (long long)len, kvt_tier_num(0, "used"));
 	ASSERT_EQ(-1, check_and_drop("map:1", len, 71));
 
 	/* Damaged records of map:1: its open fails, and it goes. */
@@ -2435,6 +2443,82 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(0, reload(&self->fd));
 	ASSERT_EQ(-ENOENT, open_name(0, "map:1", 0, 0, 0));
 	ASSERT_EQ(0, check_map2(len));
+}
+
+/*
+ * A checkpoint records an open region's pages from its xarray, where runs
+ * of 64 pages on the namespace are one entry each (kmod/mapext.c), made
+ * and split all the time by evictions and reads; the walk lets the lock go
+ * now and then, and may come back inside a group that became an extent
+ * meanwhile. Format version 1, where every commit is a checkpoint of
+ * every page: a 48 MiB region read and evicted 256 KiB at a time by a
+ * child while the parent rewrites a page and commits, 200 times; after
+ * a reload, every page is what was written last, the first attach's
+ * checkpoint whole (no EUCLEAN).
+ */
+TEST_F_TIMEOUT(persist, checkpoints_of_extents_being_made_and_split, 300)
+{
+	const size_t len = 48 * MiB, pages = len / PAGE;
+	static unsigned short last[48 * MiB / PAGE];
+	unsigned long long seed;
+	unsigned int i, n;
+	size_t pg;
+	pid_t child;
+	int fd, st;
+
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format_version", "1"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", kvt_ns("KVTIER_NS0")));
+	ASSERT_EQ(0, make_persistent(0, "cx", len, 0600, 201));
+	fd = open_name(0, "cx", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED));
+
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (!child) {
+		static unsigned char buf[256 * KiB];
+		unsigned int r = 1;
+
+		for (;;) {
+			off_t off;
+
+			r = r * 1103515245 + 12345;
+			off = (off_t)(r % (len / sizeof(buf))) * sizeof(buf);
+			if (pread(fd, buf, sizeof(buf), off) != (ssize_t)sizeof(buf))
+				_exit(1);
+			posix_fadvise(fd, off, sizeof(buf), POSIX_FADV_DONTNEED);
+		}
+	}
+	for (i = 0, n = 0; i < 200; i++) {
+		pg = ((size_t)i * 7919 + 13) % pages;
+		last[pg] = i + 1;
+		if (fill_fd(fd, pg * PAGE, PAGE, 1000 + i) || fsync(fd))
+			break;
+		n++;
+	}
+	kill(child, SIGKILL);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	EXPECT_TRUE(WIFSIGNALED(st));
+	ASSERT_EQ(200, n);
+	TH_LOG("%lld commits, %lld map loads, %lld page maps bytes",
+	       kvt_stat(0, "commits"), kvt_stat(0, "page_map_loads"),
+	       kvt_meta_col(0, 2));
+	close(fd);
+
+	ASSERT_EQ(0, reload(&self->fd));
+	fd = open_name(0, "cx", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	for (pg = 0; pg < pages; pg++) {
+		seed = last[pg] ? 1000 + last[pg] - 1 : 201;
+		if (check_fd(fd, pg * PAGE, PAGE, seed) != -1) {
+			TH_LOG("page %zu is not pattern %llu", pg, seed);
+			ASSERT_TRUE(0);
+		}
+	}
+	close(fd);
 }
 
 /*
