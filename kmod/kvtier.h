@@ -675,8 +675,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @lost: the records are damaged (their CRC failed): the region cannot be
  *        read, is in no commit and is unlinked (pagemap.c). If only its
  *        CRCs are damaged (version 3) its slots are loaded and freed with
- *        it; else they stay taken in memory until the next attach
- *        (store.lost_slots).
+ *        it, unless a checkpoint left it out first; else they stay taken
+ *        in memory until the next attach (store.lost_slots).
  *        Set once, under store.lock (or before the store is visible); read
  *        locklessly by the open gate, kvtier_pagemap_load()
  * @next_*: what checkpoint attempt @next_ckpt (store.ckpt_attempt) wrote,

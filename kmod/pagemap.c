@@ -473,22 +473,23 @@ void kvtier_pagemap_damaged(struct kvtier_region *r)
  * where @map says, so that its slots can be freed when it goes. Damaged
  * records do not stop the unlink (see kvtier_pagemap_damaged()): if only
  * the CRCs are (version 3), the extent records, checked at attach, still
- * say which slots to free; otherwise they stay taken until the next
- * attach. Caller holds store.lock (or the store is not yet visible).
- * Errors: -EIO, -ENOMEM: the unlink must not go on.
+ * say which slots to free; otherwise, or once a checkpoint has left a
+ * lost region out (its records may be overwritten: !map.valid), they stay
+ * taken until the next attach. Caller holds store.lock (or the store is
+ * not yet visible). Errors: -EIO, -ENOMEM: the unlink must not go on.
  */
 int kvtier_pagemap_load_to_unlink(struct kvtier_region *r)
 {
+	bool lost = r->map.lost;
 	int ret;
 
-	if (r->map.lost) {
-		kvtier_pagemap_load_map(r, true);
+	if (lost && !r->map.valid)
 		return 0;
-	}
-	ret = kvtier_pagemap_load_locked(r);
-	if (ret == -EUCLEAN)	/* lost now: its slots, if it can */
-		kvtier_pagemap_load_map(r, true);
-	return ret == -EUCLEAN ? 0 : ret;
+	ret = kvtier_pagemap_load_map(r, true);
+	if (lost && ret && ret != -EUCLEAN)
+		dev_warn_ratelimited(&r->tier->dev, "region '%s' with damaged page records: its slots stay taken until the next attach (%d)\n",
+				     r->name, ret);
+	return lost || ret == -EUCLEAN ? 0 : ret;
 }
 
 /*
