@@ -2381,15 +2381,16 @@ int kvtier_store_close(struct kvtier_tier *tier)
 /*
  * What the tier's metadata costs in kernel memory now (struct
  * kvtier_meta_mem). A page xarray has a leaf node for each 64 pages it
- * maps at most, and a CRC chunk covers 62 pages, so the chunk count
- * stands in for the leaves (3 % high), less one for each extent (a group
- * held in the node above: mapext.c); one node in 63 above them is the
- * interior of a dense tree. No lock: gauges read with READ_ONCE.
+ * maps at most, and a CRC chunk covers 62 pages, so 31 leaves stand for
+ * each 32 chunks, less one for each extent (a group held in the node
+ * above: mapext.c); one node in 63 above them is the interior of a dense
+ * tree. No lock: gauges read with READ_ONCE.
  */
 void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 {
 	u64 chunks = max(atomic_long_read(&tier->crc_chunks), 0L);
 	u64 extents = max(atomic_long_read(&tier->xa_extents), 0L);
+	u64 leaves = chunks - chunks / 32;
 	struct kvtier_store *st = &tier->store;
 	unsigned long nr = READ_ONCE(tier->nr_regions);
 	unsigned long unloaded = max(atomic_long_read(&st->nr_unloaded), 0L);
@@ -2397,7 +2398,7 @@ void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 	/* A region whose map is unloaded has no inode. */
 	m->regions = (u64)nr * sizeof(struct kvtier_region) +
 		     (u64)(nr > unloaded ? nr - unloaded : 0) * sizeof(struct inode);
-	m->page_maps = (chunks - min(chunks, extents) + DIV_ROUND_UP(chunks, 63)) *
+	m->page_maps = (leaves - min(leaves, extents) + DIV_ROUND_UP(chunks, 63)) *
 		       sizeof(struct xa_node);
 	m->crcs = chunks * kvtier_crcs_chunk_bytes();
 	m->allocator = (u64)(kvtier_slots_extents(&tier->slots) +
