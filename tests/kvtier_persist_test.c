@@ -1620,6 +1620,25 @@ static int ckpt_find(const struct kvtier_disk_ckpt *hdr, const char *name)
 #define EX_DM		"kvt-extents"
 
 /*
+ * Attach tier 1 to /dev/mapper/EX_DM, a linear device over a 16 MiB loop
+ * device of @img (so a test can swap in an error target), formatting it at
+ * @version if blank. Returns the loop device's fd; @dev gets its name.
+ */
+static int ex_attach(struct __test_metadata *_metadata, const char *img,
+		     const char *version, char *dev, size_t len)
+{
+	int lfd;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(img, 16 * MiB, dev, len);
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_dm_linear(EX_DM, dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", version));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" EX_DM));
+	return lfd;
+}
+
+/*
  * Format version 3 maps pages by extents: a region written in one go is a
  * few extent records, one written a page at a time backwards (each page
  * on the slot after the one of the page after it) and one of every other
@@ -1796,12 +1815,7 @@ TEST_F_TIMEOUT(persist, extents_checkpoint_never_leaves_old_index_over_new_crcs,
 
 	if (why)
 		SKIP(return, "%s", why);
-	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = kvt_loop_attach(EX_IMG, 16 * MiB, dev, sizeof(dev));
-	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, kvt_dm_linear(EX_DM, dev));
-	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "3"));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	lfd = ex_attach(_metadata, EX_IMG, "3", dev, sizeof(dev));
 	/* Both areas name the region, with other CRCs each. */
 	ASSERT_EQ(0, make_persistent(1, "ex:r", len, 0600, 1));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
@@ -2824,12 +2838,7 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_failed_commit, 300)
 
 	if (why)
 		SKIP(return, "%s", why);
-	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = kvt_loop_attach(UPGRADE_IMG, 16 * MiB, dev, sizeof(dev));
-	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, kvt_dm_linear(EX_DM, dev));
-	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "2"));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
+	lfd = ex_attach(_metadata, UPGRADE_IMG, "2", dev, sizeof(dev));
 	ASSERT_EQ(0, make_persistent(1, "f:a", MiB, 0600, 130));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
