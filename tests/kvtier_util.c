@@ -114,16 +114,23 @@ int kvt_tier_read(int id, const char *attr, char *buf, size_t len)
 	return kvt_read(kvt_attr(p, sizeof(p), id, attr), buf, len);
 }
 
-long long kvt_meta_col(int id, int col)
+int kvt_meta_read(int id, unsigned long long v[6])
 {
-	long long v[6];
 	char buf[256];
 
-	if (col < 0 || col > 5 || kvt_tier_read(id, "metadata", buf, sizeof(buf)) ||
-	    sscanf(buf, "%lld %lld %lld %lld %lld %lld",
-		   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+	if (kvt_tier_read(id, "metadata", buf, sizeof(buf)))
+		return 0;
+	return sscanf(buf, "%llu %llu %llu %llu %llu %llu",
+		      &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+}
+
+long long kvt_meta_col(int id, int col)
+{
+	unsigned long long v[6];
+
+	if (col < 0 || col > 5 || kvt_meta_read(id, v) != 6)
 		return -1;
-	return v[col];
+	return (long long)v[col];
 }
 
 /*

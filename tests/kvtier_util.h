@@ -75,9 +75,12 @@ int kvt_tier_write(int id, const char *attr, const char *val);
 int kvt_tier_read(int id, const char *attr, char *buf, size_t len);
 
 /*
- * Column @col of tier @id's sysfs metadata, in bytes (0: the total, 2: the
- * page maps, 3: the CRCs), or -1.
+ * Tier @id's sysfs metadata, in bytes, into @v (the total, regions, page
+ * maps, CRCs, allocator, buffer): the columns read, 6 when all were.
  */
+int kvt_meta_read(int id, unsigned long long v[6]);
+
+/* Column @col of tier @id's sysfs metadata (kvt_meta_read()), or -1. */
 long long kvt_meta_col(int id, int col);
 
 /*

@@ -1826,10 +1826,7 @@ static void scale_meta_check(long long kib, unsigned long long regions)
 	/* 1 MiB of page records, the header and region records whole. */
 	unsigned long long head = (64 + 128 * regions + 4095) / 4096 * 4096;
 	unsigned long long m[6];
-	char txt[256];
-	int n = kvt_tier_read(0, "metadata", txt, sizeof(txt)) ? 0 :
-		sscanf(txt, "%llu %llu %llu %llu %llu %llu", &m[0], &m[1], &m[2],
-		       &m[3], &m[4], &m[5]);
+	int n = kvt_meta_read(0, m);
 
 	check(n == 6, "sysfs metadata has 6 columns (%d)", n);
 	if (n != 6)
@@ -1859,13 +1856,10 @@ static void scale_meta_check(long long kib, unsigned long long regions)
 static void scale_maps_dropped(void)
 {
 	unsigned long long m[6] = { 0 };
-	char txt[256];
 	int n = 0, i;
 
 	for (i = 0; i < 100; i++) {
-		n = kvt_tier_read(0, "metadata", txt, sizeof(txt)) ? 0 :
-			sscanf(txt, "%llu %llu %llu %llu %llu %llu", &m[0], &m[1],
-			       &m[2], &m[3], &m[4], &m[5]);
+		n = kvt_meta_read(0, m);
 		if (n == 6 && !m[2] && !m[3])
 			break;
 		usleep(100000);
@@ -1888,10 +1882,7 @@ static void scale_maps_dropped(void)
 static void scale_open_map(uint64_t pages)
 {
 	unsigned long long m[6];
-	char txt[256];
-	int n = kvt_tier_read(0, "metadata", txt, sizeof(txt)) ? 0 :
-		sscanf(txt, "%llu %llu %llu %llu %llu %llu", &m[0], &m[1], &m[2],
-		       &m[3], &m[4], &m[5]);
+	int n = kvt_meta_read(0, m);
 
 	check(n == 6, "sysfs metadata has 6 columns (%d)", n);
 	if (n != 6)
