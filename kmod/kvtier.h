@@ -470,6 +470,13 @@ static inline unsigned long kvt_shadow_clock(const void *entry)
 	return xa_to_value(entry) >> KVT_SLOT_BITS & KVT_CLOCK_MASK;
 }
 
+/* The shadow the page at @index of extent @extent has once it is split. */
+static inline void *kvt_extent_shadow(const void *extent, pgoff_t index)
+{
+	return kvt_mk_shadow(kvt_shadow_slot(extent, index),
+			     kvt_shadow_clock(extent));
+}
+
 extern const char * const kvtier_stat_names[KVT_STAT_NR];
 
 /**

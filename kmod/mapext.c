@@ -98,14 +98,12 @@ static void kvtier_mapext_spread(struct kvtier_region *r, struct xa_state *xas,
 				 void *extent)
 {
 	pgoff_t base = xas->xa_index & ~(KVT_EXTENT_PAGES - 1);
-	unsigned long clock = kvt_shadow_clock(extent);
 	pgoff_t i;
 
 	xas_split(xas, extent, KVT_EXTENT_ORDER);
 	for (i = 0; i < KVT_EXTENT_PAGES; i++) {
 		xas_set(xas, base + i);
-		xas_store(xas, kvt_mk_shadow(kvt_shadow_slot(extent, base + i),
-					     clock));
+		xas_store(xas, kvt_extent_shadow(extent, base + i));
 	}
 	atomic_long_dec(&r->nr_extents);
 	atomic_long_dec(&r->tier->xa_extents);

@@ -52,8 +52,7 @@ static int kvtier_page_publish(struct kvtier_page *kp, void *old)
 			kvtier_page_discard(kp);
 			return ret;
 		}
-		old = kvt_mk_shadow(kvt_shadow_slot(old, kp->index),
-				    kvt_shadow_clock(old));
+		old = kvt_extent_shadow(old, kp->index);
 	}
 	cur = xa_cmpxchg(&region->pages, kp->index, old, kp, GFP_KERNEL);
 	if (cur != old) {

@@ -713,17 +713,15 @@ static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o
 		/* Its group may be an extent once the walk has left it. */
 		if (marked)
 			kvtier_mapext_walked(r, &xas, &group);
-		if (slot != KVTIER_NO_SLOT) {
-			/* Full: written outside the lock, before the next one. */
-			if (kvt_ckpt_full(o)) {
-				xas_pause(&xas);
-				xas_unlock(&xas);
-				ret = kvt_ckpt_write_full(o);
-				if (ret)
-					return ret;
-				xas_lock(&xas);
-				continue;
-			}
+		/* Full (only ever just now): written outside the lock. */
+		if (kvt_ckpt_full(o)) {
+			xas_pause(&xas);
+			xas_unlock(&xas);
+			ret = kvt_ckpt_write_full(o);
+			if (ret)
+				return ret;
+			xas_lock(&xas);
+			continue;
 		}
 		if (++batch % 4096 == 0) {
 			xas_pause(&xas);
