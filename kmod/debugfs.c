@@ -58,6 +58,7 @@ const char * const kvtier_stat_names[KVT_STAT_NR] = {
 	[KVT_STAT_WB_BACKGROUND] = "writeback_background",
 	[KVT_STAT_WB_WAITS] = "writeback_waits",
 	[KVT_STAT_RECLAIM_WB_SKIPS] = "reclaim_wb_skips",
+	[KVT_STAT_CKPT_CRC_BYTES] = "checkpoint_crc_bytes",
 };
 
 static const char * const kvtier_hist_names[KVT_HIST_NR] = {

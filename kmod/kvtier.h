@@ -96,6 +96,7 @@
 #include <linux/device.h>
 #include <linux/math64.h>
 #include <linux/uidgid.h>
+#include <linux/kvtier_format.h>
 #include <linux/mutex.h>
 #include <linux/rbtree.h>
 #include <linux/refcount.h>
@@ -143,8 +144,9 @@ struct kvtier_backing {
  * @data_start: block of data slot 0
  * @nr_slots: data slots
  * @max_regions: persistent regions a checkpoint has room for
- * @version: format version, 1, 2 (INCOMPAT_JOURNAL, journal.c) or 3 (and
- *           INCOMPAT_EXTENTS: kvtier_store_extents())
+ * @version: format version, 1, 2 (INCOMPAT_JOURNAL, journal.c), 3 (and
+ *           INCOMPAT_EXTENTS: kvtier_store_extents()) or 4 (and
+ *           INCOMPAT_CRC_RUNS: kvtier_store_crc_runs())
  * @crcs_block: version 3: first block of the CRC section of checkpoint
  *              area 0 and 1
  * @crcs_run: version 3: the CRC sections are runs of data slots, held
@@ -191,6 +193,10 @@ struct kvtier_backing {
  *               whose records are damaged (pagemap.c); delayed, so that
  *               the kicks of many closes make one pass
  * @ckpt_attempt: checkpoints begun since attach (under @lock)
+ * @retired_runs: struct kvtier_crc_runs that a checkpoint replaced, whose
+ *                runs are deferred once it is on the media (crcruns.c;
+ *                under @lock, and regions_lock where it is filled)
+ * @crc_runs_bytes: memory of every struct kvtier_crc_runs (a gauge)
  * @lost_slots: slots of destroyed regions whose records were damaged:
  *              taken until the detach forgets them
  * @nr_unloaded: regions whose map is unloaded (pagemap.c; a gauge)
@@ -267,6 +273,8 @@ struct kvtier_store {
 	void *map_buf;
 	struct delayed_work unload_work;
 	u64 ckpt_attempt;
+	struct list_head retired_runs;
+	atomic_long_t crc_runs_bytes;
 	atomic_long_t lost_slots;
 	atomic_long_t nr_unloaded;
 	struct kvtier_extents releasing;
@@ -304,6 +312,16 @@ struct kvtier_store {
 static inline bool kvtier_store_extents(const struct kvtier_store *st)
 {
 	return st->version >= 3;
+}
+
+/*
+ * Whether @st's checkpoints keep each region's CRCs in runs of data slots
+ * of its own, the CRC section only for what found no free slot (version
+ * 4, INCOMPAT_CRC_RUNS).
+ */
+static inline bool kvtier_store_crc_runs(const struct kvtier_store *st)
+{
+	return st->version >= 4;
 }
 
 /*
@@ -374,6 +392,7 @@ enum kvtier_stat {
 	KVT_STAT_WB_BACKGROUND,
 	KVT_STAT_WB_WAITS,
 	KVT_STAT_RECLAIM_WB_SKIPS,
+	KVT_STAT_CKPT_CRC_BYTES,
 	KVT_STAT_NR,
 };
 
@@ -502,7 +521,7 @@ struct kvtier_knobs {
 	unsigned int user_max_regions;	/* per owner uid; 0: unlimited */
 	unsigned int read_only;		/* 0 or 1; changes only while detached */
 	unsigned int lease_interval_ms;	/* ms; changes only while detached */
-	unsigned int format_version;	/* 1 to 3; used when formatting */
+	unsigned int format_version;	/* 1 to 4; used when formatting */
 };
 
 /**
@@ -664,6 +683,23 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  */
 #define KVT_CKPT_CHUNK		SZ_1M
 
+/**
+ * struct kvtier_crc_runs - where a region's CRCs are on the namespace
+ *                          (version 4; the CRC run records of its map)
+ * @retired: on store.retired_runs once a checkpoint replaced them
+ * @keep: of @run, those the replacement kept (only the rest are freed)
+ * @nr: runs in @run
+ * @blocks: blocks of the CRC stream they hold, the sum of their len
+ * @run: as in the checkpoint: each run's slot, first block, blocks
+ */
+struct kvtier_crc_runs {
+	struct list_head retired;
+	u32 keep;
+	u32 nr;
+	u64 blocks;
+	struct kvtier_disk_extent run[];
+};
+
 /*
  * A persistent region's page records in the checkpoint area the newest
  * superblock names (pagemap.c).
@@ -672,6 +708,10 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * @pages: version 3: pages its extents map, and CRCs in the CRC section
  * @crcs_off: version 3: byte offset of its first CRC from the start of the
  *            CRC section; @crcs_crc: CRC32C of its @pages * 4 bytes there
+ *            (version 4: of its CRC stream, in @runs then from @crcs_off)
+ * @runs: version 4: its CRC runs (NULL: none), which @count includes
+ *        after its extent records; kept while the region is, loaded or
+ *        not, and freed with it
  * @valid: they are the region's page map as of @seq: written by the last
  *         checkpoint (or read at attach) with no page changed since
  * @seq: @changes when the records were taken
@@ -687,7 +727,8 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  *        Set once, under store.lock (or before the store is visible); read
  *        locklessly by the open gate, kvtier_pagemap_load()
  * @next_*: what checkpoint attempt @next_ckpt (store.ckpt_attempt) wrote,
- *          taken as the map once its superblock is on the media
+ *          taken as the map once its superblock is on the media;
+ *          @next_runs NULL: @runs as they are
  */
 struct kvtier_region_map {
 	u64 off;
@@ -696,6 +737,7 @@ struct kvtier_region_map {
 	u64 pages;
 	u64 crcs_off;
 	u32 crcs_crc;
+	struct kvtier_crc_runs *runs;
 	bool valid;
 	bool unloaded;
 	bool lost;
@@ -708,6 +750,7 @@ struct kvtier_region_map {
 	u64 next_pages;
 	u64 next_crcs_off;
 	u32 next_crcs_crc;
+	struct kvtier_crc_runs *next_runs;
 	int next_seq;
 };
 
@@ -1111,6 +1154,34 @@ void kvtier_mapext_walked(struct kvtier_region *r, struct xa_state *xas,
 			  unsigned long *group);
 void kvtier_mapext_forget(struct kvtier_region *r);
 
+/* crcruns.c: a region's CRCs in runs of data slots (version 4) */
+struct kvtier_crc_runs *kvtier_crc_runs_grow(struct kvtier_store *st,
+					     const struct kvtier_crc_runs *old,
+					     u32 more);
+void kvtier_crc_runs_free(struct kvtier_store *st, struct kvtier_crc_runs *runs);
+void kvtier_crc_runs_add(struct kvtier_crc_runs *runs, u64 slot, u32 len);
+void kvtier_crc_runs_put_slots(struct kvtier_tier *tier,
+			       const struct kvtier_crc_runs *runs, u32 from,
+			       bool defer);
+unsigned long kvtier_crc_runs_slot(const struct kvtier_crc_runs *runs,
+				   u64 block, u64 *nr);
+void kvtier_crc_runs_retire(struct kvtier_store *st, struct kvtier_region_map *m);
+void kvtier_crc_runs_release(struct kvtier_tier *tier);
+void kvtier_crc_runs_abandon(struct kvtier_store *st, struct kvtier_region_map *m);
+void kvtier_crc_runs_destroy(struct kvtier_region *r);
+
+/*
+ * Bytes of a CRC stream of @pages pages that @runs (may be NULL) do not
+ * hold: those in the CRC section.
+ */
+static inline u64 kvtier_crcs_tail(u64 pages, const struct kvtier_crc_runs *runs)
+{
+	u64 all = pages * sizeof(__le32);
+	u64 held = runs ? runs->blocks * KVTIER_BLOCK_SIZE : 0;
+
+	return all > held ? all - held : 0;
+}
+
 /* crcs.c */
 int kvtier_crcs_reserve(struct kvtier_region *region, pgoff_t index, gfp_t gfp);
 int kvtier_crcs_reserve_range(struct kvtier_region *region, pgoff_t index,
@@ -1162,7 +1233,7 @@ int kvtier_pagemap_load_to_unlink(struct kvtier_region *r);
 void kvtier_pagemap_damaged(struct kvtier_region *r);
 void kvtier_pagemap_unload_closed(struct kvtier_tier *tier);
 void kvtier_pagemap_kick(struct kvtier_tier *tier);
-void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt);
+void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt, bool ok);
 int kvtier_pagemap_load_all(struct kvtier_tier *tier);
 void kvtier_pagemap_init(struct kvtier_store *st);
 void kvtier_crcs_destroy(struct kvtier_region *region);

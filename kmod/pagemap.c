@@ -52,10 +52,13 @@
  * crosses a block: records are 16 or 4 bytes, at a multiple of their size.
  * With @win (a checkpoint's copy), each read fills @buf up to @limit
  * bytes from @block, and @win says what @buf holds, so that the next
- * regions' records, which follow, are mostly read already.
+ * regions' records, which follow, are mostly read already. With @runs
+ * (version 4's CRC runs) block b of the stream is where they put it,
+ * not at @block + b.
  */
 struct kvt_map_in {
 	struct kvtier_tier *tier;
+	const struct kvtier_crc_runs *runs;
 	u64 block;
 	u64 off;
 	u64 end;
@@ -86,13 +89,20 @@ static const void *kvt_map_in_next(struct kvt_map_in *in, size_t max, size_t *go
 			block = w->first;
 			nb = w->nr;
 		} else {
-			nb = min_t(u64, in->cap / KVTIER_BLOCK_SIZE,
+			u64 at = in->block + block, left = U64_MAX;
+
+			if (in->runs) {
+				at = kvtier_crc_runs_slot(in->runs, block, &left);
+				if (at == KVTIER_NO_SLOT)
+					return ERR_PTR(-EUCLEAN);
+				at += in->tier->store.data_start;
+			}
+			nb = min_t(u64, min_t(u64, in->cap / KVTIER_BLOCK_SIZE, left),
 				   DIV_ROUND_UP(w ? in->limit : in->end,
 						KVTIER_BLOCK_SIZE) - block);
 			if (w)
 				w->nr = 0;	/* @buf is being overwritten */
-			ret = kvtier_io_meta(in->tier, REQ_OP_READ, in->block + block,
-					     in->buf, nb, 0);
+			ret = kvtier_io_meta(in->tier, REQ_OP_READ, at, in->buf, nb, 0);
 			if (ret)
 				return ERR_PTR(ret);
 			if (w) {
@@ -139,21 +149,41 @@ static void kvt_map_in_records(struct kvt_map_in *in, struct kvtier_region *r,
 	};
 }
 
-/* Version 3: @r's CRCs in the CRC section of that area, as a stream. */
-static void kvt_map_in_crcs(struct kvt_map_in *in, struct kvtier_region *r,
+/*
+ * Version 3: @r's CRCs as two streams through halves of @buf: in[0]
+ * what its CRC runs hold (version 4), in[1] the rest, in the CRC section
+ * of that area.
+ */
+static void kvt_map_in_crcs(struct kvt_map_in in[2], struct kvtier_region *r,
 			    void *buf, size_t cap)
 {
 	struct kvtier_store *st = &r->tier->store;
+	u64 tail = kvtier_crcs_tail(r->map.pages, r->map.runs);
 
-	*in = (struct kvt_map_in) {
+	in[0] = (struct kvt_map_in) {
+		.tier = r->tier,
+		.runs = r->map.runs,
+		.end = r->map.pages * sizeof(__le32) - tail,
+		.buf = buf,
+		.cap = cap / 2,
+		.crc = ~0U,
+	};
+	in[1] = (struct kvt_map_in) {
 		.tier = r->tier,
 		.block = st->crcs_block[st->ckpt_copy],
 		.off = r->map.crcs_off,
-		.end = r->map.crcs_off + r->map.pages * sizeof(__le32),
-		.buf = buf,
-		.cap = cap,
+		.end = r->map.crcs_off + tail,
+		.buf = buf + cap / 2,
+		.cap = cap / 2,
 		.crc = ~0U,
 	};
+}
+
+/* The next of @in's CRCs (kvt_map_in_crcs()), as kvt_map_in_next(). */
+static const void *kvt_map_in_next_crc(struct kvt_map_in in[2], size_t max,
+				       size_t *got)
+{
+	return kvt_map_in_next(in[0].off < in[0].end ? &in[0] : &in[1], max, got);
 }
 
 /* Version 1 and 2: the page records, a window at a time. */
@@ -190,12 +220,14 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
 	struct kvtier_store *st = &r->tier->store;
 	struct kvtier_disk_page *out = st->map_buf + KVT_CKPT_CHUNK / 2;
 	const size_t room = KVT_CKPT_CHUNK / 2 / sizeof(*out);
-	struct kvt_map_in crcs;
+	u64 nr_runs = r->map.runs ? r->map.runs->nr : 0;
+	u64 ext_end = ext->end - nr_runs * sizeof(struct kvtier_disk_extent);
+	struct kvt_map_in crcs[2];
 	size_t n = 0, got, j;
 	int ret;
 
-	kvt_map_in_crcs(&crcs, r, st->map_buf + KVT_CKPT_CHUNK / 4, KVT_CKPT_CHUNK / 4);
-	while (ext->off < ext->end) {
+	kvt_map_in_crcs(crcs, r, st->map_buf + KVT_CKPT_CHUNK / 4, KVT_CKPT_CHUNK / 4);
+	while (ext->off < ext_end) {
 		const struct kvtier_disk_extent *e;
 		u64 slot, index, len, i;
 
@@ -212,9 +244,9 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
 		for (i = 0; i < len; i += got / sizeof(__le32)) {
 			const __le32 *c;
 
-			if (crcs.off >= crcs.end)
+			if (crcs[0].off >= crcs[0].end && crcs[1].off >= crcs[1].end)
 				return -EUCLEAN;
-			c = kvt_map_in_next(&crcs, (len - i) * sizeof(__le32), &got);
+			c = kvt_map_in_next_crc(crcs, (len - i) * sizeof(__le32), &got);
 			if (IS_ERR(c))
 				return PTR_ERR(c);
 			for (j = 0; j < got / sizeof(__le32); j++) {
@@ -235,9 +267,19 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
 		if (ret)
 			return ret;
 	}
-	if (crcs.off != crcs.end || ext->crc != r->map.crc)
+	/* The CRC run records: in memory since attach; their CRC is the map's. */
+	while (ext->off < ext->end) {
+		const void *p = kvt_map_in_next(ext, SIZE_MAX, &got);
+
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+	}
+	if (crcs[0].off != crcs[0].end || crcs[1].off != crcs[1].end ||
+	    ext->crc != r->map.crc)
 		return -EUCLEAN;
-	return crcs.crc == r->map.crcs_crc ? 0 : -EBADMSG;
+	return kvtier_crc32c_cat(crcs[0].crc, crcs[1].crc,
+				 crcs[1].end - r->map.crcs_off) == r->map.crcs_crc ?
+	       0 : -EBADMSG;
 }
 
 /*
@@ -270,8 +312,11 @@ int kvtier_pagemap_walk(struct kvtier_region *r,
 
 /*
  * Pass @r's map, as the checkpoint on the media has it, to @fn as it is
- * there, a window at a time: its records (@crcs false), then, version 3,
- * its CRCs (@crcs true); then check their CRCs. For a checkpoint, which
+ * there, a window at a time: its records (@crcs false; version 4: its
+ * extent records, not its CRC run records), then, version 3, its CRCs in
+ * the CRC section (@crcs true; version 4: those its runs do not hold);
+ * then check their CRCs (version 4: the CRCs only when the section holds
+ * all). For a checkpoint, which
  * copies a closed region's map as it is (version 3's runs are already
  * whole) and passes the same @win[2], zeroed at its start, for every
  * region, so that the map buffer's two halves are read once for many
@@ -283,11 +328,11 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 			void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
-	bool extents = st->ckpt_extents;
-	struct kvt_map_in in[2];
+	u64 nr_runs = r->map.runs ? r->map.runs->nr : 0;
+	struct kvt_map_in in[3], *sec = &in[2];
 	u8 *buf = kvtier_map_buf(st);
-	int i, nr = extents ? 2 : 1;
 	const void *p;
+	u64 ext_end;
 	size_t got;
 	int ret;
 
@@ -297,20 +342,34 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 	kvt_map_in_crcs(&in[1], r, buf + KVT_CKPT_CHUNK / 2, KVT_CKPT_CHUNK / 2);
 	/* Reads stop at the end of the index, and of the CRC section. */
 	in[0].limit = kvtier_index_blocks(st, st->ckpt_copy) * KVTIER_BLOCK_SIZE;
-	in[1].limit = st->nr_slots * sizeof(__le32);
+	sec->limit = st->nr_slots * sizeof(__le32);
 	in[0].win = &win[0];
-	in[1].win = &win[1];
-	for (i = 0; i < nr; i++) {
-		while (in[i].off < in[i].end) {
-			p = kvt_map_in_next(&in[i], SIZE_MAX, &got);
-			if (IS_ERR(p))
-				return PTR_ERR(p);
-			ret = fn(arg, i, p, got);
-			if (ret)
-				return ret;
-		}
+	sec->win = &win[1];
+	ext_end = in[0].end - nr_runs * sizeof(struct kvtier_disk_extent);
+	/* The CRC run records are read for the map's CRC only. */
+	while (in[0].off < in[0].end) {
+		bool ext = in[0].off < ext_end;
+
+		p = kvt_map_in_next(&in[0], ext ? ext_end - in[0].off : SIZE_MAX, &got);
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+		ret = ext ? fn(arg, false, p, got) : 0;
+		if (ret)
+			return ret;
 	}
-	if (in[0].crc != r->map.crc || (nr == 2 && in[1].crc != r->map.crcs_crc))
+	while (st->ckpt_extents && sec->off < sec->end) {
+		p = kvt_map_in_next(sec, SIZE_MAX, &got);
+		if (IS_ERR(p))
+			return PTR_ERR(p);
+		ret = fn(arg, true, p, got);
+		if (ret)
+			return ret;
+	}
+	if (in[0].crc != r->map.crc)
+		return -EUCLEAN;
+	/* Version 4's runs are checked when the region is read. */
+	if (st->ckpt_extents && sec->end - r->map.crcs_off == r->map.pages * sizeof(__le32) &&
+	    sec->crc != r->map.crcs_crc)
 		return -EUCLEAN;
 	return 0;
 }
@@ -617,10 +676,11 @@ void kvtier_pagemap_kick(struct kvtier_tier *tier)
 
 /*
  * Checkpoint attempt @attempt is on the media and the newest superblock
- * names it: what it wrote of each region is now where the records are.
- * Caller holds store.lock.
+ * names it (@ok): what it wrote of each region is now where the records
+ * are, and the CRC runs it replaced are deferred. Else (it failed) the
+ * CRC runs it made are. Caller holds store.lock.
  */
-void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
+void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt, bool ok)
 {
 	struct kvtier_region *r;
 
@@ -631,6 +691,11 @@ void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
 
 		if (!r->persistent)
 			continue;
+		if (!ok) {
+			if (m->next_ckpt == attempt)
+				kvtier_crc_runs_abandon(&tier->store, m);
+			continue;
+		}
 		if (m->next_ckpt != attempt) {
 			/* Its records were in the other area: gone. */
 			WARN_ON_ONCE(m->unloaded && r->linked && !m->lost);
@@ -643,10 +708,12 @@ void kvtier_pagemap_checkpointed(struct kvtier_tier *tier, u64 attempt)
 		m->pages = m->next_pages;
 		m->crcs_off = m->next_crcs_off;
 		m->crcs_crc = m->next_crcs_crc;
+		kvtier_crc_runs_retire(&tier->store, m);
 		m->seq = m->next_seq;
 		m->valid = true;
 	}
 	spin_unlock(&tier->regions_lock);
+	kvtier_crc_runs_release(tier);
 }
 
 /*

@@ -197,6 +197,7 @@ static void kvtier_region_destroy(struct kvtier_region *region)
 		len = nr;
 	}
 	kvtier_region_free_slots(region, &run, &len);
+	kvtier_crc_runs_destroy(region);
 	if (region->persistent && !READ_ONCE(tier->store.dropping))
 		kvtier_store_kick(tier);
 	kvtier_mapext_forget(region);

@@ -65,7 +65,7 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 {
 	u32 version = le32_to_cpu(sb->version);
 	u64 incompat = le64_to_cpu(sb->feature_incompat);
-	bool extents, v3;
+	bool extents, v3, v4, runs;
 
 	if (le64_to_cpu(sb->magic) != KVTIER_SB_MAGIC)
 		return KVT_SB_NONE;
@@ -78,11 +78,17 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 		return KVT_SB_DAMAGED;
 	if (incompat & ~KVTIER_FEATURE_INCOMPAT_SUPP)
 		return KVT_SB_NEWER;
-	/* Version 2 is the journal, 3 the journal and extents; 1 has none. */
+	/*
+	 * Version 2 is the journal, 3 the journal and extents, 4 those and
+	 * CRC runs; 1 has none.
+	 */
 	extents = incompat & KVTIER_FEATURE_INCOMPAT_EXTENTS;
+	runs = incompat & KVTIER_FEATURE_INCOMPAT_CRC_RUNS;
 	v3 = version >= 3;
+	v4 = version >= 4;
 	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_SUPP :
 	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL) || extents != v3 ||
+	    runs != v4 ||
 	    (!extents && incompat & KVTIER_FEATURE_INCOMPAT_CRCS_RUN))
 		return KVT_SB_DAMAGED;
 	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
@@ -154,6 +160,9 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 		if (st->crcs_run)
 			sb->feature_incompat |=
 				cpu_to_le64(KVTIER_FEATURE_INCOMPAT_CRCS_RUN);
+		if (kvtier_store_crc_runs(st))
+			sb->feature_incompat |=
+				cpu_to_le64(KVTIER_FEATURE_INCOMPAT_CRC_RUNS);
 		sb->crcs_block[0] = cpu_to_le64(st->crcs_block[0]);
 		sb->crcs_block[1] = cpu_to_le64(st->crcs_block[1]);
 	}
@@ -431,6 +440,12 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
  * @crcs_crc_pos. @chunk and @crcs are halves of the checkpoint buffer's
  * first KVT_CKPT_CHUNK bytes (version 1 and 2: @chunk is all of them),
  * @head the rest.
+ *
+ * Version 4 sends a region's CRCs to runs of fresh data slots first
+ * (crcruns.c): through @rbuf, the second half of @crcs's half, placed
+ * each time it fills and at the region's end, the runs it got in
+ * @rruns; once no slot is free (@rfull) the rest of the region's go to
+ * the CRC section. Its CRC run records follow its extent records.
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
@@ -458,6 +473,13 @@ struct kvt_ckpt_out {
 	u64 crcs_pos;
 	u64 crcs_crc_pos;
 	u32 crcs_crc;
+	size_t crcs_size;	/* bytes of @crcs (and of @rbuf) */
+	bool runs;		/* version 4 */
+	u8 *rbuf;		/* the region's CRCs not yet in runs */
+	size_t rlen;
+	bool rfull;
+	struct kvtier_crc_runs *rruns;	/* the region's runs */
+	u64 r_runs;		/* CRC run records of the region */
 	struct kvtier_map_win win[2];	/* for kvtier_pagemap_copy() */
 };
 
@@ -500,7 +522,8 @@ static void *kvt_ckpt_next(struct kvt_ckpt_out *o)
 static bool kvt_ckpt_full(struct kvt_ckpt_out *o)
 {
 	return !kvt_ckpt_next(o) ||
-	       (o->extents && o->crcs_pos - o->crcs_base == o->chunk_size);
+	       (o->extents && o->crcs_pos - o->crcs_base == o->crcs_size) ||
+	       (o->runs && o->rlen == o->crcs_size);
 }
 
 /* Write @n bytes of @buf at @block, zero to the end of their last block. */
@@ -545,8 +568,102 @@ static int kvt_ckpt_crcs_flush(struct kvt_ckpt_out *o)
 				   o->crcs, o->crcs_pos - o->crcs_base);
 	if (ret)
 		return ret;
+	kvtier_count(o->tier, KVT_STAT_CKPT_CRC_BYTES, o->crcs_pos - o->crcs_base);
 	o->crcs_base = o->crcs_pos;
 	return 0;
+}
+
+/* Append @n bytes of CRCs to the CRC section, writing it as it fills. */
+static int kvt_ckpt_section_put(struct kvt_ckpt_out *o, const u8 *p, size_t n)
+{
+	size_t k;
+	int ret;
+
+	if (o->crcs_pos + n > o->crcs_limit)
+		return -EOVERFLOW;
+	for (; n; p += k, n -= k) {
+		k = min(n, o->crcs_size - (size_t)(o->crcs_pos - o->crcs_base));
+		memcpy(o->crcs + (o->crcs_pos - o->crcs_base), p, k);
+		o->crcs_pos += k;
+		if (o->crcs_pos - o->crcs_base < o->crcs_size)
+			continue;
+		ret = kvt_ckpt_crcs_flush(o);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Version 4: write the region's CRCs in @rbuf to fresh data slots, the
+ * rest of their last block zero, and add the runs to @rruns. What finds
+ * no free slot goes to the CRC section, and so does every later CRC of
+ * the region (@rfull): the stream's runs come first, its section part
+ * after. -ENOMEM, -EIO, -EOVERFLOW.
+ */
+static int kvt_ckpt_runs_flush(struct kvt_ckpt_out *o)
+{
+	struct kvtier_tier *tier = o->tier;
+	u64 nb = DIV_ROUND_UP(o->rlen, KVTIER_BLOCK_SIZE), done = 0;
+	struct kvtier_crc_runs *grown;
+	unsigned long slot, got;
+	size_t n;
+	int ret;
+
+	if (!o->rlen)
+		return 0;
+	memset(o->rbuf + o->rlen, 0, nb * KVTIER_BLOCK_SIZE - o->rlen);
+	while (done < nb) {
+		grown = kvtier_crc_runs_grow(&tier->store, o->rruns, 1);
+		if (!grown)
+			return -ENOMEM;
+		kvtier_crc_runs_free(&tier->store, o->rruns);
+		o->rruns = grown;
+		slot = kvtier_slots_alloc(&tier->slots, nb - done, &got);
+		if (slot == KVTIER_NO_SLOT)
+			break;
+		/* In @rruns first: a failure from here on gives them back. */
+		kvtier_crc_runs_add(o->rruns, slot, got);
+		ret = kvtier_io_meta(tier, REQ_OP_WRITE, tier->store.data_start + slot,
+				     o->rbuf + done * KVTIER_BLOCK_SIZE, got, 0);
+		if (ret)
+			return ret;
+		done += got;
+	}
+	n = min_t(u64, o->rlen, done * KVTIER_BLOCK_SIZE);
+	o->crcs_crc = kvtier_crc32c_cat(o->crcs_crc, kvtier_crc32c(o->rbuf, n), n);
+	kvtier_count(tier, KVT_STAT_CKPT_CRC_BYTES, n);
+	ret = 0;
+	if (done < nb) {
+		o->rfull = true;
+		ret = kvt_ckpt_section_put(o, o->rbuf + n, o->rlen - n);
+	}
+	o->rlen = 0;
+	return ret;
+}
+
+/*
+ * Append @n bytes of the region's CRC stream: to its runs (version 4,
+ * while slots are free), else to the CRC section.
+ */
+static int kvt_ckpt_crcs_put(struct kvt_ckpt_out *o, const u8 *p, size_t n)
+{
+	size_t k;
+	int ret;
+
+	while (n && o->runs && !o->rfull) {
+		k = min(n, o->crcs_size - o->rlen);
+		memcpy(o->rbuf + o->rlen, p, k);
+		o->rlen += k;
+		p += k;
+		n -= k;
+		if (o->rlen < o->crcs_size)
+			continue;
+		ret = kvt_ckpt_runs_flush(o);
+		if (ret)
+			return ret;
+	}
+	return n ? kvt_ckpt_section_put(o, p, n) : 0;
 }
 
 /* Write whichever of the chunk and the CRCs is full. */
@@ -556,8 +673,53 @@ static int kvt_ckpt_write_full(struct kvt_ckpt_out *o)
 
 	if (!kvt_ckpt_next(o))
 		ret = kvt_ckpt_flush(o);
-	if (!ret && o->extents && o->crcs_pos - o->crcs_base == o->chunk_size)
+	if (!ret && o->extents && o->crcs_pos - o->crcs_base == o->crcs_size)
 		ret = kvt_ckpt_crcs_flush(o);
+	if (!ret && o->runs && o->rlen == o->crcs_size)
+		ret = kvt_ckpt_runs_flush(o);
+	return ret;
+}
+
+/*
+ * Version 4: a region's CRC stream begins; @old are the runs its records
+ * on the media name, which a copy of them keeps (NULL: it is written
+ * anew). -ENOMEM.
+ */
+static int kvt_ckpt_runs_begin(struct kvt_ckpt_out *o,
+			       const struct kvtier_crc_runs *old)
+{
+	o->rlen = 0;
+	o->rfull = false;
+	o->r_runs = 0;
+	o->rruns = kvtier_crc_runs_grow(&o->tier->store, old, 0);
+	if (!o->rruns)
+		return -ENOMEM;
+	o->rruns->keep = o->rruns->nr;
+	return 0;
+}
+
+/*
+ * Version 4: the region's CRCs are all in: place the last of them and
+ * record its runs after its extent records. -ENOMEM, -EIO, -EOVERFLOW.
+ */
+static int kvt_ckpt_runs_end(struct kvt_ckpt_out *o)
+{
+	struct kvtier_disk_extent *e;
+	u32 i;
+	int ret;
+
+	ret = kvt_ckpt_runs_flush(o);
+	for (i = 0; !ret && i < o->rruns->nr; i++) {
+		ret = kvt_ckpt_write_full(o);
+		if (ret)
+			break;
+		if (o->pos + sizeof(*e) > o->limit)
+			return -EOVERFLOW;
+		e = kvt_ckpt_next(o);
+		*e = o->rruns->run[i];
+		o->pos += sizeof(*e);
+		o->r_runs++;
+	}
 	return ret;
 }
 
@@ -591,10 +753,16 @@ static int kvt_ckpt_page(struct kvt_ckpt_out *o, u32 index, u64 slot, u32 crc)
 	int ret;
 
 	if (o->extents) {
-		if (o->crcs_pos + sizeof(__le32) > o->crcs_limit)
-			return -EOVERFLOW;
-		*(__le32 *)(o->crcs + (o->crcs_pos - o->crcs_base)) = cpu_to_le32(crc);
-		o->crcs_pos += sizeof(__le32);
+		if (o->runs && !o->rfull) {
+			*(__le32 *)(o->rbuf + o->rlen) = cpu_to_le32(crc);
+			o->rlen += sizeof(__le32);
+		} else {
+			if (o->crcs_pos + sizeof(__le32) > o->crcs_limit)
+				return -EOVERFLOW;
+			*(__le32 *)(o->crcs + (o->crcs_pos - o->crcs_base)) =
+				cpu_to_le32(crc);
+			o->crcs_pos += sizeof(__le32);
+		}
 		o->r_pages++;
 		if (o->ext_len && o->ext_len < U32_MAX &&
 		    index == o->ext_index + o->ext_len &&
@@ -737,8 +905,9 @@ static int kvtier_snapshot_pages(struct kvtier_region *r, struct kvt_ckpt_out *o
 
 /*
  * kvtier_pagemap_copy() for a checkpoint: @n bytes of a closed region's
- * records (@crcs: of its CRCs) as they are, appended to @o a piece at a
- * time. @arg is the checkpoint's out.
+ * records (@crcs: of its CRCs in the CRC section) as they are, appended
+ * to @o a piece at a time (version 4: the CRCs to runs if slots are
+ * free). @arg is the checkpoint's out.
  */
 static int kvtier_snapshot_copy(void *arg, bool crcs, const void *p, size_t n)
 {
@@ -746,20 +915,16 @@ static int kvtier_snapshot_copy(void *arg, bool crcs, const void *p, size_t n)
 	size_t k;
 	int ret;
 
-	if (crcs ? o->crcs_pos + n > o->crcs_limit : o->pos + n > o->limit)
+	if (crcs)
+		return kvt_ckpt_crcs_put(o, p, n);
+	if (o->pos + n > o->limit)
 		return -EOVERFLOW;
 	for (; n; p += k, n -= k) {
-		if (crcs) {
-			k = min(n, o->chunk_size - (size_t)(o->crcs_pos - o->crcs_base));
-			memcpy(o->crcs + (o->crcs_pos - o->crcs_base), p, k);
-			o->crcs_pos += k;
-		} else {
-			/* Whole records: the head's end and a chunk are blocks. */
-			k = min_t(u64, n, o->pos < o->head_end ? o->head_end - o->pos :
-				  o->chunk_size - (o->pos - o->chunk_base));
-			memcpy(kvt_ckpt_next(o), p, k);
-			o->pos += k;
-		}
+		/* Whole records: the head's end and a chunk are blocks. */
+		k = min_t(u64, n, o->pos < o->head_end ? o->head_end - o->pos :
+			  o->chunk_size - (o->pos - o->chunk_base));
+		memcpy(kvt_ckpt_next(o), p, k);
+		o->pos += k;
 		ret = kvt_ckpt_write_full(o);
 		if (ret)
 			return ret;
@@ -793,13 +958,16 @@ static int kvtier_snapshot_convert(struct kvtier_region *r, void *arg,
 
 /*
  * Record @r's pages in @o from memory, or as the checkpoint on the media
- * has them if its map is unloaded; 0 or -errno. Its map's next place is
- * noted, taken once the checkpoint is (pagemap.c).
+ * has them if its map is unloaded (version 4: or unchanged since); 0 or
+ * -errno. Its map's next place is noted, taken once the checkpoint is
+ * (pagemap.c).
  */
 static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 			       u64 attempt)
 {
+	bool same = r->tier->store.ckpt_extents == o->extents;
 	u64 start, crcs_start;
+	bool copy;
 	int ret;
 
 	/* The last region's last record may have filled the chunk. */
@@ -814,13 +982,35 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 	o->crcs_crc = ~0U;
 	o->r_pages = 0;
 	o->r_extents = 0;
-	if (r->map.unloaded && r->tier->store.ckpt_extents == o->extents) {
+	o->r_runs = 0;
+	/*
+	 * Records on the media that are the map, as this checkpoint writes
+	 * them, are copied. Version 4 copies a loaded region's too when no
+	 * page got a new slot since they were taken: its CRCs stay in its
+	 * runs, not written again (a page that changes meanwhile is the
+	 * next commit's, as for a walk).
+	 */
+	copy = same && (r->map.unloaded ||
+			(o->runs && r->map.valid && !r->map.lost &&
+			 atomic_read(&r->map.changes) == r->map.seq));
+	if (o->runs) {
+		ret = kvt_ckpt_runs_begin(o, copy ? r->map.runs : NULL);
+		if (ret)
+			return ret;
+	}
+	if (copy) {
 		r->map.next_seq = r->map.seq;
 		ret = kvtier_pagemap_copy(r, o->win, kvtier_snapshot_copy, o);
-		if (ret == -EUCLEAN)
+		/*
+		 * A loaded map is whole in memory: the next attempt (this one
+		 * fails) records it from there instead.
+		 */
+		if (ret == -EUCLEAN && !r->map.unloaded)
+			r->map.valid = false;
+		else if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
 		o->r_pages = r->map.pages;
-		o->r_extents = r->map.count;
+		o->r_extents = r->map.count - (r->map.runs ? r->map.runs->nr : 0);
 	} else if (r->map.unloaded) {
 		/* An upgrade to version 3: page records made extents. */
 		r->map.next_seq = r->map.seq;
@@ -837,14 +1027,27 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 		ret = kvt_ckpt_write_full(o);
 	if (!ret)
 		ret = kvt_ckpt_extent_end(o);
+	if (!ret && o->runs)
+		ret = kvt_ckpt_runs_end(o);
 	if (ret)
 		return ret;
 	kvt_ckpt_map_crc(o);
 	if (o->extents)
 		kvt_ckpt_crcs_crc(o);
+	if (o->runs) {
+		/* The stream is as it was: only where its tail is may differ. */
+		if (copy)
+			o->crcs_crc = r->map.crcs_crc;
+		/* The runs as they are: unchanged, or none before nor now. */
+		if (o->rruns->nr == o->rruns->keep && (copy || !r->map.runs))
+			kvtier_crc_runs_free(&r->tier->store, o->rruns);
+		else
+			r->map.next_runs = o->rruns;
+		o->rruns = NULL;
+	}
 	r->map.next_ckpt = attempt;
 	r->map.next_off = start;
-	r->map.next_count = o->extents ? o->r_extents : o->r_pages;
+	r->map.next_count = o->extents ? o->r_extents + o->r_runs : o->r_pages;
 	r->map.next_crc = o->map_crc;
 	r->map.next_pages = o->r_pages;
 	r->map.next_crcs_off = crcs_start;
@@ -890,7 +1093,9 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 		.limit = kvtier_index_blocks(st, copy) * KVTIER_BLOCK_SIZE,
 		.crc_rest = ~0U,	/* the CRC of nothing */
 		.chunk_size = extents ? KVT_CKPT_CHUNK / 2 : KVT_CKPT_CHUNK,
+		.crcs_size = KVT_CKPT_CHUNK / (kvtier_store_crc_runs(st) ? 4 : 2),
 		.extents = extents,
+		.runs = kvtier_store_crc_runs(st),
 		.crcs_block = st->crcs_block[copy],
 		.crcs_limit = st->nr_slots * sizeof(__le32),
 	};
@@ -900,7 +1105,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 	u64 attempt = ++st->ckpt_attempt;
 	unsigned int i, n;
 	LIST_HEAD(dels);
-	u64 nr_pages = 0, nr_extents = 0, used;
+	u64 nr_pages = 0, nr_extents = 0, nr_runs = 0, used;
 	int ret;
 
 	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_CKPT, &dels);
@@ -922,6 +1127,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 		goto out;
 	}
 	o.crcs = o.chunk + o.chunk_size;
+	o.rbuf = o.crcs + o.crcs_size;
 	o.head = o.chunk + KVT_CKPT_CHUNK;
 	memset(o.head, 0, o.head_end);
 	/*
@@ -949,7 +1155,9 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 		if (extents) {
 			rec[i].nr_extents = cpu_to_le64(o.r_extents);
 			rec[i].crcs_crc = cpu_to_le32(o.crcs_crc);
+			rec[i].nr_crc_runs = cpu_to_le32(o.r_runs);
 			nr_extents += o.r_extents;
+			nr_runs += o.r_runs;
 		}
 	}
 	ret = kvt_ckpt_flush(&o);
@@ -962,6 +1170,7 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 	hdr->nr_regions = cpu_to_le64(n);
 	hdr->nr_pages = cpu_to_le64(nr_pages);
 	hdr->nr_extents = cpu_to_le64(nr_extents);
+	hdr->nr_crc_runs = cpu_to_le64(nr_runs);
 	/* The head's unused tail is zero (memset above). */
 	used = min(o.pos, o.head_end);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE, area, o.head,
@@ -972,6 +1181,11 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 	*crc = kvtier_crc32c_cat(kvtier_crc32c(o.head, used), o.crc_rest,
 				 o.pos - used);
 out:
+	/* A region's runs being made when it failed (the others': pagemap.c). */
+	if (o.rruns) {
+		kvtier_crc_runs_put_slots(tier, o.rruns, o.rruns->keep, true);
+		kvtier_crc_runs_free(st, o.rruns);
+	}
 	for (i = 0; i < n; i++)
 		kvtier_region_put(v[i]);
 	kfree(v);
@@ -1024,24 +1238,28 @@ static int kvtier_checkpoint_write(struct kvtier_tier *tier, u64 gen)
 		return -ENOMEM;
 	ret = kvtier_snapshot_write(tier, gen, copy, &bytes, &crc);
 	if (ret)
-		goto out;
+		goto fail;
 	if (stops)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_AREA);
 	kvtier_sb_fill(st, sb, gen, bytes, crc);
 	ret = kvtier_io_meta(tier, REQ_OP_WRITE | REQ_PREFLUSH | REQ_FUA,
 			     copy, sb, 1, 0);
 	if (ret)
-		goto out;
+		goto fail;
 	if (stops)
 		kvtier_freeze_point(tier, KVT_FREEZE_CKPT_SUPER);
 	st->ckpt_copy = copy;
 	st->ckpt_extents = kvtier_store_extents(st);
 	st->journal_head = st->journal_pos;
-	kvtier_pagemap_checkpointed(tier, st->ckpt_attempt);
+	kvtier_pagemap_checkpointed(tier, st->ckpt_attempt, true);
 	kvtier_pagemap_unload_closed(tier);
 	if (READ_ONCE(st->bad_copy) == copy)
 		WRITE_ONCE(st->bad_copy, -1);
-out:
+	kfree(sb);
+	return 0;
+fail:
+	/* Version 4: the CRC runs it made are no region's. */
+	kvtier_pagemap_checkpointed(tier, st->ckpt_attempt, false);
 	kfree(sb);
 	return ret;
 }
@@ -1285,10 +1503,36 @@ static int kvtier_upgrade_extents(struct kvtier_tier *tier)
 }
 
 /*
- * Upgrade the attached namespace to format @version (2 or 3) in place,
- * version 1 to 2 first: kvtier_upgrade_journal(), kvtier_upgrade_extents().
- * Caller holds tier->lock, the tier attached. Returns 0, also when the
- * namespace has that version already; -EINVAL (not 2 or 3), -EROFS (a
+ * Give the attached version-3 namespace version 4's CRC runs: its next
+ * checkpoint, written as version 4, moves every region's CRCs from the
+ * CRC section to runs of free data slots (those that find none stay in
+ * the section, as version 4 allows). Until its superblock is on the
+ * media the namespace is version 3, whole: the runs were free in its
+ * checkpoint. Caller as kvtier_upgrade_journal(). Errors: those of the
+ * commit, with the namespace still version 3.
+ */
+static int kvtier_upgrade_crc_runs(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	int ret;
+
+	st->version = 4;
+	ret = kvtier_upgrade_commit(tier);
+	if (ret) {
+		st->version = 3;
+		return ret;
+	}
+	dev_info(&tier->dev, "%s: upgraded to format version 4: regions' CRCs in runs of data slots\n",
+		 tier->backing.path);
+	return 0;
+}
+
+/*
+ * Upgrade the attached namespace to format @version (2 to 4) in place,
+ * a version at a time: kvtier_upgrade_journal(), kvtier_upgrade_extents(),
+ * kvtier_upgrade_crc_runs(). Caller holds tier->lock, the tier attached.
+ * Returns 0, also when the namespace has that version already; -EINVAL
+ * (not 2 to 4), -EROFS (a
  * read-only attach), -EBUSY (the lease was lost), and their errors, with
  * the namespace at the last version it reached.
  */
@@ -1316,8 +1560,10 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 	noio = memalloc_noio_save();
 	if (st->version == 1)
 		ret = kvtier_upgrade_journal(tier);
-	if (!ret && version == 3)
+	if (!ret && version >= 3 && st->version == 2)
 		ret = kvtier_upgrade_extents(tier);
+	if (!ret && version >= 4 && st->version == 3)
+		ret = kvtier_upgrade_crc_runs(tier);
 	memalloc_noio_restore(noio);
 out:
 	mutex_unlock(&st->lock);
@@ -1816,6 +2062,32 @@ static int kvtier_claim_extents(struct kvtier_tier *tier, struct kvtier_region *
 }
 
 /*
+ * Claim the slots of @nr CRC run records of @r (version 4) and add them
+ * to its runs, which have room: each must start the stream where the
+ * ones before end.
+ */
+static int kvtier_claim_crc_runs(struct kvtier_tier *tier, struct kvtier_region *r,
+				 const struct kvtier_disk_extent *run, u64 nr)
+{
+	u64 k;
+	int ret;
+
+	for (k = 0; k < nr; k++) {
+		u64 slot = le64_to_cpu(run[k].slot);
+		u32 len = le32_to_cpu(run[k].len);
+
+		if (!len || le32_to_cpu(run[k].index) != r->map.runs->blocks ||
+		    slot + len < slot || slot + len > tier->slots.nr)
+			return -EUCLEAN;
+		ret = kvtier_slots_claim(&tier->slots, slot, len);
+		if (ret)
+			return ret;
+		kvtier_crc_runs_add(r->map.runs, slot, len);
+	}
+	return 0;
+}
+
+/*
  * A checkpoint being read, front to back, through the checkpoint buffer:
  * its head (header and region records, and the page records that share
  * their last block: bytes [0, @head_end)) stays in @head; the rest passes
@@ -1891,27 +2163,32 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 	const struct kvtier_disk_ckpt *hdr = (void *)in->head;
 	const struct kvtier_disk_region *recs = (void *)(hdr + 1);
 	bool extents = kvtier_store_extents(&tier->store);
+	bool crc_runs = kvtier_store_crc_runs(&tier->store);
 	u64 nr_regions = le64_to_cpu(hdr->nr_regions);
 	u64 nr_pages = le64_to_cpu(hdr->nr_pages);
 	u64 nr_extents = le64_to_cpu(hdr->nr_extents);
+	u64 nr_runs = crc_runs ? le64_to_cpu(hdr->nr_crc_runs) : 0;
 	u64 off = sizeof(*hdr) + nr_regions * sizeof(*recs), crcs_off = 0;
 	/* Page and extent records are both 16 bytes. */
 	const size_t psz = sizeof(struct kvtier_disk_page);
 	int ret;
 
 	for (*i = 0; *i < nr_regions; (*i)++) {
-		u64 pages = le64_to_cpu(recs[*i].nr_pages), end, mapped = 0;
+		u64 pages = le64_to_cpu(recs[*i].nr_pages), end, ext_end, mapped = 0;
 		u64 n = extents ? le64_to_cpu(recs[*i].nr_extents) : pages;
+		u64 runs = crc_runs ? le32_to_cpu(recs[*i].nr_crc_runs) : 0;
 		struct kvtier_region *r;
 		const void *p;
 		s64 prev = -1;
 		size_t got;
 
-		if (pages > nr_pages || (extents && (n > nr_extents || n > pages)))
+		if (pages > nr_pages || (extents && (n > nr_extents || n > pages)) ||
+		    runs > nr_runs)
 			return -EUCLEAN;
 		nr_pages -= pages;
 		if (extents)
 			nr_extents -= n;
+		nr_runs -= runs;
 		ret = kvtier_record_check(tier, &recs[*i]);
 		if (ret)
 			return ret;
@@ -1924,23 +2201,32 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 		if (IS_ERR(r))
 			return PTR_ERR(r);
 		r->map.off = off;
-		r->map.count = n;
+		r->map.count = n + runs;
 		r->map.crc = ~0U;	/* the CRC of nothing */
 		r->map.pages = pages;
-		r->map.crcs_off = crcs_off;
 		r->map.crcs_crc = le32_to_cpu(recs[*i].crcs_crc);
-		crcs_off += pages * sizeof(__le32);
-		for (end = off + n * psz; off < end; off += got) {
+		if (runs) {
+			r->map.runs = kvtier_crc_runs_grow(&tier->store, NULL, runs);
+			if (!r->map.runs)
+				return -ENOMEM;
+		}
+		/* The extent (or page) records, then the CRC run records. */
+		ext_end = off + n * psz;
+		for (end = ext_end + runs * psz; off < end; off += got) {
+			u64 stop = off < ext_end ? ext_end : end;
+
 			if (off < in->head_end) {
 				p = in->head + off;
-				got = min(end, in->head_end) - off;
+				got = min(stop, in->head_end) - off;
 			} else {
-				p = kvt_ckpt_pages(in, off, end, &got);
+				p = kvt_ckpt_pages(in, off, stop, &got);
 				if (IS_ERR(p))
 					return PTR_ERR(p);
 			}
 			r->map.crc = kvtier_crc32c_cat(r->map.crc, kvtier_crc32c(p, got), got);
-			if (extents)
+			if (off >= ext_end)
+				ret = kvtier_claim_crc_runs(tier, r, p, got / psz);
+			else if (extents)
 				ret = kvtier_claim_extents(tier, r, p, got / psz, &prev,
 							   &mapped);
 			else
@@ -1950,9 +2236,15 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 		}
 		if (extents && mapped != pages)
 			return -EUCLEAN;
+		/* Runs hold no block past the stream's. */
+		if (r->map.runs && r->map.runs->blocks >
+		    DIV_ROUND_UP(pages * sizeof(__le32), KVTIER_BLOCK_SIZE))
+			return -EUCLEAN;
+		r->map.crcs_off = crcs_off;
+		crcs_off += kvtier_crcs_tail(pages, r->map.runs);
 		r->map.valid = true;
 	}
-	return nr_pages || (extents && nr_extents) ? -EUCLEAN : 0;
+	return nr_pages || (extents && nr_extents) || nr_runs ? -EUCLEAN : 0;
 }
 
 /*
@@ -1974,7 +2266,7 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 		.crc = ~0U,	/* the CRC of nothing */
 	};
 	struct kvtier_disk_ckpt hdr;
-	u64 nr_regions, nr_pages, nr_recs, i = 0, used;
+	u64 nr_regions, nr_pages, nr_recs, nr_runs, i = 0, used;
 	int ret;
 
 	ret = kvtier_store_alloc(tier);
@@ -1994,16 +2286,20 @@ static int kvtier_store_load(struct kvtier_tier *tier,
 	}
 	nr_regions = le64_to_cpu(hdr.nr_regions);
 	nr_pages = le64_to_cpu(hdr.nr_pages);
-	/* Version 3: extent records follow the regions; else page records. */
+	/*
+	 * Version 3: extent records follow the regions (version 4: and CRC
+	 * run records); else page records.
+	 */
 	nr_recs = kvtier_store_extents(st) ? le64_to_cpu(hdr.nr_extents) : nr_pages;
+	nr_runs = kvtier_store_crc_runs(st) ? le64_to_cpu(hdr.nr_crc_runs) : 0;
 	ret = -EUCLEAN;
 	if (in.crc != le32_to_cpu(sb->ckpt_crc) ||
 	    le64_to_cpu(hdr.magic) != KVTIER_CKPT_MAGIC ||
 	    le64_to_cpu(hdr.generation) != st->generation ||
 	    nr_regions > st->max_regions || nr_pages > st->nr_slots ||
-	    nr_recs > nr_pages ||
+	    nr_recs > nr_pages || nr_runs > st->nr_slots ||
 	    bytes != sizeof(hdr) + nr_regions * sizeof(struct kvtier_disk_region) +
-		     nr_recs * sizeof(struct kvtier_disk_page))
+		     (nr_recs + nr_runs) * sizeof(struct kvtier_disk_page))
 		goto damaged;
 
 	/* Pass 2: the head whole, then the windows after it. */
@@ -2395,7 +2691,8 @@ void kvtier_meta_mem(struct kvtier_tier *tier, struct kvtier_meta_mem *m)
 
 	/* A region whose map is unloaded has no inode. */
 	m->regions = (u64)nr * sizeof(struct kvtier_region) +
-		     (u64)(nr > unloaded ? nr - unloaded : 0) * sizeof(struct inode);
+		     (u64)(nr > unloaded ? nr - unloaded : 0) * sizeof(struct inode) +
+		     max(atomic_long_read(&st->crc_runs_bytes), 0L);
 	m->page_maps = (leaves - min(leaves, extents) + DIV_ROUND_UP(chunks, 63)) *
 		       sizeof(struct xa_node);
 	m->crcs = chunks * kvtier_crcs_chunk_bytes();
@@ -2411,6 +2708,7 @@ void kvtier_store_init(struct kvtier_store *st)
 	mutex_init(&st->lock);
 	atomic64_set(&st->changes, 0);
 	INIT_LIST_HEAD(&st->dels);
+	INIT_LIST_HEAD(&st->retired_runs);
 	INIT_WORK(&st->commit_work, kvtier_commit_work);
 	INIT_WORK(&st->room_work, kvtier_room_work);
 	kvtier_pagemap_init(st);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
- * kvtier on-namespace format, versions 1, 2 and 3.
+ * kvtier on-namespace format, versions 1 to 4.
  *
  * Specified in Documentation/kvtier-format.rst. Everything is
  * little-endian; every structure has a fixed size and is padded with zero
@@ -40,6 +40,11 @@
  * CRC section (crcs_block), checked per region (struct
  * kvtier_disk_region.crcs_crc), so attach reads 16 bytes per extent, not
  * 16 per page.
+ * Version 4 (version 3's flags and INCOMPAT_CRC_RUNS) keeps each region's
+ * CRCs in runs of data slots of its own, named by CRC run records after
+ * its extent records, so that a checkpoint rewrites the CRCs of regions
+ * that changed, not of every region; the CRC section holds only what did
+ * not fit in free slots.
  */
 #ifndef _UAPI_LINUX_KVTIER_FORMAT_H
 #define _UAPI_LINUX_KVTIER_FORMAT_H
@@ -51,8 +56,8 @@
 #define KVTIER_CKPT_MAGIC		0x54504b4354564b00ULL	/* "\0KVTCKPT" LE */
 #define KVTIER_LEASE_MAGIC		0x5341454c54564b00ULL	/* "\0KVTLEAS" LE */
 #define KVTIER_TXN_MAGIC		0x4c4e524a54564b00ULL	/* "\0KVTJRNL" LE */
-/* The newest version this header describes; a module formats 1, 2 or 3. */
-#define KVTIER_FORMAT_VERSION		3
+/* The newest version this header describes; a module formats 1 to 4. */
+#define KVTIER_FORMAT_VERSION		4
 
 /* Bounds of the version-2 journal: its size, and its virtual positions. */
 #define KVTIER_JOURNAL_MAX_BLOCKS	65536ULL
@@ -107,18 +112,28 @@
  * would read CRCs from the wrong blocks: it must refuse.
  */
 #define KVTIER_FEATURE_INCOMPAT_CRCS_RUN	(1ULL << 3)
+/*
+ * INCOMPAT_CRC_RUNS: a region record of the checkpoint may name runs of
+ * data slots holding its CRCs (@nr_crc_runs CRC run records after its
+ * extent records), and the CRC section holds only the rest. Set exactly
+ * when the version is 4, with INCOMPAT_EXTENTS: a module that does not
+ * know it would read CRC run records as extent records.
+ */
+#define KVTIER_FEATURE_INCOMPAT_CRC_RUNS	(1ULL << 4)
 
 /* Refuse attach if unknown. */
 #define KVTIER_FEATURE_INCOMPAT_SUPP	(KVTIER_FEATURE_INCOMPAT_JOURNAL | \
 					 KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN | \
 					 KVTIER_FEATURE_INCOMPAT_EXTENTS | \
-					 KVTIER_FEATURE_INCOMPAT_CRCS_RUN)
+					 KVTIER_FEATURE_INCOMPAT_CRCS_RUN | \
+					 KVTIER_FEATURE_INCOMPAT_CRC_RUNS)
 
 /**
  * struct kvtier_disk_super - one superblock copy (block 0 or 1)
  * @magic: KVTIER_SB_MAGIC
- * @version: format version that wrote it: 1, 2 with INCOMPAT_JOURNAL, or 3
- *           with INCOMPAT_JOURNAL and INCOMPAT_EXTENTS
+ * @version: format version that wrote it: 1, 2 with INCOMPAT_JOURNAL, 3
+ *           with INCOMPAT_JOURNAL and INCOMPAT_EXTENTS, or 4 with those and
+ *           INCOMPAT_CRC_RUNS
  * @header_size: sizeof(struct kvtier_disk_super) that wrote it
  * @crc: CRC32C (seed ~0, final value not inverted, as the kernel's
  *       crc32c()) of the first @header_size bytes with this field zero
@@ -204,6 +219,8 @@ struct kvtier_disk_super {
  *            pages the extent records map (CRCs in the CRC section)
  * @nr_extents: version 3: extent records that follow the region records;
  *              else 0
+ * @nr_crc_runs: version 4: CRC run records among them (each region's
+ *               follow its extent records); else 0
  * @reserved: zero
  *
  * Followed by @nr_regions struct kvtier_disk_region, then the page records
@@ -220,7 +237,8 @@ struct kvtier_disk_ckpt {
 	__le64 nr_regions;
 	__le64 nr_pages;
 	__le64 nr_extents;
-	__le64 reserved[3];
+	__le64 nr_crc_runs;
+	__le64 reserved[2];
 };
 
 /* struct kvtier_disk_region.flags */
@@ -242,9 +260,10 @@ struct kvtier_disk_ckpt {
  * @flags: KVTIER_DISK_REGION_* bits
  * @nr_extents: version 3, in a checkpoint: its extent records; else 0
  * @crcs_crc: version 3, in a checkpoint: CRC32C (seeded like the
- *            superblock's) of its 4 x @nr_pages bytes of the CRC section;
- *            else 0
- * @reserved: zero
+ *            superblock's) of its 4 x @nr_pages bytes of the CRC section
+ *            (version 4: of its CRC runs, then the CRC section); else 0
+ * @nr_crc_runs: version 4, in a checkpoint: its CRC run records, which
+ *               follow its @nr_extents extent records; else 0
  */
 struct kvtier_disk_region {
 	char name[64];
@@ -258,7 +277,7 @@ struct kvtier_disk_region {
 	__le32 flags;
 	__le64 nr_extents;
 	__le32 crcs_crc;
-	__le32 reserved;
+	__le32 nr_crc_runs;
 };
 
 /**
@@ -285,6 +304,16 @@ struct kvtier_disk_extent {
 	__le32 index;
 	__le32 len;
 };
+
+/*
+ * A CRC run record (version 4) is a struct kvtier_disk_extent too: @slot
+ * is the data slot of its first block, @index the block of the region's
+ * CRC stream that it starts (the runs of a region follow each other:
+ * the first at 0, each at the end of the one before), @len its blocks.
+ * The stream is the region's 4 x nr_pages bytes of CRCs in the order of
+ * its extents; its runs hold its first 4096 x (their blocks) bytes (the
+ * rest of the last block zero), the CRC section the remainder, if any.
+ */
 
 /**
  * struct kvtier_disk_txn - one journal transaction (version 2), at the
