@@ -450,7 +450,10 @@ TEST_F_TIMEOUT(persist, zero_device_is_formatted_then_loaded, 300)
 	EXPECT_EQ(size / KVTIER_BLOCK_SIZE, le64toh(sb.nr_blocks));
 	EXPECT_EQ(le32toh(sb.version) == 1 ? 0ULL :
 		  le32toh(sb.version) == 2 ? KVTIER_FEATURE_INCOMPAT_JOURNAL :
-		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS,
+		  le32toh(sb.version) == 3 ?
+		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS :
+		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS |
+		  KVTIER_FEATURE_INCOMPAT_CRC_RUNS,
 		  le64toh(sb.feature_incompat));
 	EXPECT_GE(le64toh(sb.meta_start), 2ULL);
 	EXPECT_GE(le64toh(sb.data_start),
@@ -1616,6 +1619,31 @@ static int ckpt_find(const struct kvtier_disk_ckpt *hdr, const char *name)
 	return -1;
 }
 
+/*
+ * Version 4: bytes of the CRCs of the regions of @hdr (ckpt_raw()) that
+ * their CRC runs do not hold (those in the CRC section); *@runs gets the
+ * CRC run records.
+ */
+static unsigned long long ckpt_crcs_tail(const struct kvtier_disk_ckpt *hdr,
+					 unsigned long long *runs)
+{
+	const struct kvtier_disk_region *rec = (const void *)(hdr + 1);
+	const struct kvtier_disk_extent *e = (const void *)(rec + le64toh(hdr->nr_regions));
+	unsigned long long i, k, tail = 0;
+
+	*runs = 0;
+	for (i = 0; i < le64toh(hdr->nr_regions); i++) {
+		unsigned long long all = le64toh(rec[i].nr_pages) * 4, held = 0;
+
+		e += le64toh(rec[i].nr_extents);
+		for (k = 0; k < le32toh(rec[i].nr_crc_runs); k++, e++)
+			held += le32toh(e->len) * (unsigned long long)PAGE;
+		*runs += le32toh(rec[i].nr_crc_runs);
+		tail += all > held ? all - held : 0;
+	}
+	return tail;
+}
+
 #define EX_IMG		"/tmp/kvt-extents.img"
 #define EX_DM		"kvt-extents"
 
@@ -1973,14 +2001,19 @@ static long long wait_stat(int id, const char *name, long long want)
 
 /*
  * Unlink persistent region @name of tier @id, whose @pages pages are all
- * on the namespace, and wait up to 5 s for the commit that frees its slots.
+ * on the namespace (version 4: and its CRCs in one run, checkpointed), and
+ * wait up to 5 s for the commit that frees its slots.
  * That commit is not the unlink's: it is kicked when the last holder lets
  * go of the region (the ioctl's lookup, or a short holder after it) and
  * runs on a worker, so without the wait it may come after any later one.
  */
 static int unlink_settled(int id, const char *name, long long pages)
 {
-	long long want = kvt_stat(id, "slots_used") - pages;
+	char v[16] = "";
+	/* Version 4: and its CRC runs, 4 bytes a page in whole blocks. */
+	long long runs = !kvt_tier_read(id, "upgrade", v, sizeof(v)) && atoi(v) >= 4 ?
+			 (pages * 4 + PAGE - 1) / PAGE : 0;
+	long long want = kvt_stat(id, "slots_used") - pages - runs;
 	int ret = unlink_on(id, name);
 
 	if (ret)
@@ -2028,7 +2061,8 @@ static long long check_and_drop(const char *name, size_t len,
  * Where the map of a region is in the checkpoint the newest superblock of
  * a namespace names (the journal is empty after an attach): byte offsets
  * of its page records (version 3: extent records) and, version 3, of its
- * CRCs in the CRC section; how many records, and pages.
+ * first CRC (in the CRC section; version 4: in its first CRC run, if it
+ * has one); how many records (not the CRC run records), and pages.
  */
 struct rec_place {
 	unsigned long long off;
@@ -2043,14 +2077,15 @@ static int records_at(const char *ns0, const char *name, struct rec_place *p)
 	struct kvtier_disk_super sb;
 	const struct kvtier_disk_region *rec;
 	const struct kvtier_disk_ckpt *hdr;
-	unsigned long long area, i, first = 0, first_page = 0;
+	unsigned long long area, i, first = 0, sec = 0, recs;
 	unsigned char *buf;
-	int copy, ret;
+	int copy, ret, v4;
 
 	ret = kvt_super_read(ns0, &sb, &copy);
 	if (ret)
 		return ret;
 	p->extents = le32toh(sb.version) >= 3;
+	v4 = le32toh(sb.version) >= 4;
 	area = (le64toh(sb.meta_start) + copy * le64toh(sb.meta_blocks)) * PAGE;
 	buf = malloc(MiB);
 	if (!buf)
@@ -2058,21 +2093,32 @@ static int records_at(const char *ns0, const char *name, struct rec_place *p)
 	ret = kvt_dev_read(ns0, buf, MiB, area);
 	hdr = (const void *)buf;
 	rec = (const void *)(hdr + 1);
+	recs = sizeof(*hdr) + le64toh(hdr->nr_regions) * sizeof(*rec);
 	for (i = 0; !ret && i < le64toh(hdr->nr_regions); i++) {
 		unsigned long long n = p->extents ? le64toh(rec[i].nr_extents) :
 				       le64toh(rec[i].nr_pages);
+		unsigned long long nr = v4 ? le32toh(rec[i].nr_crc_runs) : 0, k, blocks = 0;
+		const struct kvtier_disk_extent *run = (const void *)(buf + recs +
+					(first + n) * sizeof(struct kvtier_disk_page));
+		unsigned long long all = le64toh(rec[i].nr_pages) * 4;
 
+		if ((const unsigned char *)(run + nr) > buf + MiB) {
+			ret = -E2BIG;
+			break;
+		}
+		for (k = 0; k < nr; k++)
+			blocks += le32toh(run[k].len);
 		if (!strncmp(rec[i].name, name, sizeof(rec[i].name))) {
-			p->off = area + sizeof(*hdr) + le64toh(hdr->nr_regions) * sizeof(*rec) +
-				 first * sizeof(struct kvtier_disk_page);
+			p->off = area + recs + first * sizeof(struct kvtier_disk_page);
 			p->n = n;
 			p->pages = le64toh(rec[i].nr_pages);
-			p->crcs = le64toh(sb.crcs_block[copy]) * PAGE + first_page * 4;
+			p->crcs = nr ? kvt_slot_offset(&sb, le64toh(run[0].slot)) :
+				  le64toh(sb.crcs_block[copy]) * PAGE + sec;
 			free(buf);
 			return 0;
 		}
-		first += n;
-		first_page += le64toh(rec[i].nr_pages);
+		first += n + nr;
+		sec += all > blocks * PAGE ? all - blocks * PAGE : 0;
 	}
 	free(buf);
 	return ret ? ret : -ENOENT;
@@ -2354,7 +2400,9 @@ TEST_F_TIMEOUT(persist, damaged_map_in_replay_frees_slots_reused_later, 300)
  * records fail the open with EUCLEAN (never zeros for the pages they
  * name) and the region, which can never be read again, is unlinked; the
  * others are whole, and checkpoints go on. On version 3 the damage is a
- * CRC in the CRC section (map:0) and an extent record (map:1).
+ * CRC in the CRC section (map:0) and an extent record (map:1); version 4
+ * damages map:0's CRC run instead, which a checkpoint does not read (it
+ * copies no CRC of an unchanged region): map:0's open finds it.
  */
 TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 {
@@ -2420,27 +2468,41 @@ TEST_F_TIMEOUT(persist, closed_regions_leave_maps_on_namespace, 300)
 	ASSERT_EQ(0, check_map2(len));
 
 	/*
-	 * Damage map:0's records on the media under the attached tier: the
-	 * checkpoint that would copy them fails, map:0 is unlinked, and the
-	 * next checkpoint goes on without it.
+	 * Damage map:0's CRCs on the media under the attached tier. Version
+	 * 3: the checkpoint that would copy them fails, map:0 is unlinked,
+	 * and the next checkpoint goes on without it. Version 4: checkpoints
+	 * go on (none reads them), and map:0's open finds the damage.
 	 */
 	ASSERT_EQ(0, reload(&self->fd));
 	used = kvt_tier_num(0, "used");
 	kfd = kvt_kmsg_end();
 	ASSERT_LE(0, kfd);
 	ASSERT_EQ(0, damage_records("map:0", len, 0));
+	ckpts0 = kvt_stat(0, "commits") - kvt_stat(0, "journal_commits");
 	ret = 0;
-	for (i = 0; i < 70000 && !ret; i++)
+	for (i = 0; i < 70000 && !ret; i++) {
+		if (kvt_tier_num(0, "format_version") >= 4 &&
+		    kvt_stat(0, "commits") - kvt_stat(0, "journal_commits") > ckpts0)
+			break;
 		ret = toggle_pinned(self->fd, "map:2", &pinned);
+	}
 	TH_LOG("the commit after %d transactions: %d", i, ret);
-	ASSERT_EQ(-EUCLEAN, ret);
+	if (kvt_tier_num(0, "format_version") >= 4) {
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(-EUCLEAN, open_name(0, "map:0", 0, 0, 0));
+	} else {
+		ASSERT_EQ(-EUCLEAN, ret);
+	}
 	ASSERT_EQ(0, wait_gone("map:0"));
 	ASSERT_EQ(1, kvt_kmsg_scan(kfd, "page records of region 'map:0' in the checkpoint are damaged"));
 	ASSERT_EQ(0, set_flags(self->fd, "map:2", 0, KVTIER_REGION_PINNED, 0));
 	/*
 	 * Only its CRCs were: its extent records said which slots to free
-	 * ("used" is in bytes).
+	 * ("used" is in bytes), with version 4's CRC run (a block: 4 MiB of
+	 * pages have 4 KiB of CRCs).
 	 */
+	if (kvt_tier_num(0, "format_version") >= 4)
+		used -= PAGE;
 	for (i = 0; i < 50 && kvt_tier_num(0, "used") != used - (long long)len; i++)
 		usleep(100 * 1000);
 	ASSERT_EQ(used - (long long)len, kvt_tier_num(0, "used"));
@@ -2719,16 +2781,18 @@ static bool upgrade_reads(int id, const char *want)
  * makes the page records of closed regions (and of an open one) extent
  * records, a region written in one go a few; every byte reads back, after
  * a transaction and reattaches too. Too little free space refuses it and
- * changes nothing.
+ * changes nothing. Then on to version 4 with 2 slots free: CRCs in runs,
+ * the rest left in the CRC section until slots are free.
  */
-TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_in_place, 300)
+TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_to_v4_in_place, 300)
 {
 	const size_t np = 32;
 	struct kvtier_disk_super sb;
 	struct kvtier_disk_ckpt *hdr;
 	struct kvtier_disk_region *rec;
+	unsigned long long runs;
 	long long used, crcs;
-	size_t fill, i;
+	size_t fill, fill0, i;
 	char dev[32];
 	int lfd, fd, newest, r;
 
@@ -2808,6 +2872,7 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_in_place, 300)
 	EXPECT_TRUE(upgrade_reads(1, "3"));
 	fill = (kvt_stat(1, "slots_total") - kvt_stat(1, "slots_used") - 8) * PAGE;
 	ASSERT_EQ(0, make_persistent(1, "v:fill", fill, 0600, 125));
+	fill0 = fill;
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
@@ -2817,6 +2882,54 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_in_place, 300)
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
 	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+
+	/*
+	 * On to version 4 with 2 free slots: the upgrade's checkpoint moves
+	 * the CRCs of 4 regions (a block each or more) to runs, and what
+	 * finds no slot stays in the CRC section. Every byte still reads,
+	 * and once slots are free the next checkpoint moves the rest.
+	 */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	fill = (kvt_stat(1, "slots_total") - kvt_stat(1, "slots_used") - 2) * PAGE;
+	ASSERT_EQ(0, make_persistent(1, "v:last", fill, 0600, 126));
+	ASSERT_EQ(0, kvt_tier_write(1, "upgrade", "4"));
+	EXPECT_TRUE(upgrade_reads(1, "4"));
+	EXPECT_EQ(kvt_stat(1, "slots_total"), kvt_stat(1, "slots_used"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(4U, le32toh(sb.version));
+	EXPECT_EQ(KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS |
+		  KVTIER_FEATURE_INCOMPAT_CRCS_RUN | KVTIER_FEATURE_INCOMPAT_CRC_RUNS,
+		  le64toh(sb.feature_incompat));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	hdr = ckpt_raw(dev, newest, &sb);
+	ASSERT_NE(NULL, hdr);
+	EXPECT_LT(0ULL, ckpt_crcs_tail(hdr, &runs));
+	EXPECT_LE(1ULL, runs);
+	EXPECT_EQ(runs, le64toh(hdr->nr_crc_runs));
+	free(hdr);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_TRUE(upgrade_reads(1, "4"));
+	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "v:back", np * PAGE, 121));
+	EXPECT_EQ(-1, check_name(1, "v:open", MiB, 124));
+	EXPECT_EQ(-1, check_name(1, "v:fill", fill0, 125));
+	EXPECT_EQ(-1, check_name(1, "v:last", fill, 126));
+	ASSERT_EQ(0, unlink_on(1, "v:last"));
+	/* The detach's checkpoint frees its slots; the next one has them. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	hdr = ckpt_raw(dev, newest, &sb);
+	ASSERT_NE(NULL, hdr);
+	EXPECT_EQ(0ULL, ckpt_crcs_tail(hdr, &runs));
+	free(hdr);
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "v:fill", fill0, 125));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	loop_detach(lfd, UPGRADE_IMG);
 }
 
@@ -2907,7 +3020,7 @@ TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
 	EXPECT_EQ(0, kvt_stat(1, "journal_blocks"));
 	ASSERT_EQ(0, unlink_on(1, "u:fill"));
 	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "1"));
-	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "4"));
+	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "5"));
 	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "two"));
 	EXPECT_TRUE(upgrade_reads(1, "1"));
 
@@ -3745,6 +3858,78 @@ TEST_F_TIMEOUT(persist, upgrade_crash_points, 300)
 		upgrade_cut(_metadata, i < 2 ? "1" : "2", i < 2 ? "2" : "3",
 			    points[i % 2], i, img, len);
 	free(img);
+}
+
+/*
+ * Version 4: a checkpoint writes the CRCs of the regions whose pages
+ * changed since the last one, not every region's (checkpoint_crc_bytes):
+ * closed regions and an open one that was only read copy their records
+ * and keep their CRC runs (version 3 writes all eight here, 32 KiB).
+ * Every byte reads back after, and the namespace checks whole.
+ */
+TEST_F_TIMEOUT(persist, checkpoints_write_crcs_of_changed_regions_only, 300)
+{
+	const size_t len = 4 * MiB;
+	long long crc0, ckpts0;
+	int i, fd, pinned = 0;
+	struct kvtier_disk_super sb;
+	char name[32];
+
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "cw:%d", i);
+		ASSERT_EQ(0, make_persistent(0, name, len, 0600, 90 + i));
+	}
+	/* The detach's checkpoint gives each its CRC run. */
+	ASSERT_EQ(0, reload(&self->fd));
+	if (!upgrade_reads(0, "4"))
+		SKIP(return, "NS0 is not format version 4");
+	crc0 = kvt_stat(0, "checkpoint_crc_bytes");
+	ASSERT_EQ(0, crc0);
+
+	/* cw:3 gets one page new; cw:5 is read, and open across the checkpoint. */
+	fd = open_name(0, "cw:3", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_fd(fd, 5 * PAGE, PAGE, 99));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	fd = open_name(0, "cw:5", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, check_fd(fd, 0, len, 95));
+	/* Flag changes are one-block transactions: until one is a checkpoint. */
+	ckpts0 = kvt_stat(0, "commits") - kvt_stat(0, "journal_commits");
+	for (i = 0; i < 70000; i++) {
+		if (kvt_stat(0, "commits") - kvt_stat(0, "journal_commits") > ckpts0)
+			break;
+		ASSERT_EQ(0, toggle_pinned(self->fd, "cw:0", &pinned));
+	}
+	TH_LOG("a checkpoint after %d transactions: %lld bytes of CRCs", i,
+	       kvt_stat(0, "checkpoint_crc_bytes") - crc0);
+	ASSERT_LT(i, 70000);
+	/* cw:3's 1024 pages, 4 bytes each; nothing of the seven others. */
+	EXPECT_EQ((long long)(len / PAGE * 4), kvt_stat(0, "checkpoint_crc_bytes") - crc0);
+	EXPECT_EQ(-1, check_fd(fd, 0, len, 95));
+	close(fd);
+	ASSERT_EQ(0, set_flags(self->fd, "cw:0", 0, KVTIER_REGION_PINNED, 0));
+
+	ASSERT_EQ(0, reload(&self->fd));
+	for (i = 0; i < 8; i++) {
+		snprintf(name, sizeof(name), "cw:%d", i);
+		if (i == 3)
+			continue;
+		EXPECT_EQ(-1, check_name(0, name, len, 90 + i));
+	}
+	fd = open_name(0, "cw:3", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	EXPECT_EQ(-1, check_fd(fd, 0, 5 * PAGE, 93));
+	EXPECT_EQ(-1, check_fd(fd, 5 * PAGE, PAGE, 99));
+	EXPECT_EQ(-1, check_fd(fd, 6 * PAGE, len - 6 * PAGE, 93));
+	close(fd);
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(kvt_ns("KVTIER_NS0"), &sb, &i));
+	EXPECT_EQ(0, kvt_ckpt_check(kvt_ns("KVTIER_NS0"), i));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
 }
 
 TEST_HARNESS_MAIN

@@ -789,39 +789,89 @@ bad:
 }
 
 /*
+ * The @np CRCs of a region into @crcs (room for @np + 1024): version 4,
+ * first what its CRC runs (@run, @nr of them) hold, from their data
+ * slots; then the rest from the CRC section (@sect, @sect_len bytes read)
+ * at byte *@sec_off, which moves past them. 0, -EUCLEAN or -errno.
+ */
+static int kvt_ckpt_crcs(const char *dev, const struct kvtier_disk_super *sb,
+			 const struct kvtier_disk_extent *run, unsigned long long nr,
+			 unsigned long long np, uint32_t *crcs, const uint8_t *sect,
+			 unsigned long long sect_len, unsigned long long *sec_off)
+{
+	unsigned long long k, blocks = 0, held, all = np * 4;
+	int ret;
+
+	for (k = 0; k < nr; k++) {
+		unsigned long long len = le32toh(run[k].len);
+
+		if (!len || le32toh(run[k].index) != blocks ||
+		    (blocks + len) * KVTIER_BLOCK_SIZE > all + KVTIER_BLOCK_SIZE - 1)
+			return -EUCLEAN;
+		ret = kvt_dev_read(dev, (char *)crcs + blocks * KVTIER_BLOCK_SIZE,
+				   len * KVTIER_BLOCK_SIZE,
+				   kvt_slot_offset(sb, le64toh(run[k].slot)));
+		if (ret)
+			return ret;
+		blocks += len;
+	}
+	held = blocks * KVTIER_BLOCK_SIZE;
+	if (held >= all)
+		return 0;
+	if (all - held > sect_len - *sec_off)
+		return -EUCLEAN;
+	memcpy((char *)crcs + held, sect + *sec_off, all - held);
+	*sec_off += all - held;
+	return 0;
+}
+
+/*
  * Version 3: the page records of the @nr_regions regions @rec of the
  * checkpoint in area @copy, made of their extent records (after @rec) and
- * the CRC section (each region's CRCs checked): @nr_pages of them in
- * *@out (malloc'ed). 0, -EUCLEAN, -EBADMSG (a region's CRCs), -ENOMEM or
- * -errno.
+ * the CRC section (version 4: each region's CRC runs, then the section;
+ * each region's CRCs checked): @nr_pages of them in *@out (malloc'ed).
+ * @nr_runs: version 4's CRC run records. 0, -EUCLEAN, -EBADMSG (a
+ * region's CRCs), -ENOMEM or -errno.
  */
 static int kvt_ckpt_expand(const char *dev, const struct kvtier_disk_super *sb,
 			   int copy, const struct kvtier_disk_region *rec,
 			   unsigned long long nr_regions, unsigned long long nr_pages,
-			   unsigned long long nr_extents, struct kvtier_disk_page **out)
+			   unsigned long long nr_extents, unsigned long long nr_runs,
+			   struct kvtier_disk_page **out)
 {
 	const struct kvtier_disk_extent *e = (const void *)(rec + nr_regions);
+	int v4 = le32toh(sb->version) >= 4;
 	size_t room = (nr_pages * 4 + KVTIER_BLOCK_SIZE - 1) / KVTIER_BLOCK_SIZE *
 		      KVTIER_BLOCK_SIZE;
 	struct kvtier_disk_page *p = malloc((nr_pages + 1) * sizeof(*p));
-	uint32_t *crcs = malloc(room + 1);
-	unsigned long long r, x, done = 0;
+	uint32_t *crcs = malloc((nr_pages + 1024) * 4);
+	unsigned long long r, x, done = 0, sec_off = 0;
+	uint8_t *sect = malloc(room + 1);
 	int ret = -ENOMEM;
 
 	*out = NULL;
-	if (!p || !crcs)
+	if (!p || !crcs || !sect)
 		goto out;
-	ret = room ? kvt_dev_read(dev, crcs, room,
+	/* The section holds at most every CRC: read that much of it. */
+	ret = room ? kvt_dev_read(dev, sect, room,
 				  le64toh(sb->crcs_block[copy]) * KVTIER_BLOCK_SIZE) : 0;
 	if (ret)
 		goto out;
 	for (r = 0; r < nr_regions; r++) {
 		unsigned long long np = le64toh(rec[r].nr_pages), start = done;
+		unsigned long long nr = v4 ? le32toh(rec[r].nr_crc_runs) : 0;
 
 		ret = -EUCLEAN;
-		if (np > nr_pages - start || le64toh(rec[r].nr_extents) > nr_extents)
+		if (np > nr_pages - start || le64toh(rec[r].nr_extents) > nr_extents ||
+		    nr > nr_runs)
 			goto out;
 		nr_extents -= le64toh(rec[r].nr_extents);
+		nr_runs -= nr;
+		ret = kvt_ckpt_crcs(dev, sb, e + le64toh(rec[r].nr_extents), nr, np,
+				    crcs + start, sect, room, &sec_off);
+		if (ret)
+			goto out;
+		ret = -EUCLEAN;
 		for (x = 0; x < le64toh(rec[r].nr_extents); x++, e++) {
 			unsigned long long i, len = le32toh(e->len);
 
@@ -833,6 +883,7 @@ static int kvt_ckpt_expand(const char *dev, const struct kvtier_disk_super *sb,
 				p[done].crc = htole32(le32toh(crcs[done]));
 			}
 		}
+		e += nr;
 		if (done - start != np)
 			goto out;
 		ret = -EBADMSG;
@@ -840,7 +891,7 @@ static int kvt_ckpt_expand(const char *dev, const struct kvtier_disk_super *sb,
 			goto out;
 	}
 	ret = -EUCLEAN;
-	if (done != nr_pages || nr_extents)
+	if (done != nr_pages || nr_extents || nr_runs)
 		goto out;
 	*out = p;
 	p = NULL;
@@ -848,6 +899,7 @@ static int kvt_ckpt_expand(const char *dev, const struct kvtier_disk_super *sb,
 out:
 	free(p);
 	free(crcs);
+	free(sect);
 	return ret;
 }
 
@@ -859,7 +911,7 @@ out:
 static int kvt_ckpt_load(const char *dev, const struct kvtier_disk_super *sb, int copy,
 			 struct kvt_rstate **vp, size_t *np)
 {
-	unsigned long long nr_regions, nr_pages, nr_recs, i, done = 0;
+	unsigned long long nr_regions, nr_pages, nr_recs, nr_runs, i, done = 0;
 	struct kvtier_disk_page *expanded = NULL;
 	const struct kvtier_disk_region *rec;
 	const struct kvtier_disk_page *pages;
@@ -890,16 +942,19 @@ static int kvt_ckpt_load(const char *dev, const struct kvtier_disk_super *sb, in
 	/* Version 3: extent records, expanded to page records here. */
 	extents = le32toh(sb->version) >= 3;
 	nr_recs = extents ? le64toh(hdr->nr_extents) : nr_pages;
+	/* Version 4: and CRC run records, each region's after its extents. */
+	nr_runs = le32toh(sb->version) >= 4 ? le64toh(hdr->nr_crc_runs) : 0;
 	ret = -EUCLEAN;
 	if (le64toh(hdr->magic) != KVTIER_CKPT_MAGIC ||
 	    le64toh(hdr->generation) != le64toh(sb->generation) ||
-	    sizeof(*hdr) + nr_regions * sizeof(*rec) + nr_recs * sizeof(*pages) != bytes)
+	    sizeof(*hdr) + nr_regions * sizeof(*rec) + (nr_recs + nr_runs) * sizeof(*pages) !=
+	    bytes)
 		goto out;
 	rec = (const void *)(hdr + 1);
 	pages = (const void *)(rec + nr_regions);
 	if (extents) {
 		ret = kvt_ckpt_expand(dev, sb, copy, rec, nr_regions, nr_pages, nr_recs,
-				      &expanded);
+				      nr_runs, &expanded);
 		if (ret)
 			goto out;
 		pages = expanded;
@@ -912,6 +967,7 @@ static int kvt_ckpt_load(const char *dev, const struct kvtier_disk_super *sb, in
 		v[n].rec = rec[i];
 		v[n].rec.nr_extents = 0;
 		v[n].rec.crcs_crc = 0;
+		v[n].rec.nr_crc_runs = 0;
 		ret = -EUCLEAN;
 		if (le64toh(rec[i].nr_pages) > nr_pages - done)
 			goto out;

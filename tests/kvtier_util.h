@@ -252,10 +252,10 @@ int kvt_super_read(const char *dev, struct kvtier_disk_super *sb,
  * (struct kvtier_disk_ckpt, region records, page records; its generation
  * the last commit's): the newest valid superblock's checkpoint (CRC
  * checked; version 3: its extent records made page records again, with
- * each region's CRCs from the CRC section, checked) with, from version 2
- * on, the journal's transactions applied as the module replays them
- * (kmod/journal.c); the image's region records have nr_extents and
- * crcs_crc zero. *@buf (malloc'ed)
+ * each region's CRCs from the CRC section, checked; version 4: from its
+ * CRC runs, then the section) with, from version 2 on, the journal's
+ * transactions applied as the module replays them (kmod/journal.c); the
+ * image's region records have nr_extents, crcs_crc and nr_crc_runs zero. *@buf (malloc'ed)
  * and *@len get it, @sb the superblock. 0, -EBADMSG (CRC), -EUCLEAN,
  * -ENOMEM or -errno.
  */
@@ -264,8 +264,8 @@ int kvt_state_read(const char *dev, struct kvtier_disk_super *sb,
 
 /*
  * Whether superblock copy @copy (0 or 1) of @dev names a whole checkpoint:
- * 0; -EBADMSG if its CRC or (version 3) a region's CRCs in the CRC section
- * fail; -EUCLEAN if the copy is no superblock or the checkpoint
+ * 0; -EBADMSG if its CRC or (version 3) a region's CRCs (in the CRC
+ * section; version 4: its CRC runs, then the section) fail; -EUCLEAN if the copy is no superblock or the checkpoint
  * contradicts itself; -errno. The copy's own CRC is not checked.
  */
 int kvt_ckpt_check(const char *dev, int copy);

@@ -300,6 +300,15 @@ static void mixed_super(struct kvtier_disk_super *sb)
 	kvt_super_seal(sb);
 }
 
+/* Version 3 that says it has version 4's CRC runs: damage too. */
+static void mixed_super_v3(struct kvtier_disk_super *sb)
+{
+	sb->version = htole32(3);
+	sb->feature_incompat |= htole64(KVTIER_FEATURE_INCOMPAT_EXTENTS |
+					KVTIER_FEATURE_INCOMPAT_CRC_RUNS);
+	kvt_super_seal(sb);
+}
+
 /* The module refuses a damaged and a newer format; kvtierctl says so. */
 TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 {
@@ -322,6 +331,13 @@ TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 	ASSERT_EQ(0, ctl(self->out, "detach 1"));
 
 	ASSERT_LT(0, edit_supers(ns, mixed_super));
+	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
+	TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "holds a damaged kvtier format"));
+	ASSERT_TRUE(tier_is(1, "none"));
+	ASSERT_EQ(0, ctl(self->out, "attach --format --yes 1 %s", ns));
+	ASSERT_EQ(0, ctl(self->out, "detach 1"));
+	ASSERT_LT(0, edit_supers(ns, mixed_super_v3));
 	ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
 	TH_LOG("%s", self->out);
 	EXPECT_NE(NULL, strstr(self->out, "holds a damaged kvtier format"));

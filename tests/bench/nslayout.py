@@ -10,7 +10,7 @@
       the data slots of region NAME, or of every region whose name starts
       with PREFIX, from the newest valid superblock copy and the
       checkpoint it names (include/uapi/linux/kvtier_format.h, format
-      versions 1 to 3): "OFFSET NR_PAGES LO HI WHAT", OFFSET the byte offset of
+      versions 1 to 4): "OFFSET NR_PAGES LO HI WHAT", OFFSET the byte offset of
       the lowest slot, LO..HI the slot range, WHAT genG (or no-superblock,
       no-region with OFFSET the data area's start and NR_PAGES 0)
 
@@ -66,9 +66,10 @@ def slots(dev: str, match: Callable[[bytes], bool]) -> str:
                     version)
     if best is None:
         return "0 0 - - no-superblock"
-    # Checkpoint area b goes with superblock copy b (format v1 to v3); the
+    # Checkpoint area b goes with superblock copy b (format v1 to v4); the
     # tier is detached, so a journal is empty. Version 3 has extent
-    # records (slot, index, len) where the others have page records.
+    # records (slot, index, len) where the others have page records;
+    # version 4 a region's CRC run records after them (skipped here).
     gen, meta_start, meta_blocks, data_start, ckpt_bytes, copy, version = best
     c = read_blocks(dev, meta_start + copy * meta_blocks,
                     (ckpt_bytes + BLOCK - 1) // BLOCK)
@@ -77,11 +78,12 @@ def slots(dev: str, match: Callable[[bytes], bool]) -> str:
     for i in range(nr_regions):
         r = c[CKPT_HDR + REGION_REC * i:CKPT_HDR + REGION_REC * (i + 1)]
         n, = struct.unpack_from("<Q", r, 112 if version >= 3 else 72)
+        runs, = struct.unpack_from("<I", r, 124) if version >= 4 else (0,)
         if match(r[:64].rstrip(b"\0")):
             for slot, _, length in struct.iter_unpack(
                     "<QII", c[pos:pos + PAGE_REC * n]):
                 found += range(slot, slot + length) if version >= 3 else [slot]
-        pos += PAGE_REC * n
+        pos += PAGE_REC * (n + runs)
     if not found:
         return f"{data_start * BLOCK} 0 - - no-region"
     lo, hi = min(found), max(found)
