@@ -263,12 +263,14 @@ int cmd_detach(const struct cmd *cmd, int argc, char **argv)
 }
 
 /*
- * upgrade TIER: the attached namespace to format version 3, the newest,
+ * upgrade TIER: the attached namespace to format version 4, the newest,
  * in place (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade from
- * version 1" and "Upgrade from version 2"): version 1 goes through 2.
+ * version 1", "from version 2" and "from version 3"): a version at a
+ * time. A module that knows only version 3 (EINVAL for 4) gets 3.
  */
 int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 {
+	const char *to = "4";
 	char was[32], now[32];
 	bool moved;
 	unsigned int id;
@@ -289,27 +291,33 @@ int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 		return fail("upgrade kvtier%u: reading its format version: %s", id, strerror(-ret));
 	if (!strcmp(was, "none"))
 		return fail("upgrade kvtier%u: no namespace attached", id);
-	if (!strcmp(was, "3")) {
-		printf("kvtier%u: the namespace is format version 3 already\n", id);
+	if (!strcmp(was, "4")) {
+		printf("kvtier%u: the namespace is format version 4 already\n", id);
 		return EXIT_OK;
 	}
-	ret = kvtier_tier_attr_set(id, "upgrade", "3");
+	ret = kvtier_tier_attr_set(id, "upgrade", to);
+	if (ret == -EINVAL && strcmp(was, "3")) {
+		to = "3";
+		ret = kvtier_tier_attr_set(id, "upgrade", to);
+	}
 	if (ret) {
-		/* A failed step to 3 may have left version 2 (from 1). */
+		/* A failed step may have left an earlier version (2 from 1). */
 		moved = !kvtier_tier_attr_get(id, "upgrade", now, sizeof(now)) &&
 			strcmp(now, was) && strcmp(now, "none");
 		if (moved)
 			printf("kvtier%u: upgraded the namespace from format version %s to %s\n",
 			       id, was, now);
-		return fail("upgrade kvtier%u from format version %s to 3: %s%s", id,
-			    moved ? now : was, strerror(-ret),
-			    ret == -EINVAL ? " (the loaded kvtier module cannot upgrade to version 3: an older module; 2 written to its sysfs upgrade gives version 2)" :
+		return fail("upgrade kvtier%u from format version %s to %s: %s%s", id,
+			    moved ? now : was, to, strerror(-ret),
+			    ret == -EINVAL ? " (the loaded kvtier module knows no newer version: an older module)" :
 			    ret == -ENOSPC ? " (no free run of data slots that long for the journal or the CRC sections: free some space)" :
 			    ret == -EROFS ? " (attached read-only)" :
 			    ret == -EBUSY ? " (another host took the namespace's lease)" :
 			    moved ? " (see dmesg)" : " (see dmesg; the namespace is still as it was)");
 	}
-	printf("kvtier%u: upgraded the namespace from format version %s to 3 (commits go to a journal, pages mapped by extents)\n",
-	       id, was);
+	printf("kvtier%u: upgraded the namespace from format version %s to %s (%s)\n",
+	       id, was, to, *to == '4' ?
+	       "commits go to a journal, pages mapped by extents, CRCs in runs of their own" :
+	       "commits go to a journal, pages mapped by extents; the loaded module knows no version 4");
 	return EXIT_OK;
 }

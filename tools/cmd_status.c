@@ -65,14 +65,14 @@ static uint64_t pinned_bytes(unsigned int id)
 	return sum;
 }
 
-/* The namespace's format version: 1 to 3; 0 detached, or an older module. */
+/* The namespace's format version: 1 to 4; 0 detached, or an older module. */
 static void read_format(struct tier_status *t)
 {
 	char buf[16];
 
 	if (kvtier_tier_attr_get(t->id, "upgrade", buf, sizeof(buf)))
 		return;
-	if (!strcmp(buf, "1") || !strcmp(buf, "2") || !strcmp(buf, "3"))
+	if (buf[0] >= '1' && buf[0] <= '4' && !buf[1])
 		t->format_version = (unsigned int)(buf[0] - '0');
 }
 
@@ -173,8 +173,10 @@ static void print_status(const struct tier_status *t)
 		       t->id);
 	else if (t->format_version == 2)
 		printf("  format    version 2: commits go to a journal\n");
+	else if (t->format_version == 3)
+		printf("  format    version 3: commits go to a journal, pages mapped by extents\n");
 	else if (t->format_version)
-		printf("  format    version %u: commits go to a journal, pages mapped by extents\n",
+		printf("  format    version %u: commits go to a journal, pages mapped by extents, CRCs in runs of their own\n",
 		       t->format_version);
 	if (t->have_meta) {
 		char c[32], d[32], e[32], f[32];

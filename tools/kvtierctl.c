@@ -38,12 +38,13 @@ static const struct cmd cmds[] = {
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
 	{ "upgrade", "TIER",
-	  "upgrade TIER's attached namespace to format version 3, in place",
+	  "upgrade TIER's attached namespace to format version 4, in place",
 	  "A version-1 namespace (a full checkpoint per commit) gets the journal\n"
-	  "of version 2 in a free run of its data slots, and a version-2 one the\n"
+	  "of version 2 in a free run of its data slots, a version-2 one the\n"
 	  "extent-mapped checkpoints of version 3, their CRC sections in two more\n"
-	  "runs; its regions stay. Modules older than the new version no longer\n"
-	  "attach it afterwards.\n",
+	  "runs, and a version-3 one version 4's CRC runs, each region's CRCs in\n"
+	  "data slots of its own; its regions stay. Modules older than the new\n"
+	  "version no longer attach it afterwards.\n",
 	  cmd_upgrade },
 	{ "stat", "[TIER] [INTERVAL [COUNT]]  (TIER: kvtierN or /dev/kvtierN)",
 	  "rates per interval: faults, major %, MB/s, refaults, fault latency",
@@ -90,7 +91,7 @@ static const struct cmd cmds[] = {
 	  "  user_max_regions     0 (unlimited)..2147483647 regions per user\n"
 	  "  read_only            0 or 1, only while detached (next attach read-only)\n"
 	  "  lease_interval_ms    100..60000, only while detached (ownership lease renewal)\n"
-	  "  format_version       1 to 3, only while detached (version a format writes)\n"
+	  "  format_version       1 to 4, only while detached (version a format writes)\n"
 	  "units, defaults and effects: kvtier-pool(7), kvtier-io(7)\n",
 	  cmd_set },
 	{ "apply", "[--dry-run] [--config FILE] [--wait SECONDS] [--detach]",
