@@ -447,23 +447,23 @@ compat)
 		t detach || rc=1
 		sb_versions "$v" "pass $pass" || rc=1
 	done
-	if ((v < 3)) && t attach "$ns0"; then
+	if ((v < 4)) && t attach "$ns0"; then
 		# What an operator runs: kvtierctl upgrade, in place, attached.
 		out=$(ctl upgrade 0)
-		expect_out "kvtierctl upgrade 0: version $v to 3" 0 \
-			"^kvtier0: upgraded the namespace from format version $v to 3 " $? "$out" || rc=1
+		expect_out "kvtierctl upgrade 0: version $v to 4" 0 \
+			"^kvtier0: upgraded the namespace from format version $v to 4 " $? "$out" || rc=1
 		out=$(ctl upgrade 0)
 		expect_out "kvtierctl upgrade 0 again: nothing to do" 0 \
-			"^kvtier0: the namespace is format version 3 already$" $? "$out" || rc=1
+			"^kvtier0: the namespace is format version 4 already$" $? "$out" || rc=1
 		compat_regions verify && t verify compat-new 64K $SEED_COMPAT_NEW || rc=1
 		t write compat-up 64K $SEED_COMPAT_UP || rc=1
 		t detach || rc=1
-		sb_versions 3 "after the upgrade" || rc=1
+		sb_versions 4 "after the upgrade" || rc=1
 		t attach "$ns0" || rc=1
 		compat_regions verify && t verify compat-new 64K $SEED_COMPAT_NEW &&
 			t verify compat-up 64K $SEED_COMPAT_UP || rc=1
 		t detach || rc=1
-	elif ((v < 3)); then
+	elif ((v < 4)); then
 		rc=1
 	fi
 	t unload || rc=1

@@ -36,13 +36,13 @@
 #            kernel memory measured against #17's bounds (5 s, 256 MiB;
 #            tests/persist/guest.sh scale-1, scale-2)
 #   compat   the namespaces an earlier module left: the kept images of
-#            tests/persist/images (format versions 1 to 3, a few regions
+#            tests/persist/images (format versions 1 to 4, a few regions
 #            each; see its README) are unpacked and attached, every byte
 #            of every region read back, a region written, detached and
 #            attached again: every version stays read-write, and stays
 #            what it is
 #   compat-make  (not run by default) make the images of the format
-#            versions KVTIER_COMPAT_VERSIONS ("1 2 3") that tests/persist/images
+#            versions KVTIER_COMPAT_VERSIONS ("1 2 3 4") that tests/persist/images
 #            lacks, with this module: when a format version is added; the
 #            images kept there are never made again
 #   crash    KVTIER_CRASH_CUTS (20) boots each verify what the previous boot
@@ -350,7 +350,7 @@ test_compat() {
 
 test_compat-make() {
 	local v img
-	for v in ${KVTIER_COMPAT_VERSIONS:-1 2 3}; do
+	for v in ${KVTIER_COMPAT_VERSIONS:-1 2 3 4}; do
 		img=$images/v$v.img.xz
 		if [[ -e $img ]]; then
 			note "host: $img is kept, not made again"
