@@ -35,22 +35,33 @@
 
 #include "kvtier.h"
 
+/* Bytes of a struct kvtier_crc_runs with room for @cap runs. */
+static size_t kvtier_crc_runs_size(u32 cap)
+{
+	struct kvtier_crc_runs *runs;
+
+	return struct_size(runs, run, cap);
+}
+
 /*
- * @old's runs with room for @more more (@old may be NULL: none), counted
- * in @st's metadata memory; NULL without memory. @old is left as it is.
+ * A copy of @old (NULL: no runs) with room for @cap runs (at least its
+ * own), counted in @st's metadata memory; NULL without memory. A region
+ * of many runs (a fragmented namespace) may need more than kmalloc gives.
  */
-struct kvtier_crc_runs *kvtier_crc_runs_grow(struct kvtier_store *st,
-					     const struct kvtier_crc_runs *old,
-					     u32 more)
+struct kvtier_crc_runs *kvtier_crc_runs_new(struct kvtier_store *st,
+					    const struct kvtier_crc_runs *old,
+					    u32 cap)
 {
 	u32 nr = old ? old->nr : 0;
 	struct kvtier_crc_runs *runs;
 
-	runs = kmalloc(struct_size(runs, run, nr + more), GFP_KERNEL | __GFP_NOWARN);
+	cap = max3(cap, nr, 1U);
+	runs = kvmalloc(kvtier_crc_runs_size(cap), GFP_KERNEL | __GFP_NOWARN);
 	if (!runs)
 		return NULL;
-	atomic_long_add(ksize(runs), &st->crc_runs_bytes);
+	atomic_long_add(kvtier_crc_runs_size(cap), &st->crc_runs_bytes);
 	INIT_LIST_HEAD(&runs->retired);
+	runs->cap = cap;
 	runs->keep = old ? old->keep : 0;
 	runs->nr = nr;
 	runs->blocks = old ? old->blocks : 0;
@@ -59,24 +70,43 @@ struct kvtier_crc_runs *kvtier_crc_runs_grow(struct kvtier_store *st,
 	return runs;
 }
 
-/* Free @runs (NULL: nothing), made by kvtier_crc_runs_grow() for @st. */
+/* Free @runs (NULL: nothing), made by kvtier_crc_runs_new() for @st. */
 void kvtier_crc_runs_free(struct kvtier_store *st, struct kvtier_crc_runs *runs)
 {
 	if (!runs)
 		return;
-	atomic_long_sub(ksize(runs), &st->crc_runs_bytes);
-	kfree(runs);
+	atomic_long_sub(kvtier_crc_runs_size(runs->cap), &st->crc_runs_bytes);
+	kvfree(runs);
+}
+
+/* Make room in *@runs for one more run, doubling it if full; -ENOMEM. */
+int kvtier_crc_runs_room(struct kvtier_store *st, struct kvtier_crc_runs **runs)
+{
+	struct kvtier_crc_runs *grown;
+
+	if ((*runs)->nr < (*runs)->cap)
+		return 0;
+	if ((*runs)->cap > U32_MAX / 2)
+		return -ENOMEM;
+	grown = kvtier_crc_runs_new(st, *runs, (*runs)->cap * 2);
+	if (!grown)
+		return -ENOMEM;
+	kvtier_crc_runs_free(st, *runs);
+	*runs = grown;
+	return 0;
 }
 
 /*
- * Add @len blocks at data slot @slot to the end of @runs' stream, joining
- * the last run when they follow it and it is not one of the @keep runs
- * taken over from the map before (those stay as they were, to be told
- * from the new ones); @runs has room for one more run.
+ * Add @len blocks at data slot @slot to the end of @runs' stream, which
+ * has room for one more run. With @join, blocks that follow the last run
+ * on the namespace join it, unless it is one of the @keep runs taken over
+ * from the map before (those stay as they were, to be told from the new
+ * ones). Attach does not join: the runs in memory are the records on the
+ * media, one for one (the map's record count has them).
  */
-void kvtier_crc_runs_add(struct kvtier_crc_runs *runs, u64 slot, u32 len)
+void kvtier_crc_runs_add(struct kvtier_crc_runs *runs, u64 slot, u32 len, bool join)
 {
-	struct kvtier_disk_extent *last = runs->nr > runs->keep ?
+	struct kvtier_disk_extent *last = join && runs->nr > runs->keep ?
 					  &runs->run[runs->nr - 1] : NULL;
 
 	if (last && le64_to_cpu(last->slot) + le32_to_cpu(last->len) == slot &&
@@ -116,20 +146,26 @@ void kvtier_crc_runs_put_slots(struct kvtier_tier *tier,
 /*
  * The data slot that holds block @block of the CRC stream of @runs, and
  * in *@nr how many blocks of the stream follow it there (at least 1);
- * KVTIER_NO_SLOT past the runs.
+ * KVTIER_NO_SLOT past the runs. The runs are in stream order: a binary
+ * search.
  */
 unsigned long kvtier_crc_runs_slot(const struct kvtier_crc_runs *runs,
 				   u64 block, u64 *nr)
 {
-	u32 i;
+	u32 lo = 0, hi = runs ? runs->nr : 0;
 
-	for (i = 0; runs && i < runs->nr; i++) {
-		u64 index = le32_to_cpu(runs->run[i].index);
-		u64 len = le32_to_cpu(runs->run[i].len);
+	while (lo < hi) {
+		u32 mid = lo + (hi - lo) / 2;
+		u64 index = le32_to_cpu(runs->run[mid].index);
+		u64 len = le32_to_cpu(runs->run[mid].len);
 
-		if (block >= index && block < index + len) {
+		if (block < index) {
+			hi = mid;
+		} else if (block >= index + len) {
+			lo = mid + 1;
+		} else {
 			*nr = index + len - block;
-			return le64_to_cpu(runs->run[i].slot) + (block - index);
+			return le64_to_cpu(runs->run[mid].slot) + (block - index);
 		}
 	}
 	return KVTIER_NO_SLOT;

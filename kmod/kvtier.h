@@ -17,6 +17,8 @@
  *              xarray entry each (extents)
  *   pagemap.c  a closed persistent region's page map left on the
  *              namespace: loaded on open, dropped on close
+ *   crcruns.c  where a persistent region's CRCs are on the namespace
+ *              (format version 4's CRC runs, copy-on-write)
  *   crc.c      computing a CRC32C: the fastest implementation the kernel
  *              has, chosen at load (the crc32c= parameter)
  *   users.c    what each uid holds in a tier; the per-user bounds
@@ -687,7 +689,9 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
  * struct kvtier_crc_runs - where a region's CRCs are on the namespace
  *                          (version 4; the CRC run records of its map)
  * @retired: on store.retired_runs once a checkpoint replaced them
- * @keep: of @run, those the replacement kept (only the rest are freed)
+ * @keep: of @run, those taken over from the map (only the others are
+ *        freed when these runs are retired or abandoned)
+ * @cap: runs @run has room for
  * @nr: runs in @run
  * @blocks: blocks of the CRC stream they hold, the sum of their len
  * @run: as in the checkpoint: each run's slot, first block, blocks
@@ -695,6 +699,7 @@ static inline void kvtier_count(struct kvtier_tier *tier, enum kvtier_stat s,
 struct kvtier_crc_runs {
 	struct list_head retired;
 	u32 keep;
+	u32 cap;
 	u32 nr;
 	u64 blocks;
 	struct kvtier_disk_extent run[];
@@ -1155,11 +1160,12 @@ void kvtier_mapext_walked(struct kvtier_region *r, struct xa_state *xas,
 void kvtier_mapext_forget(struct kvtier_region *r);
 
 /* crcruns.c: a region's CRCs in runs of data slots (version 4) */
-struct kvtier_crc_runs *kvtier_crc_runs_grow(struct kvtier_store *st,
-					     const struct kvtier_crc_runs *old,
-					     u32 more);
+struct kvtier_crc_runs *kvtier_crc_runs_new(struct kvtier_store *st,
+					    const struct kvtier_crc_runs *old,
+					    u32 cap);
 void kvtier_crc_runs_free(struct kvtier_store *st, struct kvtier_crc_runs *runs);
-void kvtier_crc_runs_add(struct kvtier_crc_runs *runs, u64 slot, u32 len);
+int kvtier_crc_runs_room(struct kvtier_store *st, struct kvtier_crc_runs **runs);
+void kvtier_crc_runs_add(struct kvtier_crc_runs *runs, u64 slot, u32 len, bool join);
 void kvtier_crc_runs_put_slots(struct kvtier_tier *tier,
 			       const struct kvtier_crc_runs *runs, u32 from,
 			       bool defer);

@@ -316,11 +316,10 @@ int kvtier_pagemap_walk(struct kvtier_region *r,
  * extent records, not its CRC run records), then, version 3, its CRCs in
  * the CRC section (@crcs true; version 4: those its runs do not hold);
  * then check their CRCs (version 4: the CRCs only when the section holds
- * all). For a checkpoint, which
- * copies a closed region's map as it is (version 3's runs are already
- * whole) and passes the same @win[2], zeroed at its start, for every
- * region, so that the map buffer's two halves are read once for many
- * regions. Caller holds store.lock. Errors: what @fn returns, -EIO,
+ * all). For a checkpoint, which copies a closed region's map as it is
+ * (version 3's runs are already whole) and passes the same @win[2],
+ * zeroed at its start, for every region, so that the map buffer's two
+ * halves are read once for many regions. Caller holds store.lock. Errors: what @fn returns, -EIO,
  * -ENOMEM, -EUCLEAN (@fn saw them already).
  */
 int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,

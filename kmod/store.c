@@ -605,7 +605,6 @@ static int kvt_ckpt_runs_flush(struct kvt_ckpt_out *o)
 {
 	struct kvtier_tier *tier = o->tier;
 	u64 nb = DIV_ROUND_UP(o->rlen, KVTIER_BLOCK_SIZE), done = 0;
-	struct kvtier_crc_runs *grown;
 	unsigned long slot, got;
 	size_t n;
 	int ret;
@@ -614,16 +613,14 @@ static int kvt_ckpt_runs_flush(struct kvt_ckpt_out *o)
 		return 0;
 	memset(o->rbuf + o->rlen, 0, nb * KVTIER_BLOCK_SIZE - o->rlen);
 	while (done < nb) {
-		grown = kvtier_crc_runs_grow(&tier->store, o->rruns, 1);
-		if (!grown)
-			return -ENOMEM;
-		kvtier_crc_runs_free(&tier->store, o->rruns);
-		o->rruns = grown;
+		ret = kvtier_crc_runs_room(&tier->store, &o->rruns);
+		if (ret)
+			return ret;
 		slot = kvtier_slots_alloc(&tier->slots, nb - done, &got);
 		if (slot == KVTIER_NO_SLOT)
 			break;
 		/* In @rruns first: a failure from here on gives them back. */
-		kvtier_crc_runs_add(o->rruns, slot, got);
+		kvtier_crc_runs_add(o->rruns, slot, got, true);
 		ret = kvtier_io_meta(tier, REQ_OP_WRITE, tier->store.data_start + slot,
 				     o->rbuf + done * KVTIER_BLOCK_SIZE, got, 0);
 		if (ret)
@@ -691,7 +688,7 @@ static int kvt_ckpt_runs_begin(struct kvt_ckpt_out *o,
 	o->rlen = 0;
 	o->rfull = false;
 	o->r_runs = 0;
-	o->rruns = kvtier_crc_runs_grow(&o->tier->store, old, 0);
+	o->rruns = kvtier_crc_runs_new(&o->tier->store, old, 0);
 	if (!o->rruns)
 		return -ENOMEM;
 	o->rruns->keep = o->rruns->nr;
@@ -957,6 +954,24 @@ static int kvtier_snapshot_convert(struct kvtier_region *r, void *arg,
 }
 
 /*
+ * Whether no page of loaded region @r got a new slot since its records
+ * were taken. Under its xa_lock: write-back completion marks the region
+ * changed for the journal (jr_changed, which this checkpoint cleared when
+ * it took the region) and bumps map.changes under it, so a page is either
+ * counted here (the map is walked) or still marked for the next journal
+ * transaction.
+ */
+static bool kvtier_snapshot_unchanged(struct kvtier_region *r)
+{
+	bool same;
+
+	xa_lock(&r->pages);
+	same = atomic_read(&r->map.changes) == r->map.seq;
+	xa_unlock(&r->pages);
+	return same;
+}
+
+/*
  * Record @r's pages in @o from memory, or as the checkpoint on the media
  * has them if its map is unloaded (version 4: or unchanged since); 0 or
  * -errno. Its map's next place is noted, taken once the checkpoint is
@@ -992,7 +1007,7 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 	 */
 	copy = same && (r->map.unloaded ||
 			(o->runs && r->map.valid && !r->map.lost &&
-			 atomic_read(&r->map.changes) == r->map.seq));
+			 kvtier_snapshot_unchanged(r)));
 	if (o->runs) {
 		ret = kvt_ckpt_runs_begin(o, copy ? r->map.runs : NULL);
 		if (ret)
@@ -1005,7 +1020,7 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 		 * A loaded map is whole in memory: the next attempt (this one
 		 * fails) records it from there instead.
 		 */
-		if (ret == -EUCLEAN && !r->map.unloaded)
+		if (ret && !r->map.unloaded)
 			r->map.valid = false;
 		else if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
@@ -2082,7 +2097,7 @@ static int kvtier_claim_crc_runs(struct kvtier_tier *tier, struct kvtier_region 
 		ret = kvtier_slots_claim(&tier->slots, slot, len);
 		if (ret)
 			return ret;
-		kvtier_crc_runs_add(r->map.runs, slot, len);
+		kvtier_crc_runs_add(r->map.runs, slot, len, false);
 	}
 	return 0;
 }
@@ -2206,7 +2221,7 @@ static int kvt_ckpt_load_regions(struct kvtier_tier *tier, struct kvt_ckpt_in *i
 		r->map.pages = pages;
 		r->map.crcs_crc = le32_to_cpu(recs[*i].crcs_crc);
 		if (runs) {
-			r->map.runs = kvtier_crc_runs_grow(&tier->store, NULL, runs);
+			r->map.runs = kvtier_crc_runs_new(&tier->store, NULL, runs);
 			if (!r->map.runs)
 				return -ENOMEM;
 		}
