@@ -445,7 +445,11 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
  * (crcruns.c): through @rbuf, the second half of @crcs's half, placed
  * each time it fills and at the region's end, the runs it got in
  * @rruns; once no slot is free (@rfull) the rest of the region's go to
- * the CRC section. Its CRC run records follow its extent records.
+ * the CRC section. Its CRC run records follow its extent records. Blocks
+ * placed in slots that follow the ones placed before (the regions of a
+ * checkpoint get theirs one after another) wait in @rbuf (@rpend of them,
+ * from slot @pend_slot) and go out in one write: the region's own CRCs
+ * are at @rcur, after them, @rlen bytes of the @rroom left.
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
@@ -475,8 +479,12 @@ struct kvt_ckpt_out {
 	u32 crcs_crc;
 	size_t crcs_size;	/* bytes of @crcs (and of @rbuf) */
 	bool runs;		/* version 4 */
-	u8 *rbuf;		/* the region's CRCs not yet in runs */
+	u8 *rbuf;		/* blocks placed, not written; the region's CRCs */
+	u64 pend_slot;
+	u32 rpend;
+	u8 *rcur;
 	size_t rlen;
+	size_t rroom;
 	bool rfull;
 	struct kvtier_crc_runs *rruns;	/* the region's runs */
 	u64 r_runs;		/* CRC run records of the region */
@@ -523,7 +531,7 @@ static bool kvt_ckpt_full(struct kvt_ckpt_out *o)
 {
 	return !kvt_ckpt_next(o) ||
 	       (o->extents && o->crcs_pos - o->crcs_base == o->crcs_size) ||
-	       (o->runs && o->rlen == o->crcs_size);
+	       (o->runs && o->rlen == o->rroom);
 }
 
 /* Write @n bytes of @buf at @block, zero to the end of their last block. */
@@ -595,47 +603,80 @@ static int kvt_ckpt_section_put(struct kvt_ckpt_out *o, const u8 *p, size_t n)
 }
 
 /*
- * Version 4: write the region's CRCs in @rbuf to fresh data slots, the
- * rest of their last block zero, and add the runs to @rruns. What finds
- * no free slot goes to the CRC section, and so does every later CRC of
- * the region (@rfull): the stream's runs come first, its section part
- * after. -ENOMEM, -EIO, -EOVERFLOW.
+ * Version 4: write the blocks @rbuf holds placed, from slot @pend_slot;
+ * the region's CRCs not placed yet, after them, come to its front.
+ */
+static int kvt_ckpt_runs_write(struct kvt_ckpt_out *o)
+{
+	int ret;
+
+	if (!o->rpend)
+		return 0;
+	ret = kvtier_io_meta(o->tier, REQ_OP_WRITE,
+			     o->tier->store.data_start + o->pend_slot, o->rbuf,
+			     o->rpend, 0);
+	if (ret)
+		return ret;
+	memmove(o->rbuf, o->rcur, round_up(o->rlen, KVTIER_BLOCK_SIZE));
+	o->rpend = 0;
+	o->rcur = o->rbuf;
+	o->rroom = o->crcs_size;
+	return 0;
+}
+
+/*
+ * Version 4: place the region's CRCs at @rcur in fresh data slots, the
+ * rest of their last block zero, and add the runs to @rruns; blocks that
+ * follow the ones waiting in @rbuf wait with them, others make those go
+ * out first. What finds no free slot goes to the CRC section, and so
+ * does every later CRC of the region (@rfull): the stream's runs come
+ * first, its section part after. -ENOMEM, -EIO, -EOVERFLOW.
  */
 static int kvt_ckpt_runs_flush(struct kvt_ckpt_out *o)
 {
 	struct kvtier_tier *tier = o->tier;
-	u64 nb = DIV_ROUND_UP(o->rlen, KVTIER_BLOCK_SIZE), done = 0;
+	u64 nb = DIV_ROUND_UP(o->rlen, KVTIER_BLOCK_SIZE);
 	unsigned long slot, got;
 	size_t n;
 	int ret;
 
 	if (!o->rlen)
 		return 0;
-	memset(o->rbuf + o->rlen, 0, nb * KVTIER_BLOCK_SIZE - o->rlen);
-	while (done < nb) {
+	memset(o->rcur + o->rlen, 0, nb * KVTIER_BLOCK_SIZE - o->rlen);
+	while (nb) {
 		ret = kvtier_crc_runs_room(&tier->store, &o->rruns);
 		if (ret)
 			return ret;
-		slot = kvtier_slots_alloc(&tier->slots, nb - done, &got);
+		slot = kvtier_slots_alloc(&tier->slots, nb, &got);
 		if (slot == KVTIER_NO_SLOT)
 			break;
 		/* In @rruns first: a failure from here on gives them back. */
 		kvtier_crc_runs_add(o->rruns, slot, got, true);
-		ret = kvtier_io_meta(tier, REQ_OP_WRITE, tier->store.data_start + slot,
-				     o->rbuf + done * KVTIER_BLOCK_SIZE, got, 0);
-		if (ret)
-			return ret;
-		done += got;
+		if (o->rpend && slot != o->pend_slot + o->rpend) {
+			ret = kvt_ckpt_runs_write(o);
+			if (ret)
+				return ret;
+		}
+		if (!o->rpend)
+			o->pend_slot = slot;
+		n = min_t(u64, o->rlen, (u64)got * KVTIER_BLOCK_SIZE);
+		o->crcs_crc = kvtier_crc32c_cat(o->crcs_crc, kvtier_crc32c(o->rcur, n), n);
+		kvtier_count(tier, KVT_STAT_CKPT_CRC_BYTES, n);
+		o->rpend += got;
+		o->rcur += (size_t)got * KVTIER_BLOCK_SIZE;
+		o->rroom -= (size_t)got * KVTIER_BLOCK_SIZE;
+		o->rlen -= n;
+		nb -= got;
 	}
-	n = min_t(u64, o->rlen, done * KVTIER_BLOCK_SIZE);
-	o->crcs_crc = kvtier_crc32c_cat(o->crcs_crc, kvtier_crc32c(o->rbuf, n), n);
-	kvtier_count(tier, KVT_STAT_CKPT_CRC_BYTES, n);
 	ret = 0;
-	if (done < nb) {
+	if (nb) {
 		o->rfull = true;
-		ret = kvt_ckpt_section_put(o, o->rbuf + n, o->rlen - n);
+		ret = kvt_ckpt_section_put(o, o->rcur, o->rlen);
+		o->rlen = 0;
 	}
-	o->rlen = 0;
+	/* Full: what waits goes out, and the next CRCs have room. */
+	if (!ret && !o->rroom)
+		ret = kvt_ckpt_runs_write(o);
 	return ret;
 }
 
@@ -649,12 +690,12 @@ static int kvt_ckpt_crcs_put(struct kvt_ckpt_out *o, const u8 *p, size_t n)
 	int ret;
 
 	while (n && o->runs && !o->rfull) {
-		k = min(n, o->crcs_size - o->rlen);
-		memcpy(o->rbuf + o->rlen, p, k);
+		k = min(n, o->rroom - o->rlen);
+		memcpy(o->rcur + o->rlen, p, k);
 		o->rlen += k;
 		p += k;
 		n -= k;
-		if (o->rlen < o->crcs_size)
+		if (o->rlen < o->rroom)
 			continue;
 		ret = kvt_ckpt_runs_flush(o);
 		if (ret)
@@ -672,7 +713,7 @@ static int kvt_ckpt_write_full(struct kvt_ckpt_out *o)
 		ret = kvt_ckpt_flush(o);
 	if (!ret && o->extents && o->crcs_pos - o->crcs_base == o->crcs_size)
 		ret = kvt_ckpt_crcs_flush(o);
-	if (!ret && o->runs && o->rlen == o->crcs_size)
+	if (!ret && o->runs && o->rlen == o->rroom)
 		ret = kvt_ckpt_runs_flush(o);
 	return ret;
 }
@@ -751,7 +792,7 @@ static int kvt_ckpt_page(struct kvt_ckpt_out *o, u32 index, u64 slot, u32 crc)
 
 	if (o->extents) {
 		if (o->runs && !o->rfull) {
-			*(__le32 *)(o->rbuf + o->rlen) = cpu_to_le32(crc);
+			*(__le32 *)(o->rcur + o->rlen) = cpu_to_le32(crc);
 			o->rlen += sizeof(__le32);
 		} else {
 			if (o->crcs_pos + sizeof(__le32) > o->crcs_limit)
@@ -1143,6 +1184,8 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 	}
 	o.crcs = o.chunk + o.chunk_size;
 	o.rbuf = o.crcs + o.crcs_size;
+	o.rcur = o.rbuf;
+	o.rroom = o.crcs_size;
 	o.head = o.chunk + KVT_CKPT_CHUNK;
 	memset(o.head, 0, o.head_end);
 	/*
@@ -1178,6 +1221,9 @@ static int kvtier_snapshot_write(struct kvtier_tier *tier, u64 gen, int copy,
 	ret = kvt_ckpt_flush(&o);
 	if (!ret && extents)
 		ret = kvt_ckpt_crcs_flush(&o);
+	/* The CRC runs still waiting, before the header and superblock. */
+	if (!ret && o.runs)
+		ret = kvt_ckpt_runs_write(&o);
 	if (ret)
 		goto out;
 	hdr->magic = cpu_to_le64(KVTIER_CKPT_MAGIC);
