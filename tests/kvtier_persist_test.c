@@ -2933,6 +2933,92 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_to_v4_in_place, 300)
 	loop_detach(lfd, UPGRADE_IMG);
 }
 
+#define ADJ_IMG		"/tmp/kvt-adjacent.img"
+
+/*
+ * Version 4: a region's CRC run records may name slots that follow each
+ * other (its runs kept by a checkpoint, and the one that moved the rest
+ * of its CRCs out of the CRC section into the next slot), and attach
+ * takes them one for one, as the records count them. On a full 16 MiB
+ * namespace with one free slot before region b's, the first checkpoint
+ * gives a:big's CRCs that slot and leaves the rest in the section; b
+ * unlinked, the next checkpoint puts the rest in b's old slot. Every
+ * byte of a:big reads back after an attach, and again after one more.
+ */
+TEST_F_TIMEOUT(persist, crc_runs_side_by_side_load_one_for_one, 300)
+{
+	const size_t big = 8 * MiB;
+	const struct kvtier_disk_extent *e;
+	struct kvtier_disk_super sb;
+	struct kvtier_disk_ckpt *hdr;
+	struct kvtier_disk_region *rec;
+	long long used;
+	size_t fill;
+	char dev[32];
+	int lfd, newest, r;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(ADJ_IMG, 16 * MiB, dev, sizeof(dev));
+	ASSERT_GE(lfd, 0);
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "4"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	ASSERT_EQ(0, make_persistent(1, "a:big", big, 0600, 130));
+	ASSERT_EQ(0, make_persistent(1, "a:p", PAGE, 0600, 131));
+	ASSERT_EQ(0, make_persistent(1, "a:b", PAGE, 0600, 132));
+	fill = (kvt_stat(1, "slots_total") - kvt_stat(1, "slots_used")) * PAGE;
+	ASSERT_EQ(0, make_persistent(1, "a:fill", fill, 0600, 133));
+	ASSERT_EQ(kvt_stat(1, "slots_total"), kvt_stat(1, "slots_used"));
+	/* One free slot, a:p's, just before a:b's: a commit frees it. */
+	used = kvt_stat(1, "slots_used");
+	ASSERT_EQ(0, unlink_on(1, "a:p"));
+	ASSERT_EQ(used - 1, wait_stat(1, "slots_used", used - 1));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	hdr = ckpt_raw(dev, newest, &sb);
+	ASSERT_NE(NULL, hdr);
+	rec = (void *)(hdr + 1);
+	r = ckpt_find(hdr, "a:big");
+	ASSERT_LE(0, r);
+	/* 2048 pages: two blocks of CRCs, one in the run, one in the section. */
+	ASSERT_EQ(1U, le32toh(rec[r].nr_crc_runs));
+	free(hdr);
+
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	used = kvt_stat(1, "slots_used");
+	ASSERT_EQ(0, unlink_on(1, "a:b"));
+	ASSERT_EQ(used - 1, wait_stat(1, "slots_used", used - 1));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	hdr = ckpt_raw(dev, newest, &sb);
+	ASSERT_NE(NULL, hdr);
+	rec = (void *)(hdr + 1);
+	r = ckpt_find(hdr, "a:big");
+	ASSERT_LE(0, r);
+	/* Its records: its extents, then the two runs, slot after slot. */
+	e = (const void *)((const char *)hdr + sizeof(*hdr) +
+			   le64toh(hdr->nr_regions) * sizeof(*rec));
+	for (newest = 0; newest < r; newest++)
+		e += le64toh(rec[newest].nr_extents) + le32toh(rec[newest].nr_crc_runs);
+	e += le64toh(rec[r].nr_extents);
+	ASSERT_EQ(2U, le32toh(rec[r].nr_crc_runs));
+	EXPECT_EQ(le64toh(e[0].slot) + 1, le64toh(e[1].slot));
+	EXPECT_EQ(1U, le32toh(e[1].index));
+	free(hdr);
+
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "a:big", big, 130));
+	EXPECT_EQ(-1, check_name(1, "a:fill", fill, 133));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_EQ(-1, check_name(1, "a:big", big, 130));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	loop_detach(lfd, ADJ_IMG);
+}
+
 /*
  * An upgrade to version 3 whose commit fails (the superblocks cannot be
  * written; the log names the block): EIO, the namespace stays version 2
