@@ -156,6 +156,12 @@ sb_versions() {
 	fi
 }
 
+# Bytes of page CRCs tier 0's checkpoints wrote since the module loaded.
+crc_bytes() {
+	awk '$1 == "checkpoint_crc_bytes" { print $2 }' \
+		/sys/kernel/debug/kvtier/kvtier0/stats 2>/dev/null | grep . || echo 0
+}
+
 # --- apply: the boot kvtier.service runs ------------------------------------
 
 # ok|not-ok DESC, as the tool's checks are; false for not-ok.
@@ -394,10 +400,16 @@ scale-1 | scale-2)
 	[[ -n $ns1 ]] || fail "an NVMe namespace with serial kvt1"
 	t load || exit 1
 	rc=0
+	# scale-1 VERSION: format as that version (KVTIER_SCALE_FORMAT).
+	if [[ -n ${1:-} ]]; then
+		echo "$1" >/sys/class/kvtier/kvtier0/format_version || fail "format_version $1"
+	fi
 	for ns in "$ns0" "$ns1"; do
 		echo "# $ns: $(($(blockdev --getsize64 "$ns") >> 40)) TiB" | tee -a "$KVT_CHECKS"
+		crc0=$(crc_bytes)
 		t scale-attach "$ns" $SCALE_ATTACH_S $SCALE_ATTACH_MIB \
 			"$([[ $step == scale-1 ]] && echo 0 || echo $SCALE_N)" || { rc=1; continue; }
+		ver=$(cat /sys/class/kvtier/kvtier0/upgrade)
 		if [[ $step == scale-1 ]]; then
 			t scale-write $SCALE_N $SCALE_BIG $SEED_SCALE || rc=1
 		else
@@ -410,6 +422,19 @@ scale-1 | scale-2)
 		t detach || rc=1
 		t latency-row commit_checkpoint "checkpoints since attach (the detach's included)" ||
 			rc=1
+		# Version 4: a checkpoint writes the CRCs of changed regions
+		# only; boot 2 changes none but scale-commit (unlinked since),
+		# where version 3 would write every page's CRC (a few MiB).
+		crcs=$(($(crc_bytes) - crc0))
+		if [[ $step == scale-1 ]] || ((ver < 4)); then
+			echo "# format version $ver: checkpoints since attach wrote $crcs bytes of CRCs" |
+				tee -a "$KVT_CHECKS"
+		elif ((crcs <= SCALE_COMMIT_MIB * 1024)); then
+			check ok "checkpoints since attach wrote $crcs bytes of CRCs: at most scale-commit's $((SCALE_COMMIT_MIB * 1024)), none of the $SCALE_N regions'"
+		else
+			check not-ok "checkpoints since attach wrote $crcs bytes of CRCs: more than scale-commit's $((SCALE_COMMIT_MIB * 1024))"
+			rc=1
+		fi
 	done
 	t unload || rc=1
 	exit $rc

@@ -34,7 +34,9 @@
 #            regions of 4 KiB to 256 MiB, detaches; boot 2 attaches each,
 #            verifies every byte, detaches. Every attach is timed and its
 #            kernel memory measured against #17's bounds (5 s, 256 MiB;
-#            tests/persist/guest.sh scale-1, scale-2)
+#            tests/persist/guest.sh scale-1, scale-2).
+#            KVTIER_SCALE_FORMAT=V formats them as version V instead of
+#            the module's default (a baseline for the checkpoint numbers)
 #   compat   the namespaces an earlier module left: the kept images of
 #            tests/persist/images (format versions 1 to 4, a few regions
 #            each; see its README) are unpacked and attached, every byte
@@ -177,10 +179,11 @@ vm_result() {
 	fi
 }
 
-# boot N COUNT SIZE TIMEOUT STEP DESC: boot N of the current test (vm),
-# its checks as TAP results and its verdict; fails when the boot did.
+# boot N COUNT SIZE TIMEOUT STEP DESC [ARGS...]: boot N of the current test
+# (vm; ARGS go to the guest's STEP), its checks as TAP results and its
+# verdict; fails when the boot did.
 boot() {
-	vm "$1" "$2" "$3" "$4" "$5"
+	vm "$1" "$2" "$3" "$4" "$5" "${@:7}"
 	import "$o/checks-$1.log" "boot $1: "
 	vm_result "$1" "$6"
 	((vm_rc == 0))
@@ -317,8 +320,8 @@ test_scale() {
 			return
 		fi
 	done
-	boot 1 2 8T 900 scale-1 "attach blank 8 TiB and 15 TiB namespaces, write 1,000 regions on each" ||
-		return
+	boot 1 2 8T 900 scale-1 "attach blank 8 TiB and 15 TiB namespaces, write 1,000 regions on each" \
+		${KVTIER_SCALE_FORMAT:-} || return
 	boot 2 2 8T 900 scale-2 "attach both again, every byte of every region read back"
 	for i in 0 1; do
 		note "host: nvme$i.img: $(du -h --apparent-size "$o/nvme$i.img" | cut -f1) apparent, $(du -h "$o/nvme$i.img" | cut -f1) on disk"
