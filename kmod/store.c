@@ -448,8 +448,9 @@ int kvtier_persistent_get(struct kvtier_tier *tier, struct kvtier_region ***out,
  * the CRC section. Its CRC run records follow its extent records. Blocks
  * placed in slots that follow the ones placed before (the regions of a
  * checkpoint get theirs one after another) wait in @rbuf (@rpend of them,
- * from slot @pend_slot) and go out in one write: the region's own CRCs
- * are at @rcur, after them, @rlen bytes of the @rroom left.
+ * from slot @pend_slot, earlier regions' too) and go out in one write,
+ * at the latest before the header: the region's own CRCs are at @rcur,
+ * after them, @rlen bytes of the @rroom left.
  */
 struct kvt_ckpt_out {
 	struct kvtier_tier *tier;
@@ -1059,7 +1060,7 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 		ret = kvtier_pagemap_copy(r, o->win, kvtier_snapshot_copy, o);
 		/*
 		 * A loaded map is whole in memory: the next attempt (this one
-		 * fails) records it from there instead.
+		 * fails, whatever failed) records it from there instead.
 		 */
 		if (ret && !r->map.unloaded)
 			r->map.valid = false;
