@@ -231,6 +231,29 @@ static int tier_state_is(int id, const char *state)
 	return !kvt_tier_read(id, "state", buf, sizeof(buf)) && !strcmp(buf, state);
 }
 
+/*
+ * Attach tier 1 to a loop device of a 16 MiB image @img (with @dm, to
+ * /dev/mapper/@dm, a linear device over it, so a test can swap in an
+ * error target), formatting it as @version if blank; @dev gets the loop
+ * device's name. Returns the loop device's fd (loop_detach()).
+ */
+static int loop_tier1(struct __test_metadata *_metadata, const char *img,
+		      const char *version, const char *dm, char *dev, size_t len)
+{
+	char path[64];
+	int lfd;
+
+	ASSERT_EQ(0, system("modprobe -q loop"));
+	lfd = kvt_loop_attach(img, 16 * MiB, dev, len);
+	ASSERT_GE(lfd, 0);
+	if (dm)
+		ASSERT_EQ(0, kvt_dm_linear(dm, dev));
+	snprintf(path, sizeof(path), dm ? "/dev/mapper/%s" : "%s", dm ? dm : dev);
+	ASSERT_EQ(0, kvt_tier_write(1, "format_version", version));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", path));
+	return lfd;
+}
+
 /* Detach a loop device made by kvt_loop_attach and remove its file. */
 static void loop_detach(int lfd, const char *file)
 {
@@ -1647,24 +1670,6 @@ static unsigned long long ckpt_crcs_tail(const struct kvtier_disk_ckpt *hdr,
 #define EX_IMG		"/tmp/kvt-extents.img"
 #define EX_DM		"kvt-extents"
 
-/*
- * Attach tier 1 to /dev/mapper/EX_DM, a linear device over a 16 MiB loop
- * device of @img (so a test can swap in an error target), formatting it at
- * @version if blank. Returns the loop device's fd; @dev gets its name.
- */
-static int ex_attach(struct __test_metadata *_metadata, const char *img,
-		     const char *version, char *dev, size_t len)
-{
-	int lfd;
-
-	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = kvt_loop_attach(img, 16 * MiB, dev, len);
-	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, kvt_dm_linear(EX_DM, dev));
-	ASSERT_EQ(0, kvt_tier_write(1, "format_version", version));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" EX_DM));
-	return lfd;
-}
 
 /*
  * Format version 3 maps pages by extents: a region written in one go is a
@@ -1843,7 +1848,7 @@ TEST_F_TIMEOUT(persist, extents_checkpoint_never_leaves_old_index_over_new_crcs,
 
 	if (why)
 		SKIP(return, "%s", why);
-	lfd = ex_attach(_metadata, EX_IMG, "3", dev, sizeof(dev));
+	lfd = loop_tier1(_metadata, EX_IMG, "3", EX_DM, dev, sizeof(dev));
 	/* Both areas name the region, with other CRCs each. */
 	ASSERT_EQ(0, make_persistent(1, "ex:r", len, 0600, 1));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
@@ -2957,11 +2962,7 @@ TEST_F_TIMEOUT(persist, crc_runs_side_by_side_load_one_for_one, 300)
 	char dev[32];
 	int lfd, newest, r;
 
-	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = kvt_loop_attach(ADJ_IMG, 16 * MiB, dev, sizeof(dev));
-	ASSERT_GE(lfd, 0);
-	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "4"));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	lfd = loop_tier1(_metadata, ADJ_IMG, "4", NULL, dev, sizeof(dev));
 	ASSERT_EQ(0, make_persistent(1, "a:big", big, 0600, 130));
 	ASSERT_EQ(0, make_persistent(1, "a:p", PAGE, 0600, 131));
 	ASSERT_EQ(0, make_persistent(1, "a:b", PAGE, 0600, 132));
@@ -3037,7 +3038,7 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_failed_commit, 300)
 
 	if (why)
 		SKIP(return, "%s", why);
-	lfd = ex_attach(_metadata, UPGRADE_IMG, "2", dev, sizeof(dev));
+	lfd = loop_tier1(_metadata, UPGRADE_IMG, "2", EX_DM, dev, sizeof(dev));
 	ASSERT_EQ(0, make_persistent(1, "f:a", MiB, 0600, 130));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dm));
@@ -3202,12 +3203,8 @@ TEST_F_TIMEOUT(persist, refuses_damaged_or_newer, 300)
 	char dev[32];
 	int lfd, f1, newest, unchanged, ret;
 
-	ASSERT_EQ(0, system("modprobe -q loop"));
-	lfd = kvt_loop_attach(DAMAGE_IMG, 16 * MiB, dev, sizeof(dev));
-	ASSERT_GE(lfd, 0);
 	/* Version 1: every commit below is a checkpoint in the other area. */
-	ASSERT_EQ(0, kvt_tier_write(1, "format_version", "1"));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	lfd = loop_tier1(_metadata, DAMAGE_IMG, "1", NULL, dev, sizeof(dev));
 	ASSERT_EQ(0, make_persistent(1, "d:r", MiB, 0600, 90));
 	/* Two more commits: both copies name a checkpoint with the bytes. */
 	f1 = tier_open(1);
