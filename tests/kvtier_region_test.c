@@ -2154,11 +2154,17 @@ TEST_F_TIMEOUT(tier, background_writeback_finds_regions_dirtied_again, 300)
 	ASSERT_EQ((ssize_t)len, pwrite(self->fd, buf, len, 0));
 	ASSERT_EQ(0, fsync(self->fd));
 
-	/* 25 % (256 pages): B's 384 are over it; cleaned down to 128. */
-	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
+	/*
+	 * 25 % (256 pages): B's 384 are over it; cleaned down to 128. All
+	 * but its last page are dirtied first with the worker off: woken
+	 * half-way, it would clean down to 128 while the rest came in, and
+	 * stop under 256.
+	 */
 	wb0 = kvt_stat(0, "writeback_background");
 	kvt_fill(buf, len, 0, 152);
-	ASSERT_EQ((ssize_t)len, pwrite(fb, buf, len, 0));
+	ASSERT_EQ((ssize_t)(len - PAGE), pwrite(fb, buf, len - PAGE, 0));
+	ASSERT_EQ(0, kvt_knob(0, "dirty_background_pct", 25));
+	ASSERT_EQ((ssize_t)PAGE, pwrite(fb, buf + len - PAGE, PAGE, len - PAGE));
 	n = wait_background(wb0, pages - 128);
 	ASSERT_EQ((long long)(pages - 128), n);
 
