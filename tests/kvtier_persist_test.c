@@ -3021,6 +3021,62 @@ TEST_F_TIMEOUT(persist, crc_runs_side_by_side_load_one_for_one, 300)
 }
 
 /*
+ * Version 4: a checkpoint whose superblock cannot be written (its two
+ * blocks fail, nothing else) has written fc:a's new CRC runs to free
+ * slots by then: they are no region's. The detach reports EIO; once the
+ * blocks work again the attach has the older checkpoint, its runs whole,
+ * and the journal after it: every byte as the last fsync left it.
+ */
+TEST_F_TIMEOUT(persist, failed_checkpoint_leaves_older_runs_whole, 300)
+{
+	const char *why = kvt_dm_missing("error");
+	long long crcs;
+	char dev[32];
+	int lfd, fd;
+
+	if (why)
+		SKIP(return, "%s", why);
+	lfd = loop_tier1(_metadata, CE_IMG, "4", CE_DM, dev, sizeof(dev));
+	ASSERT_EQ(0, make_persistent(1, "fc:a", 2 * MiB, 0600, 150));
+	ASSERT_EQ(0, make_persistent(1, "fc:b", MiB, 0600, 151));
+	/* The detach's checkpoint gives both their runs. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" CE_DM));
+	fd = open_name(1, "fc:a", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fill_fd(fd, 0, MiB, 152));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+
+	crcs = kvt_stat(1, "checkpoint_crc_bytes");
+	ASSERT_EQ(0, error_blocks(CE_DM, dev, 0, 2));
+	ASSERT_EQ(-EIO, kvt_tier_write(1, "backing_dev", "none"));
+	/* fc:a changed: its 512 pages' CRCs went to new runs, fc:b's stayed. */
+	EXPECT_EQ(512 * 4, kvt_stat(1, "checkpoint_crc_bytes") - crcs);
+
+	ASSERT_EQ(0, kvt_dm_table(CE_DM, dev, "linear %s 0", dev));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" CE_DM));
+	fd = open_name(1, "fc:a", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	EXPECT_EQ(-1, check_fd(fd, 0, MiB, 152));
+	EXPECT_EQ(-1, check_fd(fd, MiB, MiB, 150));
+	close(fd);
+	EXPECT_EQ(-1, check_name(1, "fc:b", MiB, 151));
+	/* And once more from the checkpoint this detach writes. */
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" CE_DM));
+	fd = open_name(1, "fc:a", 0, 0, 0);
+	ASSERT_GE(fd, 0);
+	EXPECT_EQ(-1, check_fd(fd, 0, MiB, 152));
+	EXPECT_EQ(-1, check_fd(fd, MiB, MiB, 150));
+	close(fd);
+	EXPECT_EQ(-1, check_name(1, "fc:b", MiB, 151));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_dm_remove(CE_DM));
+	loop_detach(lfd, CE_IMG);
+}
+
+/*
  * An upgrade to version 3 whose commit fails (the superblocks cannot be
  * written; the log names the block): EIO, the namespace stays version 2
  * in memory and on the media, the detach that follows fails its commit
