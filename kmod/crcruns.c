@@ -22,8 +22,10 @@
  * region's CRCs puts them in new runs, and the old runs are deferred
  * (freed after the next commit) once its superblock is on the media,
  * never before: until then the newest superblock names them
- * (kvtier_crc_runs_retire(), kvtier_crc_runs_release()). A region that
- * goes defers its runs with its data slots (kvtier_crc_runs_destroy()).
+ * (kvtier_crc_runs_retire(), kvtier_crc_runs_release()). The new runs of
+ * a checkpoint that failed are deferred the same way, as its superblock
+ * may be out (kvtier_crc_runs_abandon()). A region that goes defers its
+ * runs with its data slots (kvtier_crc_runs_destroy()).
  *
  * Locking: a region's @map.runs and @map.next_runs are under store.lock,
  * like the rest of its map; a region being destroyed is on no list, and
@@ -124,7 +126,7 @@ void kvtier_crc_runs_add(struct kvtier_crc_runs *runs, u64 slot, u32 len, bool j
 /*
  * Give back the slots of @runs' runs from @from on: deferred to the next
  * commit when a superblock on the media may name them (@defer), else
- * freed now (a checkpoint that failed before its superblock, a detach).
+ * freed now (the store is forgetting its regions: a detach, a replay).
  */
 void kvtier_crc_runs_put_slots(struct kvtier_tier *tier,
 			       const struct kvtier_crc_runs *runs, u32 from,
