@@ -3032,7 +3032,7 @@ TEST_F_TIMEOUT(persist, failed_checkpoint_leaves_older_runs_whole, 300)
 	const char *why = kvt_dm_missing("error");
 	long long crcs;
 	char dev[32];
-	int lfd, fd;
+	int lfd, fd, i;
 
 	if (why)
 		SKIP(return, "%s", why);
@@ -3054,24 +3054,18 @@ TEST_F_TIMEOUT(persist, failed_checkpoint_leaves_older_runs_whole, 300)
 	/* fc:a changed: its 512 pages' CRCs went to new runs, fc:b's stayed. */
 	EXPECT_EQ(512 * 4, kvt_stat(1, "checkpoint_crc_bytes") - crcs);
 
+	/* Then once more from the checkpoint the clean detach writes. */
 	ASSERT_EQ(0, kvt_dm_table(CE_DM, dev, "linear %s 0", dev));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" CE_DM));
-	fd = open_name(1, "fc:a", 0, 0, 0);
-	ASSERT_GE(fd, 0);
-	EXPECT_EQ(-1, check_fd(fd, 0, MiB, 152));
-	EXPECT_EQ(-1, check_fd(fd, MiB, MiB, 150));
-	close(fd);
-	EXPECT_EQ(-1, check_name(1, "fc:b", MiB, 151));
-	/* And once more from the checkpoint this detach writes. */
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" CE_DM));
-	fd = open_name(1, "fc:a", 0, 0, 0);
-	ASSERT_GE(fd, 0);
-	EXPECT_EQ(-1, check_fd(fd, 0, MiB, 152));
-	EXPECT_EQ(-1, check_fd(fd, MiB, MiB, 150));
-	close(fd);
-	EXPECT_EQ(-1, check_name(1, "fc:b", MiB, 151));
-	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "/dev/mapper/" CE_DM));
+		fd = open_name(1, "fc:a", 0, 0, 0);
+		ASSERT_GE(fd, 0);
+		EXPECT_EQ(-1, check_fd(fd, 0, MiB, 152));
+		EXPECT_EQ(-1, check_fd(fd, MiB, MiB, 150));
+		close(fd);
+		EXPECT_EQ(-1, check_name(1, "fc:b", MiB, 151));
+		ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	}
 	ASSERT_EQ(0, kvt_dm_remove(CE_DM));
 	loop_detach(lfd, CE_IMG);
 }
