@@ -1176,6 +1176,12 @@ void kvtier_crc_runs_release(struct kvtier_tier *tier);
 void kvtier_crc_runs_abandon(struct kvtier_store *st, struct kvtier_region_map *m);
 void kvtier_crc_runs_destroy(struct kvtier_region *r);
 
+/* Of @m's records, the extent (or page) records: not its CRC run records. */
+static inline u64 kvtier_map_extent_records(const struct kvtier_region_map *m)
+{
+	return m->count - (m->runs ? m->runs->nr : 0);
+}
+
 /*
  * Bytes of a CRC stream of @pages pages that @runs (may be NULL) do not
  * hold: those in the CRC section.

@@ -220,8 +220,8 @@ static int kvtier_pagemap_walk_extents(struct kvtier_region *r, struct kvt_map_i
 	struct kvtier_store *st = &r->tier->store;
 	struct kvtier_disk_page *out = st->map_buf + KVT_CKPT_CHUNK / 2;
 	const size_t room = KVT_CKPT_CHUNK / 2 / sizeof(*out);
-	u64 nr_runs = r->map.runs ? r->map.runs->nr : 0;
-	u64 ext_end = ext->end - nr_runs * sizeof(struct kvtier_disk_extent);
+	u64 ext_end = r->map.off + kvtier_map_extent_records(&r->map) *
+			       sizeof(struct kvtier_disk_extent);
 	struct kvt_map_in crcs[2];
 	size_t n = 0, got, j;
 	int ret;
@@ -327,7 +327,6 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 			void *arg)
 {
 	struct kvtier_store *st = &r->tier->store;
-	u64 nr_runs = r->map.runs ? r->map.runs->nr : 0;
 	struct kvt_map_in in[3], *sec = &in[2];
 	u8 *buf = kvtier_map_buf(st);
 	const void *p;
@@ -344,7 +343,8 @@ int kvtier_pagemap_copy(struct kvtier_region *r, struct kvtier_map_win *win,
 	sec->limit = st->nr_slots * sizeof(__le32);
 	in[0].win = &win[0];
 	sec->win = &win[1];
-	ext_end = in[0].end - nr_runs * sizeof(struct kvtier_disk_extent);
+	ext_end = r->map.off + kvtier_map_extent_records(&r->map) *
+			       sizeof(struct kvtier_disk_extent);
 	/* The CRC run records are read for the map's CRC only. */
 	while (in[0].off < in[0].end) {
 		bool ext = in[0].off < ext_end;

@@ -1067,7 +1067,7 @@ static int kvtier_snapshot_map(struct kvtier_region *r, struct kvt_ckpt_out *o,
 		else if (ret == -EUCLEAN)
 			kvtier_pagemap_damaged(r);
 		o->r_pages = r->map.pages;
-		o->r_extents = r->map.count - (r->map.runs ? r->map.runs->nr : 0);
+		o->r_extents = kvtier_map_extent_records(&r->map);
 	} else if (r->map.unloaded) {
 		/* An upgrade to version 3: page records made extents. */
 		r->map.next_seq = r->map.seq;
