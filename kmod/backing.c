@@ -107,11 +107,14 @@ err_free:
 	return ret;
 }
 
-/* Any region but persistent ones without users? Caller holds tier->lock. */
+/*
+ * Any open file, kvtierfs mount, or region but persistent ones without
+ * users? Caller holds tier->lock.
+ */
 static bool kvtier_backing_busy(struct kvtier_tier *tier)
 {
 	struct kvtier_region *r;
-	bool busy = tier->nr_open;
+	bool busy = tier->nr_open || tier->nr_mounts;
 
 	spin_lock(&tier->regions_lock);
 	list_for_each_entry(r, &tier->regions, node)
@@ -125,7 +128,7 @@ static bool kvtier_backing_busy(struct kvtier_tier *tier)
  *
  * Persistent regions are written back, committed and forgotten (they come
  * back at the next attach). Detaching a detached tier is a no-op. Errors:
- * -EBUSY while the tier is open or has volatile named regions (nothing
+ * -EBUSY while the tier is open, mounted or has volatile named regions (nothing
  * changes); a write-back or commit error (-EIO...): the tier is detached
  * anyway, and the namespace holds the last commit that succeeded.
  */
@@ -137,7 +140,7 @@ int kvtier_backing_detach(struct kvtier_tier *tier)
 	lockdep_assert_held(&tier->lock);
 	if (!kvtier_backing_attached(tier))
 		return 0;
-	/* Open files and volatile named regions hold namespace space. */
+	/* Open files, a mount and volatile named regions hold namespace space. */
 	if (kvtier_backing_busy(tier))
 		return -EBUSY;
 

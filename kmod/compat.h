@@ -174,4 +174,39 @@ static inline void kvtier_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
+/*
+ * 6.3+ passes inode operations the mount's struct mnt_idmap; 6.1 passes a
+ * struct user_namespace in the same place, and its nop is init_user_ns.
+ * kvtierfs (fs.c) is written for the new names; here they mean the old.
+ */
+#ifndef HAVE_MNT_IDMAP
+#define mnt_idmap	user_namespace
+#define nop_mnt_idmap	init_user_ns
+#endif
+
+/* 6.6+: generic_fillattr() is told which statx fields were asked for. */
+static inline void kvtier_fillattr(struct mnt_idmap *idmap, u32 request_mask,
+				   struct inode *inode, struct kstat *stat)
+{
+#ifdef HAVE_FILLATTR_REQUEST_MASK
+	generic_fillattr(idmap, request_mask, inode, stat);
+#else
+	generic_fillattr(idmap, inode, stat);
+#endif
+}
+
+/* An inode's atime, mtime and ctime set to now (6.7+: accessors). */
+static inline void kvtier_inode_init_ts(struct inode *inode)
+{
+#ifdef HAVE_SIMPLE_INODE_INIT_TS
+	simple_inode_init_ts(inode);
+#else
+	struct timespec64 now = current_time(inode);
+
+	inode->i_atime = now;
+	inode->i_mtime = now;
+	inode->i_ctime = now;
+#endif
+}
+
 #endif /* KVTIER_COMPAT_H */

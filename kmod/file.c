@@ -36,32 +36,39 @@
 #include "kvtier.h"
 #include "kvtier_trace.h"
 
-static int kvtier_open(struct inode *inode, struct file *file)
+/*
+ * A new struct kvtier_file of @tier for @file, counted in tier->nr_open,
+ * with no region. @anon: give it its own address_space (an open of
+ * /dev/kvtierN, whose region is made or bound later); without, the caller
+ * binds a region at once (kvtierfs, fs.c). Errors: ENOMEM.
+ */
+struct kvtier_file *kvtier_file_new(struct kvtier_tier *tier,
+				    struct file *file, bool anon)
 {
-	struct kvtier_tier *tier = container_of(inode->i_cdev,
-						struct kvtier_tier, cdev);
 	struct kvtier_file *kf;
 
 	kf = kzalloc(sizeof(*kf), GFP_KERNEL);
 	if (!kf)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	/*
 	 * Each file gets its own address_space before any mmap, so all
 	 * mappings of its region are linked into one i_mmap tree that
 	 * eviction can unmap through.
 	 */
-	kf->inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
-	if (IS_ERR(kf->inode)) {
-		int ret = PTR_ERR(kf->inode);
+	if (anon) {
+		kf->inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+		if (IS_ERR(kf->inode)) {
+			int ret = PTR_ERR(kf->inode);
 
-		kfree(kf);
-		return ret;
+			kfree(kf);
+			return ERR_PTR(ret);
+		}
+		file->f_mapping = kf->inode->i_mapping;
 	}
 	kf->tier = tier;
 	mutex_init(&kf->lock);
 	mutex_init(&kf->pin_lock);
 	xa_init(&kf->pins);
-	file->f_mapping = kf->inode->i_mapping;
 	file->private_data = kf;
 	/*
 	 * read_iter/write_iter honour IOCB_NOWAIT (io_uring's inline try),
@@ -72,7 +79,15 @@ static int kvtier_open(struct inode *inode, struct file *file)
 	mutex_lock(&tier->lock);
 	tier->nr_open++;
 	mutex_unlock(&tier->lock);
-	return 0;
+	return kf;
+}
+
+static int kvtier_open(struct inode *inode, struct file *file)
+{
+	struct kvtier_tier *tier = container_of(inode->i_cdev,
+						struct kvtier_tier, cdev);
+
+	return PTR_ERR_OR_ZERO(kvtier_file_new(tier, file, true));
 }
 
 static int kvtier_release(struct inode *inode, struct file *file)
@@ -86,7 +101,7 @@ static int kvtier_release(struct inode *inode, struct file *file)
 		kvtier_user_lru_closed(kf->region);
 		kvtier_region_put_user(kf->region);
 	}
-	iput(kf->inode);
+	iput(kf->inode);		/* none for a kvtierfs file */
 	kfree(kf);
 
 	mutex_lock(&tier->lock);
@@ -367,7 +382,8 @@ static const struct vm_operations_struct kvtier_vm_ops = {
 
 /*
  * mmap(MAP_SHARED) of a file without a region creates one of the mapping's
- * length; later mappings map (part of) it. Errors: EINVAL (MAP_PRIVATE, a
+ * length; later mappings map (part of) it. A file opened read-only (no
+ * FMODE_WRITE) maps read-only. Errors: EINVAL (MAP_PRIVATE, a
  * first mapping at a non-zero offset, beyond the region's end), ENODEV (no
  * namespace), ENOSPC (larger than the namespace), ENOMEM.
  */
@@ -378,7 +394,11 @@ static int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma)
 	struct kvtier_region *region;
 	int ret = 0;
 
-	if (!(vma->vm_flags & VM_SHARED))
+	/*
+	 * MAP_SHARED of a file opened read-only has VM_MAYSHARE alone (the
+	 * core drops VM_SHARED and VM_MAYWRITE): a read-only kvtierfs open.
+	 */
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 
 	mutex_lock(&kf->lock);
@@ -1006,5 +1026,21 @@ const struct file_operations kvtier_fops = {
 	.write_iter = kvtier_file_write_iter,
 	.fsync = kvtier_file_fsync,
 	.fadvise = kvtier_file_fadvise,
+	.llseek = default_llseek,
+};
+
+/* A file of a kvtierfs mount (fs.c): its region is bound at open. */
+const struct file_operations kvtierfs_file_fops = {
+	.owner = THIS_MODULE,
+	.open = kvtierfs_open,
+	.release = kvtier_release,
+	.unlocked_ioctl = kvtier_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = kvtier_file_mmap,
+	.read_iter = kvtier_file_read_iter,
+	.write_iter = kvtier_file_write_iter,
+	.fsync = kvtier_file_fsync,
+	.fadvise = kvtier_file_fadvise,
+	/* SEEK_END by the file's inode: f_mapping's host is the region's. */
 	.llseek = default_llseek,
 };

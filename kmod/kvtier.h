@@ -39,6 +39,8 @@
  *              changed; attach replays it after the checkpoint
  *   lease.c    the ownership lease: one read-write attach at a time
  *   names.c    named regions: bind by name, permissions, unlink, list
+ *   fs.c       kvtierfs: a tier's persistent named regions as the files
+ *              of a mount (their data path is file.c's)
  *   gpu.c      GPU ranges the CUDA shim registers (accounting, debugfs)
  *   tier.c     one tier: its character device, made and destroyed
  *   backing.c  attaching and detaching the namespace (block device)
@@ -571,11 +573,15 @@ struct kvtier_pool {
  * @id: N
  * @dev: the class device; its release frees the tier
  * @cdev: /dev/kvtierN
- * @lock: protects @backing and @nr_open. Held across the block device
- *        open and close of attach/detach; never taken on the I/O path.
+ * @lock: protects @backing, @nr_open and @nr_mounts. Held across the
+ *        block device open and close of attach/detach; never taken on the
+ *        I/O path.
  * @backing: the attached namespace (protected by @lock)
- * @nr_open: open files of /dev/kvtierN (protected by @lock); while any
- *           exists the namespace cannot be detached
+ * @nr_open: open files of /dev/kvtierN and of its kvtierfs mount
+ *           (protected by @lock); while any exists the namespace cannot
+ *           be detached
+ * @nr_mounts: kvtierfs superblocks of the tier, 0 or 1 (protected by
+ *             @lock); while one exists the namespace cannot be detached
  * @debugfs: /sys/kernel/debug/kvtier/kvtierN
  * @knobs: tunables (sysfs)
  * @pool: host pages
@@ -624,6 +630,7 @@ struct kvtier_tier {
 	struct mutex lock;		/* attach/detach vs open, see above */
 	struct kvtier_backing backing;
 	unsigned int nr_open;
+	unsigned int nr_mounts;
 	struct dentry *debugfs;
 	struct kvtier_knobs knobs;
 	struct kvtier_pool pool;
@@ -1053,8 +1060,14 @@ static inline struct kvtier_tier *dev_to_tier(struct device *dev)
 	return container_of(dev, struct kvtier_tier, dev);
 }
 
+/* fs.c: kvtierfs */
+int kvtierfs_open(struct inode *inode, struct file *file);
+int kvtierfs_init(void);
+void kvtierfs_exit(void);
+
 /* main.c */
 extern struct class kvtier_class;
+struct kvtier_tier *kvtier_tier_by_id(unsigned int id);
 extern struct vfsmount *kvtier_mnt;
 extern struct kmem_cache *kvtier_page_cache;
 extern struct workqueue_struct *kvtier_wq;
@@ -1085,6 +1098,9 @@ struct kvtier_file {
 
 /* file.c: the file operations; where a page fault is served */
 extern const struct file_operations kvtier_fops;
+extern const struct file_operations kvtierfs_file_fops;
+struct kvtier_file *kvtier_file_new(struct kvtier_tier *tier,
+				    struct file *file, bool anon);
 int kvtier_file_create_region(struct kvtier_file *kf, loff_t size);
 struct kvtier_region *kvtier_file_region(struct file *file);
 int kvtier_file_sync(struct kvtier_region *region, loff_t start, loff_t end,
@@ -1277,6 +1293,9 @@ int kvtier_names_init(struct kvtier_tier *tier);
 void kvtier_names_exit(struct kvtier_tier *tier);
 void kvtier_names_drop_all(struct kvtier_tier *tier);
 int kvtier_name_valid(const char *name);
+struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
+				       const char *name);
+int kvtier_name_may_bind(struct kvtier_region *region, bool rdonly);
 int kvtier_name_hash(struct kvtier_region *region);
 bool kvtier_name_unhash(struct kvtier_region *region);
 u64 kvtier_nr_persistent(struct kvtier_tier *tier);

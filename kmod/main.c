@@ -71,6 +71,16 @@ struct workqueue_struct *kvtier_direct_wq;
 static dev_t kvtier_devt;
 static struct kvtier_tier **kvtier_tiers;
 
+/*
+ * Tier @id, or NULL if there is none. Tiers live as long as the module:
+ * a caller that holds a module reference (an open file, a mount) may keep
+ * the pointer.
+ */
+struct kvtier_tier *kvtier_tier_by_id(unsigned int id)
+{
+	return id < num_tiers ? kvtier_tiers[id] : NULL;
+}
+
 static void kvtier_destroy_tiers(unsigned int n)
 {
 	while (n--)
@@ -146,9 +156,16 @@ static int __init kvtier_init(void)
 		kvtier_tiers[i] = tier;
 	}
 
+	/* Last: a mount may find every tier once it is registered. */
+	ret = kvtierfs_init();
+	if (ret)
+		goto err_tiers_all;
+
 	pr_info("loaded: %u tier(s), major %d\n", num_tiers, MAJOR(kvtier_devt));
 	return 0;
 
+err_tiers_all:
+	i = num_tiers;
 err_tiers:
 	kvtier_destroy_tiers(i);
 	kvtier_debugfs_exit();
@@ -176,6 +193,7 @@ err_free:
 
 static void __exit kvtier_exit(void)
 {
+	kvtierfs_exit();
 	kvtier_destroy_tiers(num_tiers);
 	kvtier_debugfs_exit();
 	unregister_chrdev_region(kvtier_devt, num_tiers);

@@ -76,8 +76,8 @@ void kvtier_names_exit(struct kvtier_tier *tier)
  * which is also what keeps a region found from being freed: regions are not
  * freed after an RCU grace period, so no lookup may go without the lock.
  */
-static struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
-					      const char *name)
+struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
+				       const char *name)
 {
 	char key[KVTIER_NAME_MAX];
 
@@ -349,6 +349,25 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 }
 
 /*
+ * Whether a file may be bound to @region, found by name (the caller holds a
+ * user reference and checked the mode bits), read-only if @rdonly; then
+ * its page map is loaded. Errors: EROFS (a read-only tier serves sealed
+ * regions only, read-only: another host may be changing the rest), EPERM
+ * (a sealed region is never written), those of kvtier_pagemap_load().
+ */
+int kvtier_name_may_bind(struct kvtier_region *region, bool rdonly)
+{
+	bool sealed = READ_ONCE(region->sealed);
+
+	if (region->tier->backing.read_only && (!sealed || !rdonly))
+		return -EROFS;
+	if (sealed && !rdonly)
+		return -EPERM;
+	/* A closed persistent region's pages are on the namespace only. */
+	return kvtier_pagemap_load(region);
+}
+
+/*
  * KVTIER_IOC_REGION_OPEN. Errors: EINVAL (name, flags, mode, size), EBUSY
  * (the file already has a region, or an mmap() of it is under way: a
  * mapping made meanwhile on another thread), ENODEV (no namespace), ENOENT (no such
@@ -436,19 +455,7 @@ long kvtier_ioctl_region_open(struct file *file,
 					       !(arg.flags & KVTIER_OPEN_RDONLY));
 		if (ret)
 			goto out_put;
-		/*
-		 * A read-only tier serves sealed regions only: another host
-		 * may be changing the rest. Sealed ones are never written.
-		 */
-		ret = -EROFS;
-		if (tier->backing.read_only &&
-		    (!READ_ONCE(region->sealed) || !(arg.flags & KVTIER_OPEN_RDONLY)))
-			goto out_put;
-		ret = -EPERM;
-		if (READ_ONCE(region->sealed) && !(arg.flags & KVTIER_OPEN_RDONLY))
-			goto out_put;
-		/* A closed persistent region's pages are on the namespace only. */
-		ret = kvtier_pagemap_load(region);
+		ret = kvtier_name_may_bind(region, arg.flags & KVTIER_OPEN_RDONLY);
 		if (ret)
 			goto out_put;
 	}

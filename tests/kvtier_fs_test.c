@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvtierfs: a tier's persistent named regions as the files of a mount.
+ * Bytes round-trip between the ioctl API and the mount both ways, through
+ * read/write, mmap and fio's own verify, across unmount, detach and
+ * attach; names, modes, unlink and every documented error.
+ *
+ * Runs as root in the test VM (tests/run-suite.sh); see kvtier_util.h.
+ */
+#include <dirent.h>
+#include <linux/kvtier.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kvtier_util.h"
+
+#define MNT	"/tmp/kvtierfs"
+#define KVTIERFS_MAGIC	0x6b767466
+
+static int kvtierfs_mount(const char *src, unsigned long flags,
+			  const char *opts)
+{
+	mkdir(MNT, 0755);
+	return mount(src, MNT, "kvtierfs", flags, opts) ? -errno : 0;
+}
+
+/* Make persistent region @name of @len bytes, filled with @seed. */
+static int make_region(const char *name, size_t len, unsigned int mode,
+		       unsigned long long seed)
+{
+	int fd = kvt_tier_open(0, O_RDWR), ret;
+	unsigned char *p;
+
+	if (fd < 0)
+		return -errno;
+	ret = kvt_bind_name(fd, name, len, KVTIER_OPEN_CREATE |
+			    KVTIER_OPEN_EXCL | KVTIER_OPEN_PERSISTENT, mode);
+	if (!ret) {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (p == MAP_FAILED) {
+			ret = -errno;
+		} else {
+			kvt_fill(p, len, 0, seed);
+			ret = msync(p, len, MS_SYNC) ? -errno : 0;
+			munmap(p, len);
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+/* The names of the mount's root, sorted into @out ("a,b,"); the count. */
+static int list_dir(char *out, size_t len)
+{
+	struct dirent **ents;
+	int n, i, files = 0;
+
+	out[0] = '\0';
+	n = scandir(MNT, &ents, NULL, alphasort);
+	if (n < 0)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		if (strcmp(ents[i]->d_name, ".") && strcmp(ents[i]->d_name, "..")) {
+			if (ents[i]->d_type != DT_REG)
+				files = -1000;
+			files++;
+			strncat(out, ents[i]->d_name, len - strlen(out) - 2);
+			strcat(out, ",");
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	return files;
+}
+
+/* Read all @len bytes of @path into a fresh buffer and check @seed. */
+static long long check_file(const char *path, size_t len,
+			    unsigned long long seed)
+{
+	unsigned char *buf = malloc(len);
+	long long bad = -2;
+	int fd = open(path, O_RDONLY);
+
+	if (fd >= 0 && buf && pread(fd, buf, len, 0) == (ssize_t)len)
+		bad = kvt_check(buf, len, 0, seed);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return bad;
+}
+
+/*
+ * Wait up to 5 s for the tier's namespace use to be @want bytes: an unlink
+ * frees its region's slots at the commit after the last holder let go,
+ * which runs on a worker.
+ */
+static long long wait_used(long long want)
+{
+	long long got = -1;
+
+	for (int i = 0; i < 50 && (got = kvt_tier_num(0, "used")) != want; i++)
+		usleep(100 * 1000);
+	return got;
+}
+
+static int detach_attach(void)
+{
+	int ret = kvt_tier_write(0, "backing_dev", "none");
+
+	return ret ? ret : kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0"));
+}
+
+/*
+ * Teardown: whatever a failed test left (mounted, regions) goes, so that
+ * the next test starts from an empty namespace.
+ */
+static void drop_all(void)
+{
+	struct kvtier_region_entry e[16];
+	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = 16 };
+	int fd, i;
+
+	umount(MNT);
+	fd = kvt_tier_open(0, O_RDWR);
+	if (fd < 0)
+		return;
+	if (!ioctl(fd, KVTIER_IOC_REGION_LIST, &rl))
+		for (i = 0; i < (int)rl.count && i < 16; i++)
+			kvt_unlink_name(fd, e[i].name);
+	close(fd);
+}
+
+KVT_TIER_FIXTURE("", 4, , , drop_all());
+
+/*
+ * A region made through the ioctls is a file of the mount, with its size,
+ * mode and bytes; what the mount writes (pwrite, mmap) the ioctl API reads,
+ * over a file four times the host budget (pages go to the namespace).
+ */
+TEST_F_TIMEOUT(tier, regions_are_files_both_ways, 300)
+{
+	size_t len = 16 * MiB;
+	struct kvtier_region_info ri;
+	unsigned char *p, *buf;
+	char names[256];
+	struct stat st;
+	int fd, fb;
+
+	ASSERT_EQ(0, make_region("kv:a", len, 0640, 1));
+	ASSERT_EQ(0, make_region("kv:b", MiB, 0600, 2));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+
+	ASSERT_EQ(2, list_dir(names, sizeof(names)));
+	ASSERT_STREQ("kv:a,kv:b,", names);
+	ASSERT_EQ(0, stat(MNT "/kv:a", &st));
+	ASSERT_EQ((off_t)len, st.st_size);
+	ASSERT_EQ((mode_t)(S_IFREG | 0640), st.st_mode);
+	ASSERT_EQ(0U, st.st_uid);
+	ASSERT_EQ(1U, st.st_nlink);
+	ASSERT_GE((long long)st.st_blocks * 512, (long long)len - 4 * MiB);
+	ASSERT_EQ(0, stat(MNT, &st));
+	ASSERT_EQ((mode_t)(S_IFDIR | 01777), st.st_mode);
+
+	/* read(): every byte the ioctl file wrote. */
+	ASSERT_EQ(-1, check_file(MNT "/kv:a", len, 1));
+	ASSERT_EQ(-1, check_file(MNT "/kv:b", MiB, 2));
+
+	/* pwrite and a shared mapping of the file, then fsync. */
+	fd = open(MNT "/kv:a", O_RDWR);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, kvt_region_info(fd, &ri));
+	ASSERT_STREQ("kv:a", ri.name);
+	ASSERT_EQ((unsigned long long)len, ri.size);
+	buf = malloc(MiB);
+	ASSERT_NE(NULL, buf);
+	kvt_fill(buf, MiB, 2 * MiB, 3);
+	ASSERT_EQ((ssize_t)MiB, pwrite(fd, buf, MiB, 2 * MiB));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(-1, kvt_check(p + 2 * MiB, MiB, 2 * MiB, 3));
+	kvt_fill(p + 12 * MiB, 4 * MiB, 12 * MiB, 4);
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ((off_t)len, lseek(fd, 0, SEEK_END));
+	ASSERT_EQ(-1, pwrite(fd, buf, 1, len));
+	ASSERT_EQ(EFBIG, errno);
+
+	/* The ioctl API sees the same bytes. */
+	fb = kvt_tier_open(0, O_RDONLY);
+	ASSERT_EQ(0, kvt_bind_name(fb, "kv:a", 0, KVTIER_OPEN_RDONLY, 0));
+	ASSERT_EQ((ssize_t)MiB, pread(fb, buf, MiB, 2 * MiB));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, 2 * MiB, 3));
+	ASSERT_EQ((ssize_t)MiB, pread(fb, buf, MiB, 15 * MiB));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, 15 * MiB, 4));
+	ASSERT_EQ((ssize_t)MiB, pread(fb, buf, MiB, 0));
+	ASSERT_EQ(-1, kvt_check(buf, MiB, 0, 1));
+	close(fb);
+	munmap(p, len);
+	close(fd);
+	free(buf);
+
+	/* Mounted: the namespace stays attached. */
+	ASSERT_EQ(-EBUSY, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, detach_attach());
+	ASSERT_EQ(0, kvtierfs_mount("/dev/kvtier0", 0, NULL));
+	ASSERT_EQ(-1, check_file(MNT "/kv:b", MiB, 2));
+	fd = open(MNT "/kv:a", O_RDONLY);
+	ASSERT_GE(fd, 0);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(-1, kvt_check(p, 2 * MiB, 0, 1));
+	ASSERT_EQ(-1, kvt_check(p + 2 * MiB, MiB, 2 * MiB, 3));
+	ASSERT_EQ(-1, kvt_check(p + 3 * MiB, 9 * MiB, 3 * MiB, 1));
+	ASSERT_EQ(-1, kvt_check(p + 12 * MiB, 4 * MiB, 12 * MiB, 4));
+	munmap(p, len);
+	close(fd);
+
+	ASSERT_EQ(0, unlink(MNT "/kv:a"));
+	ASSERT_EQ(0, unlink(MNT "/kv:b"));
+	ASSERT_EQ(0, list_dir(names, sizeof(names)));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, wait_used(0));
+}
+
+/*
+ * unlink() takes the name at once and the bytes with the last open file,
+ * as KVTIER_IOC_REGION_UNLINK does; a name unlinked or made again through
+ * the ioctls is seen by the mount at once, never as the old file.
+ */
+TEST_F_TIMEOUT(tier, unlink_and_names_changed_underneath, 300)
+{
+	struct stat st, st2;
+	unsigned char buf[4096];
+	char names[256];
+	int fd;
+
+	ASSERT_EQ(0, make_region("a", MiB, 0600, 5));
+	ASSERT_EQ(0, make_region("b", MiB, 0600, 6));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	fd = open(MNT "/a", O_RDONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, unlink(MNT "/a"));
+	ASSERT_EQ(-1, stat(MNT "/a", &st));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(-ENOENT, kvt_unlink_name(self->fd, "a"));
+	ASSERT_EQ(0, fstat(fd, &st));
+	ASSERT_EQ(0U, st.st_nlink);
+	ASSERT_EQ((ssize_t)sizeof(buf), pread(fd, buf, sizeof(buf), MiB - 4096));
+	ASSERT_EQ(-1, kvt_check(buf, sizeof(buf), MiB - 4096, 5));
+	close(fd);
+
+	/* Unlinked through the ioctls, then made again with other bytes. */
+	ASSERT_EQ(0, stat(MNT "/b", &st));
+	fd = open(MNT "/b", O_RDONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "b"));
+	ASSERT_EQ(-1, stat(MNT "/b", &st2));
+	ASSERT_EQ(ENOENT, errno);
+	ASSERT_EQ(0, make_region("b", 2 * MiB, 0644, 7));
+	ASSERT_EQ(0, stat(MNT "/b", &st2));
+	ASSERT_NE(st.st_ino, st2.st_ino);
+	ASSERT_EQ((off_t)(2 * MiB), st2.st_size);
+	ASSERT_EQ(-1, check_file(MNT "/b", 2 * MiB, 7));
+	/* The old file, still open, has its old bytes. */
+	ASSERT_EQ((ssize_t)sizeof(buf), pread(fd, buf, sizeof(buf), 0));
+	ASSERT_EQ(-1, kvt_check(buf, sizeof(buf), 0, 6));
+	close(fd);
+	ASSERT_EQ(1, list_dir(names, sizeof(names)));
+	ASSERT_STREQ("b,", names);
+	ASSERT_EQ(0, unlink(MNT "/b"));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, wait_used(0));
+}
+
+static int open_errno(const char *path, int flags)
+{
+	int fd = open(path, flags);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+struct user_try {
+	int rd, rw, unl;
+};
+
+static int try_as_user(void *arg)
+{
+	struct user_try *t = arg;
+
+	t->rd = open_errno(MNT "/m", O_RDONLY);
+	t->rw = open_errno(MNT "/m", O_RDWR);
+	t->unl = unlink(MNT "/m") ? -errno : 0;
+	return (t->rd == -EACCES) | (t->rw == -EACCES) << 1 |
+	       (t->unl == -EPERM) << 2;
+}
+
+static int try_as_user_after_chmod(void *arg)
+{
+	struct user_try *t = arg;
+
+	t->rd = check_file(MNT "/m", MiB, 8) == -1 ? 0 : -EIO;
+	t->rw = open_errno(MNT "/m", O_RDWR);
+	return (t->rd == 0) | (t->rw == -EACCES) << 1;
+}
+
+/*
+ * The mode bits are the VFS's to check, the sticky root keeps others from
+ * unlinking, and chmod is kept on the namespace.
+ */
+TEST_F_TIMEOUT(tier, modes_are_checked_and_chmod_kept, 300)
+{
+	struct kvtier_region_entry e[2];
+	struct kvtier_region_list rl = { .entries = (unsigned long)e, .count = 2 };
+	struct user_try t;
+	struct stat st;
+
+	ASSERT_EQ(0, make_region("m", MiB, 0600, 8));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(7, kvt_as_user(65534, 65534, NULL, 0, try_as_user, &t));
+	ASSERT_EQ(0, chmod(MNT "/m", 0644));
+	ASSERT_EQ(0, stat(MNT "/m", &st));
+	ASSERT_EQ((mode_t)(S_IFREG | 0644), st.st_mode);
+	ASSERT_EQ(3, kvt_as_user(65534, 65534, NULL, 0, try_as_user_after_chmod, &t));
+	ASSERT_EQ(-1, chmod(MNT "/m", 04644));
+	ASSERT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, umount(MNT));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, detach_attach());
+	self->fd = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, ioctl(self->fd, KVTIER_IOC_REGION_LIST, &rl));
+	ASSERT_EQ(1U, rl.count);
+	ASSERT_EQ(0644U, e[0].mode);
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "m"));
+}
+
+/* Every refusal, with the errno the documentation gives. */
+TEST_F_TIMEOUT(tier, errors, 300)
+{
+	char long_name[sizeof(MNT) + 80];
+	struct kvtier_region_flags fl = { .set = KVTIER_REGION_SEALED };
+	struct statfs sf;
+	int fd;
+
+	ASSERT_EQ(0, make_region("e", MiB, 0644, 9));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("tier0", 0, NULL));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier", 0, NULL));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0x", 0, NULL));
+	ASSERT_EQ(-ENODEV, kvtierfs_mount("kvtier7", 0, NULL));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0", 0, "size=1"));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(-ENODEV, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+
+	/* Not supported yet: creating, size changes, directories, links. */
+	ASSERT_EQ(-EOPNOTSUPP, open_errno(MNT "/new", O_CREAT | O_RDWR));
+	ASSERT_EQ(-EOPNOTSUPP, open_errno(MNT "/e", O_RDWR | O_TRUNC));
+	ASSERT_EQ(-1, truncate(MNT "/e", 4096));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(0, truncate(MNT "/e", MiB));
+	ASSERT_EQ(-1, chown(MNT "/e", 1, 1));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(-1, chmod(MNT, 0755));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(-1, mkdir(MNT "/d", 0755));
+	ASSERT_EQ(EPERM, errno);
+	ASSERT_EQ(-1, rename(MNT "/e", MNT "/f"));
+	ASSERT_EQ(EPERM, errno);
+	ASSERT_EQ(-1, link(MNT "/e", MNT "/f"));
+	ASSERT_EQ(EPERM, errno);
+	ASSERT_EQ(-1, symlink("e", MNT "/f"));
+	ASSERT_EQ(EPERM, errno);
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	memcpy(long_name, MNT "/", sizeof(MNT));
+	ASSERT_EQ(-ENAMETOOLONG, open_errno(long_name, O_RDONLY));
+	ASSERT_EQ(-ENOENT, open_errno(MNT "/no such", O_RDONLY));
+	ASSERT_EQ(-ENOENT, open_errno(MNT "/none", O_RDONLY));
+
+	/* statfs: slots and regions. */
+	ASSERT_EQ(0, statfs(MNT, &sf));
+	ASSERT_EQ(KVTIERFS_MAGIC, (long)sf.f_type);
+	ASSERT_EQ(4096, (long)sf.f_bsize);
+	ASSERT_EQ(63, (long)sf.f_namelen);
+	ASSERT_EQ(1ULL, (unsigned long long)(sf.f_files - sf.f_ffree));
+	ASSERT_EQ(kvt_tier_num(0, "used"),
+		  (long long)(sf.f_blocks - sf.f_bfree) * 4096);
+	ASSERT_GT(sf.f_bfree, 0ULL);
+
+	/* Sealed: read-only for good. */
+	fd = kvt_tier_open(0, O_RDWR);
+	ASSERT_GE(fd, 0);
+	strcpy(fl.name, "e");
+	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_SETFLAGS, &fl));
+	ASSERT_EQ(-EPERM, open_errno(MNT "/e", O_RDWR));
+	ASSERT_EQ(-1, check_file(MNT "/e", MiB, 9));
+	close(fd);
+
+	/* A read-only mount writes nothing. */
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", MS_RDONLY, NULL));
+	ASSERT_EQ(-EROFS, open_errno(MNT "/e", O_WRONLY));
+	ASSERT_EQ(-1, unlink(MNT "/e"));
+	ASSERT_EQ(EROFS, errno);
+	ASSERT_EQ(-1, check_file(MNT "/e", MiB, 9));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, unlink(MNT "/e"));
+	ASSERT_EQ(0, umount(MNT));
+}
+
+static int fio_run(const char *args)
+{
+	return kvt_run("fio --name=kvtierfs --filename=" MNT "/fio --size=64M "
+		       "--bs=64k --rw=randwrite --verify=crc32c --output=/dev/null %s",
+		       args);
+}
+
+/*
+ * The case #24 opens with: fio with its own verify over a file 16 times
+ * the host budget, verified again after the file was closed, after the
+ * namespace was detached and attached, through mmap and O_DIRECT io_uring.
+ */
+TEST_F_TIMEOUT(tier, fio_verifies_across_remount, 600)
+{
+	if (kvt_run("command -v fio >/dev/null"))
+		SKIP(return, "fio is not installed");
+	ASSERT_EQ(0, make_region("fio", 64 * MiB, 0600, 10));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, fio_run("--ioengine=psync --do_verify=1"));
+	ASSERT_EQ(0, fio_run("--ioengine=psync --verify_only"));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, detach_attach());
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, fio_run("--ioengine=mmap --verify_only"));
+	ASSERT_EQ(0, fio_run("--ioengine=io_uring --direct=1 --iodepth=8 "
+			     "--verify_only"));
+	ASSERT_EQ(0, unlink(MNT "/fio"));
+	ASSERT_EQ(0, umount(MNT));
+}
+
+TEST_HARNESS_MAIN
