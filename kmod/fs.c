@@ -28,13 +28,14 @@
  *
  * Not supported yet (#24's later steps): creating files (-EOPNOTSUPP: a
  * region's size is fixed when it is made, through the ioctls or
- * libkvtier), a size change (truncate: -EOPNOTSUPP), directories, rename,
+ * libkvtier), a size change (truncate: -EOPNOTSUPP), directories and
  * links (-EPERM, the VFS's answer for an operation a filesystem lacks),
  * chown and explicit times (-EOPNOTSUPP), xattrs (-EOPNOTSUPP).
  *
  * Locking: tier->lock for the mount count (struct kvtier_tier.nr_mounts);
  * tier->regions_lock around every look at a region found by name; the VFS's
- * directory i_rwsem around lookup and unlink. Nothing of this file is on
+ * directory i_rwsem around lookup, unlink and rename; names.c's for the
+ * names themselves. Nothing of this file is on
  * the data path.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -350,6 +351,45 @@ static int kvtierfs_unlink(struct inode *dir, struct dentry *dentry)
 	return ret;
 }
 
+/*
+ * rename(), over an existing file too, is one commit (a checkpoint,
+ * kvtier_name_rename()): after a crash each name has its old file or its
+ * new one. The VFS checked the sticky root for both names. Errors: EINVAL
+ * (RENAME_EXCHANGE or RENAME_WHITEOUT; a new name no region can have),
+ * ENOENT, EEXIST, those of kvtier_name_rename().
+ */
+static int kvtierfs_rename(struct mnt_idmap *idmap, struct inode *old_dir,
+			   struct dentry *old_dentry, struct inode *new_dir,
+			   struct dentry *new_dentry, unsigned int flags)
+{
+	struct kvtier_region *r, *t = NULL;
+	char to[KVTIER_NAME_MAX];
+	int ret;
+
+	if (flags & ~RENAME_NOREPLACE)
+		return -EINVAL;
+	if (!kvtierfs_dentry_name(new_dentry, to) || kvtier_name_valid(to))
+		return -EINVAL;
+	r = kvtierfs_get(old_dentry);
+	if (!r)
+		return -ENOENT;
+	if (d_really_is_positive(new_dentry)) {
+		t = kvtierfs_get(new_dentry);
+		if (!t) {
+			kvtier_region_put_user(r);
+			return -ENOENT;
+		}
+	}
+	ret = kvtier_name_rename(r, to, t);
+	if (t) {
+		if (!READ_ONCE(t->linked))
+			clear_nlink(d_inode(new_dentry));
+		kvtier_region_put_user(t);
+	}
+	kvtier_region_put_user(r);
+	return ret;
+}
+
 /* The root's mode and times are not kept: they cannot be changed. */
 static int kvtierfs_root_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 				 struct iattr *attr)
@@ -361,6 +401,7 @@ static const struct inode_operations kvtierfs_dir_iops = {
 	.lookup = kvtierfs_lookup,
 	.create = kvtierfs_create,
 	.unlink = kvtierfs_unlink,
+	.rename = kvtierfs_rename,
 	.setattr = kvtierfs_root_setattr,
 };
 

@@ -1300,6 +1300,8 @@ int kvtier_name_hash(struct kvtier_region *region);
 bool kvtier_name_unhash(struct kvtier_region *region);
 u64 kvtier_nr_persistent(struct kvtier_tier *tier);
 int kvtier_name_unlink(struct kvtier_region *region);
+int kvtier_name_rename(struct kvtier_region *region, const char *to,
+		       struct kvtier_region *target);
 bool kvtier_name_relink(struct kvtier_region *region);
 struct kvtier_region *kvtier_name_get(struct kvtier_tier *tier,
 				      const char *name);

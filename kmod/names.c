@@ -284,6 +284,73 @@ int kvtier_name_unlink(struct kvtier_region *region)
 }
 
 /*
+ * Rename persistent region @region to @to, replacing @target: the region
+ * called @to, or NULL if there is none. The caller holds a user reference
+ * of both. In memory the names change in one regions_lock section; on the
+ * namespace in one commit, a checkpoint: the journal names regions, and a
+ * replay that met a region under a name new to it would make it afresh
+ * with only the pages changed since the last commit. So a crash leaves
+ * the old names or the new ones, never a mix. Errors: ENOENT (@region or
+ * @target was unlinked meanwhile), EEXIST (another region took @to
+ * meanwhile), ENOMEM (nothing changes), those of reading @target's page
+ * map back (nothing changes) and of the commit (EIO: the rename is done
+ * in memory and reaches the namespace with the next commit).
+ */
+int kvtier_name_rename(struct kvtier_region *region, const char *to,
+		       struct kvtier_region *target)
+{
+	struct kvtier_tier *tier = region->tier;
+	char from[KVTIER_NAME_MAX];
+	int ret;
+
+	/* As an unlink: the target's records move before the commit. */
+	mutex_lock(&tier->store.lock);
+	if (target) {
+		ret = kvtier_pagemap_load_to_unlink(target);
+		if (ret)
+			goto out_store;
+	}
+	spin_lock(&tier->regions_lock);
+	ret = -ENOENT;
+	if (!region->linked || (target && !target->linked))
+		goto out;
+	ret = -EEXIST;
+	if (kvtier_name_find(tier, to) != target)
+		goto out;
+	if (target)
+		kvtier_name_unhash(target);
+	memcpy(from, region->name, sizeof(from));
+	kvtier_name_unhash(region);
+	strscpy_pad(region->name, to, sizeof(region->name));
+	ret = kvtier_name_hash(region);
+	if (ret) {
+		/*
+		 * The table could not grow under the spinlock: put both back
+		 * as they were, into the places they just left.
+		 */
+		memcpy(region->name, from, sizeof(from));
+		WARN_ON_ONCE(kvtier_name_hash(region));
+		if (target)
+			WARN_ON_ONCE(kvtier_name_hash(target));
+		goto out;
+	}
+	/* No journal record: the checkpoint records the target's going. */
+	if (target)
+		kvtier_journal_unlinked(target, NULL);
+	WRITE_ONCE(tier->store.need_full, true);
+out:
+	spin_unlock(&tier->regions_lock);
+out_store:
+	mutex_unlock(&tier->store.lock);
+	if (ret)
+		return ret;
+	if (target)
+		kvtier_region_put_user(target);	/* the name's reference */
+	atomic64_inc(&tier->store.changes);
+	return kvtier_store_commit(tier);
+}
+
+/*
  * Create a named region for @kf and link it, unless a region of that name
  * appeared meanwhile: then that one is returned (with a user reference) and
  * nothing is created. A persistent one is committed before it is returned.

@@ -339,53 +339,8 @@ static void close_fds(int *fds, int n)
 			close(fds[i]);
 }
 
-/*
- * The metadata of the namespace on @dev as it is now: the superblocks and
- * checkpoint areas, and on version 2 the journal. Written back after later
- * changes (the module unloaded or the tier detached), the next attach has
- * only what was committed at that moment, as after a power cut then: a
- * "crash". The data slots need no copy: a commit never overwrites a slot
- * the previous one names (and freed slots keep their bytes where discard
- * is off or the device does not zero them).
- */
-struct jsnap {
-	struct kvtier_disk_super sb;
-	unsigned char *meta, *jr;
-	size_t meta_len, jr_len;
-	off_t jr_off;
-};
-
-static int jsnap_take(const char *dev, struct jsnap *j)
-{
-	int ret = kvt_super_read(dev, &j->sb, NULL);
-
-	if (ret)
-		return ret;
-	j->meta_len = le64toh(j->sb.data_start) * PAGE;
-	j->jr_off = (le64toh(j->sb.data_start) + le64toh(j->sb.journal_start)) * PAGE;
-	j->jr_len = le64toh(j->sb.journal_blocks) * PAGE;
-	j->meta = malloc(j->meta_len);
-	j->jr = malloc(j->jr_len + 1);
-	if (!j->meta || !j->jr)
-		return -ENOMEM;
-	ret = kvt_dev_read(dev, j->meta, j->meta_len, 0);
-	/* Version 1 has no journal. */
-	if (ret || !j->jr_len)
-		return ret;
-	return kvt_dev_read(dev, j->jr, j->jr_len, j->jr_off);
-}
-
-static int jsnap_put(const char *dev, const struct jsnap *j)
-{
-	int ret = kvt_dev_write(dev, j->meta, j->meta_len, 0);
-
-	if (ret || !j->jr_len)
-		return ret;
-	return kvt_dev_write(dev, j->jr, j->jr_len, j->jr_off);
-}
-
 /* The transaction of generation @seq in @j's journal copy, or NULL. */
-static struct kvtier_disk_txn *jsnap_txn(struct jsnap *j, unsigned long long seq)
+static struct kvtier_disk_txn *jsnap_txn(struct kvt_jsnap *j, unsigned long long seq)
 {
 	size_t off;
 
@@ -396,12 +351,6 @@ static struct kvtier_disk_txn *jsnap_txn(struct jsnap *j, unsigned long long seq
 			return t;
 	}
 	return NULL;
-}
-
-static void jsnap_free(struct jsnap *j)
-{
-	free(j->meta);
-	free(j->jr);
 }
 
 FIXTURE(persist) {
@@ -526,7 +475,7 @@ TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
 	struct kvtier_region_entry e, e2;
 	const struct kvtier_disk_region *r;
 	struct ckpt c;
-	struct jsnap snap = {};
+	struct kvt_jsnap snap = {};
 	time_t t0 = time(NULL);
 	int fd;
 
@@ -556,7 +505,7 @@ TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
 
 	/* The moment of the "crash": all metadata as it is now. */
 	free(c.buf);
-	ASSERT_EQ(0, jsnap_take(ns0, &snap));
+	ASSERT_EQ(0, kvt_jsnap_take(ns0, &snap));
 
 	ASSERT_EQ(0, fill_fd(fd, 0, len, 2));
 	ASSERT_EQ(0, fsync(fd));
@@ -571,8 +520,8 @@ TEST_F_TIMEOUT(persist, create_commits_at_once, 300)
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_unload());
-	ASSERT_EQ(0, jsnap_put(ns0, &snap));
-	jsnap_free(&snap);
+	ASSERT_EQ(0, kvt_jsnap_put(ns0, &snap));
+	kvt_jsnap_free(&snap);
 	ASSERT_EQ(0, load_attach(ns0));
 	self->fd = tier_open(0);
 	ASSERT_GE(self->fd, 0);
@@ -2245,7 +2194,7 @@ TEST_F_TIMEOUT(persist, damaged_map_in_replay_loses_only_that_region, 300)
 {
 	const char *ns0 = kvt_ns("KVTIER_NS0");
 	size_t len = 16 * PAGE;
-	struct jsnap snap = {};
+	struct kvt_jsnap snap = {};
 	long long ckpts, gen;
 	int fd, kfd;
 
@@ -2272,13 +2221,13 @@ TEST_F_TIMEOUT(persist, damaged_map_in_replay_loses_only_that_region, 300)
 	/* Transactions, all of them. */
 	ASSERT_EQ(ckpts, kvt_stat(0, "commits") - kvt_stat(0, "journal_commits"));
 	gen = kvt_stat(0, "generation");
-	ASSERT_EQ(0, jsnap_take(ns0, &snap));
+	ASSERT_EQ(0, kvt_jsnap_take(ns0, &snap));
 
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_EQ(0, jsnap_put(ns0, &snap));
-	jsnap_free(&snap);
+	ASSERT_EQ(0, kvt_jsnap_put(ns0, &snap));
+	kvt_jsnap_free(&snap);
 	ASSERT_EQ(0, damage_records("dr:a", len, 0));
 	ASSERT_EQ(0, damage_records("dr:b", len, 0));
 	kfd = kvt_kmsg_end();
@@ -2359,7 +2308,7 @@ TEST_F_TIMEOUT(persist, detach_after_a_damaged_open, 300)
  */
 TEST_F_TIMEOUT(persist, damaged_map_in_replay_frees_slots_reused_later, 300)
 {
-	struct jsnap snap = {};
+	struct kvt_jsnap snap = {};
 	long long ckpts, gen;
 	char dev[32];
 	int lfd;
@@ -2377,11 +2326,11 @@ TEST_F_TIMEOUT(persist, damaged_map_in_replay_frees_slots_reused_later, 300)
 	ASSERT_EQ(0, make_persistent(1, "ru:d", 20 * MiB, 0600, 122));
 	ASSERT_EQ(ckpts, kvt_stat(1, "commits") - kvt_stat(1, "journal_commits"));
 	gen = kvt_stat(1, "generation");
-	ASSERT_EQ(0, jsnap_take(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_take(dev, &snap));
 
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, jsnap_put(dev, &snap));
-	jsnap_free(&snap);
+	ASSERT_EQ(0, kvt_jsnap_put(dev, &snap));
+	kvt_jsnap_free(&snap);
 	ASSERT_EQ(0, damage_records_on(dev, "ru:b", 8 * MiB, 0));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_LE(gen, kvt_stat(1, "generation"));
@@ -3613,8 +3562,8 @@ TEST_F_TIMEOUT(persist, crc_implementations_agree, 300)
 }
 
 /*
- * Format version 2: the metadata journal, crashed with jsnap_take() and
- * jsnap_put() (discard off, so the slots freed later keep their bytes).
+ * Format version 2: the metadata journal, crashed with kvt_jsnap_take() and
+ * kvt_jsnap_put() (discard off, so the slots freed later keep their bytes).
  */
 #define JR_IMG		"/tmp/kvt-journal.img"
 #define JR_SIZE		(64 * MiB)
@@ -3658,7 +3607,7 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 	unsigned long long nr_slots, jb, gen;
 	struct kvtier_disk_txn *last;
 	long long commits, jcommits;
-	struct jsnap snap = {};
+	struct kvt_jsnap snap = {};
 	char dev[32];
 	int lfd;
 
@@ -3694,7 +3643,7 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 		  kvt_stat(1, "journal_commits") - jcommits);
 	gen = kvt_stat(1, "generation");
 	/* The superblock is the format's: the journal holds all of that. */
-	ASSERT_EQ(0, jsnap_take(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_take(dev, &snap));
 	EXPECT_EQ(1ULL, le64toh(snap.sb.generation));
 	ASSERT_NE(NULL, jsnap_txn(&snap, gen));
 	ASSERT_EQ(NULL, jsnap_txn(&snap, gen + 1));
@@ -3712,7 +3661,7 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 		EXPECT_GT(le64toh(sb.journal_head), 0ULL);
 	}
 
-	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_put(dev, &snap));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_EQ((long long)gen, kvt_stat(1, "generation"));
 	EXPECT_EQ(-1, check_name(1, "j:a", MiB, SEED(1)));
@@ -3726,7 +3675,7 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 	last = jsnap_txn(&snap, gen);
 	ASSERT_NE(NULL, last);
 	((unsigned char *)last)[sizeof(*last) + 40] ^= 0x01;
-	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_put(dev, &snap));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_EQ((long long)gen - 1, kvt_stat(1, "generation"));
 	EXPECT_EQ(-1, check_name(1, "j:a", MiB, SEED(1)));
@@ -3745,12 +3694,12 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 	last->uuid[0] ^= 0x80;
 	last->crc = 0;
 	last->crc = htole32(kvt_crc32c(~0U, last, le32toh(last->bytes)));
-	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_put(dev, &snap));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_EQ((long long)gen - 1, kvt_stat(1, "generation"));
 	EXPECT_EQ(0, is_pinned(1, "j:a"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	jsnap_free(&snap);
+	kvt_jsnap_free(&snap);
 	loop_detach(lfd, JR_IMG);
 }
 
@@ -3764,7 +3713,7 @@ TEST_F_TIMEOUT(persist, journal_replays_to_the_last_transaction, 300)
 TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 {
 	long long jb, ckpts0, gen, head, pos;
-	struct jsnap snap = {};
+	struct kvt_jsnap snap = {};
 	char dev[32];
 	int lfd, fd, i, pinned = 0;
 
@@ -3815,14 +3764,14 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 	EXPECT_EQ(pos + 1 + 3, kvt_stat(1, "journal_pos"));
 	EXPECT_EQ(head, kvt_stat(1, "journal_head"));
 	gen = kvt_stat(1, "generation");
-	ASSERT_EQ(0, jsnap_take(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_take(dev, &snap));
 	ASSERT_NE(NULL, jsnap_txn(&snap, gen));
 	EXPECT_EQ(0U, le64toh(jsnap_txn(&snap, gen)->pos) % jb);
 
 	/* After the crash point: undone by it. */
 	ASSERT_EQ(0, unlink_on(1, "w:a"));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	ASSERT_EQ(0, jsnap_put(dev, &snap));
+	ASSERT_EQ(0, kvt_jsnap_put(dev, &snap));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_EQ(gen, kvt_stat(1, "generation"));
 	EXPECT_EQ(pinned, is_pinned(1, "w:a"));
@@ -3833,7 +3782,7 @@ TEST_F_TIMEOUT(persist, journal_wraps_into_checkpoints, 300)
 	EXPECT_EQ(-1, check_fd(fd, 600 * PAGE, 3 * MiB - 600 * PAGE, SEED(13)));
 	close(fd);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
-	jsnap_free(&snap);
+	kvt_jsnap_free(&snap);
 	loop_detach(lfd, JR_IMG);
 }
 

@@ -1374,3 +1374,38 @@ int kvt_dm_remove(const char *name)
 {
 	return kvt_run("dmsetup remove %s", name);
 }
+
+int kvt_jsnap_take(const char *dev, struct kvt_jsnap *j)
+{
+	int ret = kvt_super_read(dev, &j->sb, NULL);
+
+	if (ret)
+		return ret;
+	j->meta_len = le64toh(j->sb.data_start) * PAGE;
+	j->jr_off = (le64toh(j->sb.data_start) + le64toh(j->sb.journal_start)) * PAGE;
+	j->jr_len = le64toh(j->sb.journal_blocks) * PAGE;
+	j->meta = malloc(j->meta_len);
+	j->jr = malloc(j->jr_len + 1);
+	if (!j->meta || !j->jr)
+		return -ENOMEM;
+	ret = kvt_dev_read(dev, j->meta, j->meta_len, 0);
+	/* Version 1 has no journal. */
+	if (ret || !j->jr_len)
+		return ret;
+	return kvt_dev_read(dev, j->jr, j->jr_len, j->jr_off);
+}
+
+int kvt_jsnap_put(const char *dev, const struct kvt_jsnap *j)
+{
+	int ret = kvt_dev_write(dev, j->meta, j->meta_len, 0);
+
+	if (ret || !j->jr_len)
+		return ret;
+	return kvt_dev_write(dev, j->jr, j->jr_len, j->jr_off);
+}
+
+void kvt_jsnap_free(struct kvt_jsnap *j)
+{
+	free(j->meta);
+	free(j->jr);
+}

@@ -275,6 +275,28 @@ unsigned long long kvt_slot_offset(const struct kvtier_disk_super *sb,
 				   unsigned long long slot);
 
 /*
+ * The metadata of the namespace on @dev as it is now: the superblocks and
+ * checkpoint areas, and on version 2 the journal. Written back after later
+ * changes (the module unloaded or the tier detached), the next attach has
+ * only what was committed at that moment, as after a power cut then: a
+ * "crash". The data slots need no copy: a commit never overwrites a slot
+ * the previous one names (and freed slots keep their bytes where discard
+ * is off or the device does not zero them).
+ */
+struct kvt_jsnap {
+	struct kvtier_disk_super sb;
+	unsigned char *meta, *jr;
+	size_t meta_len, jr_len;
+	off_t jr_off;
+};
+
+/* Take the copy; 0 or -errno. */
+int kvt_jsnap_take(const char *dev, struct kvt_jsnap *j);
+/* Write it back over @dev (the tier detached); 0 or -errno. */
+int kvt_jsnap_put(const char *dev, const struct kvt_jsnap *j);
+void kvt_jsnap_free(struct kvt_jsnap *j);
+
+/*
  * Bind @fd to the region called @name (KVTIER_IOC_REGION_OPEN): 0 or
  * -errno. The name is copied unterminated when it fills the field, so
  * tests can pass an overlong one.
