@@ -273,6 +273,7 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/man/man7/kvtier-cuda.7 \
 		$(DESTDIR)$(PREFIX)/share/man/man8/kvtierctl.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man5/kvtier.conf.5 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/kvtierfs.5 \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier-metrics.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/system/kvtier-metrics.timer \

@@ -106,6 +106,7 @@ ok_if "systemd-analyze verify kvtier-metrics.timer and .service" \
 ok_if "kvtier-metrics.timer is enabled (timers.target.wants)" \
 	test -L /etc/systemd/system/timers.target.wants/kvtier-metrics.timer
 ok_if "kvtier.conf(5) is installed" test -f /usr/share/man/man5/kvtier.conf.5.gz
+ok_if "kvtierfs(5) is installed" test -f /usr/share/man/man5/kvtierfs.5.gz
 cat >"$out/use.c" <<'EOF'
 #include <kvtier.h>
 #include <linux/kvtier.h>

@@ -16,6 +16,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 
 #include "kselftest_harness.h"
 #include "kvtier_util.h"
@@ -383,6 +384,14 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(EPERM, errno);
 	ASSERT_EQ(-1, symlink("e", MNT "/f"));
 	ASSERT_EQ(EPERM, errno);
+	ASSERT_EQ(-1, mknod(MNT "/f", S_IFIFO | 0600, 0));
+	ASSERT_EQ(EPERM, errno);
+	ASSERT_EQ(-1, setxattr(MNT "/e", "user.k", "v", 1, 0));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(-1, utimensat(AT_FDCWD, MNT "/e",
+				(struct timespec[2]){ { 0, 0 }, { 0, 0 } }, 0));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(0, utimensat(AT_FDCWD, MNT "/e", NULL, 0));
 	memset(long_name, 'x', sizeof(long_name) - 1);
 	long_name[sizeof(long_name) - 1] = '\0';
 	memcpy(long_name, MNT "/", sizeof(MNT));
