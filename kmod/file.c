@@ -394,14 +394,20 @@ static int kvtier_file_mmap(struct file *file, struct vm_area_struct *vma)
 	struct kvtier_region *region;
 	int ret = 0;
 
-	/*
-	 * MAP_SHARED of a file opened read-only has VM_MAYSHARE alone (the
-	 * core drops VM_SHARED and VM_MAYWRITE): a read-only kvtierfs open.
-	 */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 
 	mutex_lock(&kf->lock);
+	/*
+	 * MAP_SHARED of a file opened read-only has VM_MAYSHARE alone (the
+	 * core drops VM_SHARED and VM_MAYWRITE): only a file bound
+	 * read-only may map so (a kvtierfs file opened O_RDONLY), never
+	 * one that would make a region it cannot write.
+	 */
+	if (!(vma->vm_flags & VM_SHARED) && !kf->readonly) {
+		ret = -EINVAL;
+		goto out;
+	}
 	if (!kf->region) {
 		if (vma->vm_pgoff) {
 			ret = -EINVAL;
@@ -1029,12 +1035,32 @@ const struct file_operations kvtier_fops = {
 	.llseek = default_llseek,
 };
 
+/*
+ * The ioctls of a kvtierfs file: those about its own region and tier.
+ * Listing, creating, unlinking or flagging regions by name, and GPU
+ * ranges, stay with /dev/kvtierN, whose mode keeps them to the kvtier
+ * group; a file of the mount is reached by whoever its path lets in.
+ */
+static long kvtierfs_file_ioctl(struct file *file, unsigned int cmd,
+				unsigned long arg)
+{
+	switch (cmd) {
+	case KVTIER_IOC_TIER_INFO:
+	case KVTIER_IOC_REGION_INFO:
+	case KVTIER_IOC_PIN:
+	case KVTIER_IOC_UNPIN:
+		return kvtier_ioctl(file, cmd, arg);
+	default:
+		return -ENOTTY;
+	}
+}
+
 /* A file of a kvtierfs mount (fs.c): its region is bound at open. */
 const struct file_operations kvtierfs_file_fops = {
 	.owner = THIS_MODULE,
 	.open = kvtierfs_open,
 	.release = kvtier_release,
-	.unlocked_ioctl = kvtier_ioctl,
+	.unlocked_ioctl = kvtierfs_file_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = kvtier_file_mmap,
 	.read_iter = kvtier_file_read_iter,

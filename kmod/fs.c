@@ -3,7 +3,7 @@
  * kvtierfs: a tier's persistent named regions as the files of a mount, so
  * that standard tools and file-based KV tiers reach them by path:
  *
- *	mount -t kvtierfs kvtier0 /mnt/kv [-o ro]
+ *	mount -t kvtierfs kvtier0 /mnt/kv [-o ro,uid=U,gid=G,mode=M]
  *
  * One superblock per tier (a second mount of the same tier shares it). The
  * mount needs the tier's namespace attached, and holds it attached: a
@@ -44,6 +44,7 @@
 #include <linux/dcache.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
+#include <linux/fs_parser.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/namei.h>
@@ -54,7 +55,7 @@
 
 #define KVTIERFS_MAGIC		0x6b767466	/* "kvtf" */
 #define KVTIERFS_ROOT_INO	1
-#define KVTIERFS_ROOT_MODE	(S_IFDIR | 01777)
+#define KVTIERFS_ROOT_MODE	01770	/* and S_IFDIR; see struct kvtierfs_opts */
 
 static const struct inode_operations kvtierfs_file_iops;
 
@@ -121,21 +122,40 @@ static struct kvtier_region *kvtierfs_get(struct dentry *dentry)
 	return r;
 }
 
-/* The inode of region @r, which the caller holds a user reference of. */
-static struct inode *kvtierfs_iget(struct super_block *sb,
-				   struct kvtier_region *r)
+/* What an inode takes from its region, read under regions_lock. */
+struct kvtierfs_attrs {
+	u64 id;
+	umode_t mode;
+	kuid_t uid;
+	kgid_t gid;
+	loff_t size;
+};
+
+static void kvtierfs_attrs_get(struct kvtier_region *r,
+			       struct kvtierfs_attrs *a)
 {
-	struct inode *inode = iget_locked(sb, r->id + 1);
+	lockdep_assert_held(&r->tier->regions_lock);
+	a->id = r->id;
+	a->mode = READ_ONCE(r->mode) & 0777;
+	a->uid = r->owner;
+	a->gid = r->gid;
+	/* A region's size is fixed when it is made. */
+	a->size = (loff_t)r->nr_pages << PAGE_SHIFT;
+}
+
+static struct inode *kvtierfs_iget(struct super_block *sb,
+				   const struct kvtierfs_attrs *a)
+{
+	struct inode *inode = iget_locked(sb, a->id + 1);
 
 	if (!inode)
 		return ERR_PTR(-ENOMEM);
 	if (!(inode->i_state & I_NEW))
 		return inode;
-	inode->i_mode = S_IFREG | (READ_ONCE(r->mode) & 0777);
-	inode->i_uid = r->owner;
-	inode->i_gid = r->gid;
-	/* A region's size is fixed when it is made. */
-	inode->i_size = (loff_t)r->nr_pages << PAGE_SHIFT;
+	inode->i_mode = S_IFREG | a->mode;
+	inode->i_uid = a->uid;
+	inode->i_gid = a->gid;
+	inode->i_size = a->size;
 	kvtier_inode_init_ts(inode);
 	inode->i_op = &kvtierfs_file_iops;
 	inode->i_fop = &kvtierfs_file_fops;
@@ -145,7 +165,9 @@ static struct inode *kvtierfs_iget(struct super_block *sb,
 
 /*
  * A name that is too long for a region is -ENAMETOOLONG; one that no
- * region could have (kvtier_name_valid()) is simply not there.
+ * region could have (kvtier_name_valid()) is simply not there. No
+ * reference is taken: a user reference, even a short one, would make a
+ * seal of the region fail (it wants no user but its name and the sealer).
  */
 static struct dentry *kvtierfs_lookup(struct inode *dir, struct dentry *dentry,
 				      unsigned int flags)
@@ -153,7 +175,9 @@ static struct dentry *kvtierfs_lookup(struct inode *dir, struct dentry *dentry,
 	struct kvtier_tier *tier = kvtierfs_tier(dir->i_sb);
 	char name[KVTIER_NAME_MAX];
 	struct inode *inode = NULL;
+	struct kvtierfs_attrs a;
 	struct kvtier_region *r;
+	bool found = false;
 
 	if (dentry->d_name.len >= KVTIER_NAME_MAX)
 		return ERR_PTR(-ENAMETOOLONG);
@@ -161,15 +185,16 @@ static struct dentry *kvtierfs_lookup(struct inode *dir, struct dentry *dentry,
 	if (!kvtier_name_valid(name)) {
 		spin_lock(&tier->regions_lock);
 		r = kvtierfs_find(tier, name);
-		if (r && !refcount_inc_not_zero(&r->users))
-			r = NULL;
-		spin_unlock(&tier->regions_lock);
 		if (r) {
-			inode = kvtierfs_iget(dir->i_sb, r);
-			kvtier_region_put_user(r);
-			if (IS_ERR(inode))
-				return ERR_CAST(inode);
+			kvtierfs_attrs_get(r, &a);
+			found = true;
 		}
+		spin_unlock(&tier->regions_lock);
+	}
+	if (found) {
+		inode = kvtierfs_iget(dir->i_sb, &a);
+		if (IS_ERR(inode))
+			return ERR_CAST(inode);
 	}
 	return d_splice_alias(inode, dentry);
 }
@@ -251,13 +276,19 @@ static int kvtierfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 			    unsigned int query_flags)
 {
 	struct inode *inode = d_inode(path->dentry);
+	struct kvtier_tier *tier = kvtierfs_tier(inode->i_sb);
+	char name[KVTIER_NAME_MAX];
 	struct kvtier_region *r;
-	struct timespec64 used;
 
 	kvtier_fillattr(idmap, request_mask, inode, stat);
-	r = kvtierfs_get(path->dentry);
-	if (!r) {
+	if (!kvtierfs_dentry_name(path->dentry, name))
+		return 0;
+	/* Read under the lock, with no reference (see kvtierfs_lookup()). */
+	spin_lock(&tier->regions_lock);
+	r = kvtierfs_find(tier, name);
+	if (!r || r->id != kvtierfs_region_id(inode)) {
 		/* fstat() of a file unlinked while open: the inode's. */
+		spin_unlock(&tier->regions_lock);
 		stat->nlink = 0;
 		return 0;
 	}
@@ -266,14 +297,13 @@ static int kvtierfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 	 * keeps when it was made and when it was last used, and no more.
 	 */
 	stat->blocks = (u64)atomic_long_read(&r->nr_slots) << (PAGE_SHIFT - 9);
-	stat->blksize = PAGE_SIZE;
-	used = (struct timespec64){ .tv_sec = kvtier_region_last_used(r) };
-	stat->atime = used;
-	stat->mtime = used;
-	stat->ctime = used;
+	stat->atime = (struct timespec64){ .tv_sec = kvtier_region_last_used(r) };
 	stat->btime = (struct timespec64){ .tv_sec = r->created };
+	spin_unlock(&tier->regions_lock);
+	stat->blksize = PAGE_SIZE;
+	stat->mtime = stat->atime;
+	stat->ctime = stat->atime;
 	stat->result_mask |= STATX_BTIME;
-	kvtier_region_put_user(r);
 	return 0;
 }
 
@@ -295,6 +325,8 @@ static int kvtierfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	ret = setattr_prepare(idmap, dentry, attr);
 	if (ret)
 		return ret;
+	if (kvtierfs_tier(inode->i_sb)->backing.read_only)
+		return -EROFS;
 	if (((valid & ATTR_SIZE) && attr->ia_size != i_size_read(inode)) ||
 	    valid & (ATTR_UID | ATTR_GID | ATTR_ATIME_SET | ATTR_MTIME_SET))
 		return -EOPNOTSUPP;
@@ -303,8 +335,11 @@ static int kvtierfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	r = kvtierfs_get(dentry);
 	if (!r)
 		return -ENOENT;
-	if (valid & (ATTR_ATIME | ATTR_MTIME))
+	if (valid & (ATTR_ATIME | ATTR_MTIME)) {
+		/* Used now: to its place at the end of its owner's LRU. */
 		WRITE_ONCE(r->last_use, jiffies);
+		kvtier_user_lru_closed(r);
+	}
 	if (valid & ATTR_MODE) {
 		WRITE_ONCE(r->mode, attr->ia_mode & 0777);
 		kvtier_journal_region_changed(r);
@@ -341,6 +376,9 @@ static int kvtierfs_unlink(struct inode *dir, struct dentry *dentry)
 	struct kvtier_region *r;
 	int ret;
 
+	/* A read-only tier commits nothing: the name would come back. */
+	if (kvtierfs_tier(dir->i_sb)->backing.read_only)
+		return -EROFS;
 	r = kvtierfs_get(dentry);
 	if (!r)
 		return -ENOENT;
@@ -368,6 +406,8 @@ static int kvtierfs_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 
 	if (flags & ~RENAME_NOREPLACE)
 		return -EINVAL;
+	if (kvtierfs_tier(old_dir->i_sb)->backing.read_only)
+		return -EROFS;
 	if (!kvtierfs_dentry_name(new_dentry, to) || kvtier_name_valid(to))
 		return -EINVAL;
 	r = kvtierfs_get(old_dentry);
@@ -435,7 +475,9 @@ static struct kvtierfs_listing *kvtierfs_list(struct kvtier_tier *tier)
 		n = 0;
 		spin_lock(&tier->regions_lock);
 		list_for_each_entry(r, &tier->regions, node) {
-			if (!r->linked || !r->persistent)
+			/* "." and ".." are the VFS's: such regions are not files. */
+			if (!r->linked || !r->persistent ||
+			    !strcmp(r->name, ".") || !strcmp(r->name, ".."))
 				continue;
 			if (n < room) {
 				l->e[n].ino = r->id + 1;
@@ -492,6 +534,8 @@ static const struct file_operations kvtierfs_dir_fops = {
 	.release = kvtierfs_dir_release,
 	.read = generic_read_dir,
 	.llseek = generic_file_llseek,
+	/* unlink, rename and chmod commit before they return. */
+	.fsync = noop_fsync,
 };
 
 /*
@@ -519,11 +563,85 @@ static int kvtierfs_statfs(struct dentry *dentry, struct kstatfs *buf)
 	return 0;
 }
 
+/*
+ * sync(2), syncfs(2) and unmount: every persistent region's dirty pages
+ * reach the namespace and a commit makes them durable, as an fsync of
+ * each file would. The data is the tier's, not the mount's: what other
+ * files of the tier (through /dev/kvtierN) dirtied goes too.
+ */
+static int kvtierfs_sync_fs(struct super_block *sb, int wait)
+{
+	struct kvtier_tier *tier = kvtierfs_tier(sb);
+
+	if (!wait || tier->backing.read_only)
+		return 0;
+	return kvtier_store_sync(tier);
+}
+
 static const struct super_operations kvtierfs_sops = {
 	.statfs = kvtierfs_statfs,
+	.sync_fs = kvtierfs_sync_fs,
 	/* No inode outlives its last reference: the region is the truth. */
 	.drop_inode = generic_delete_inode,
 };
+
+/*
+ * Mount options: the root directory's owner, group and mode. The default,
+ * root:root 01770, lets in root alone: /dev/kvtierN keeps its ioctls to
+ * the kvtier group, and a mount reaches the same regions, so an operator
+ * opens it to that group (gid=) or to whom the engines run as.
+ */
+struct kvtierfs_opts {
+	kuid_t uid;
+	kgid_t gid;
+	umode_t mode;
+};
+
+enum { KVTIERFS_OPT_UID, KVTIERFS_OPT_GID, KVTIERFS_OPT_MODE };
+
+static const struct fs_parameter_spec kvtierfs_params[] = {
+	fsparam_u32("uid", KVTIERFS_OPT_UID),
+	fsparam_u32("gid", KVTIERFS_OPT_GID),
+	fsparam_u32oct("mode", KVTIERFS_OPT_MODE),
+	{}
+};
+
+static int kvtierfs_parse_param(struct fs_context *fc,
+				struct fs_parameter *param)
+{
+	struct kvtierfs_opts *o = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, kvtierfs_params, param, &result);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case KVTIERFS_OPT_UID:
+		o->uid = make_kuid(current_user_ns(), result.uint_32);
+		if (!uid_valid(o->uid))
+			return invalfc(fc, "bad uid %u", result.uint_32);
+		break;
+	case KVTIERFS_OPT_GID:
+		o->gid = make_kgid(current_user_ns(), result.uint_32);
+		if (!gid_valid(o->gid))
+			return invalfc(fc, "bad gid %u", result.uint_32);
+		break;
+	case KVTIERFS_OPT_MODE:
+		if (result.uint_32 & ~07777U)
+			return invalfc(fc, "bad mode %o", result.uint_32);
+		o->mode = result.uint_32;
+		break;
+	}
+	return 0;
+}
+
+static void kvtierfs_root_set(struct inode *root, const struct kvtierfs_opts *o)
+{
+	root->i_uid = o->uid;
+	root->i_gid = o->gid;
+	root->i_mode = S_IFDIR | o->mode;
+}
 
 static int kvtierfs_fill_super(struct super_block *sb, struct fs_context *fc)
 {
@@ -561,7 +679,7 @@ static int kvtierfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!root)
 		return -ENOMEM;
 	root->i_ino = KVTIERFS_ROOT_INO;
-	root->i_mode = KVTIERFS_ROOT_MODE;
+	kvtierfs_root_set(root, fc->fs_private);
 	kvtier_inode_init_ts(root);
 	root->i_op = &kvtierfs_dir_iops;
 	root->i_fop = &kvtierfs_dir_fops;
@@ -593,12 +711,56 @@ static int kvtierfs_get_tree(struct fs_context *fc)
 	return get_tree_keyed(fc, kvtierfs_fill_super, tier);
 }
 
+/*
+ * mount -o remount: never read-write on a tier attached read-only (a
+ * change there would not be committed); the root's owner, group and mode
+ * as given.
+ */
+static int kvtierfs_reconfigure(struct fs_context *fc)
+{
+	struct super_block *sb = fc->root->d_sb;
+	struct kvtier_tier *tier = kvtierfs_tier(sb);
+	struct inode *root = d_inode(fc->root);
+
+	if (!(fc->sb_flags & SB_RDONLY) && tier->backing.read_only) {
+		errorfc(fc, "kvtier%u is attached read-only", tier->id);
+		return -EROFS;
+	}
+	inode_lock(root);
+	kvtierfs_root_set(root, fc->fs_private);
+	inode_unlock(root);
+	return 0;
+}
+
+static void kvtierfs_free_fc(struct fs_context *fc)
+{
+	kfree(fc->fs_private);
+}
+
 static const struct fs_context_operations kvtierfs_context_ops = {
+	.parse_param = kvtierfs_parse_param,
 	.get_tree = kvtierfs_get_tree,
+	.reconfigure = kvtierfs_reconfigure,
+	.free = kvtierfs_free_fc,
 };
 
 static int kvtierfs_init_fs_context(struct fs_context *fc)
 {
+	struct kvtierfs_opts *o = kzalloc(sizeof(*o), GFP_KERNEL);
+
+	if (!o)
+		return -ENOMEM;
+	o->uid = GLOBAL_ROOT_UID;
+	o->gid = GLOBAL_ROOT_GID;
+	o->mode = KVTIERFS_ROOT_MODE;
+	if (fc->purpose == FS_CONTEXT_FOR_RECONFIGURE) {
+		struct inode *root = d_inode(fc->root);
+
+		o->uid = root->i_uid;
+		o->gid = root->i_gid;
+		o->mode = root->i_mode & 07777;
+	}
+	fc->fs_private = o;
 	fc->ops = &kvtierfs_context_ops;
 	return 0;
 }

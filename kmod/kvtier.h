@@ -580,8 +580,8 @@ struct kvtier_pool {
  * @nr_open: open files of /dev/kvtierN and of its kvtierfs mount
  *           (protected by @lock); while any exists the namespace cannot
  *           be detached
- * @nr_mounts: kvtierfs superblocks of the tier, 0 or 1 (protected by
- *             @lock); while one exists the namespace cannot be detached
+ * @nr_mounts: kvtierfs superblocks of the tier (protected by @lock):
+ *             while one exists the namespace cannot be detached
  * @debugfs: /sys/kernel/debug/kvtier/kvtierN
  * @knobs: tunables (sysfs)
  * @pool: host pages
@@ -1078,6 +1078,7 @@ extern struct workqueue_struct *kvtier_direct_wq;
  * struct kvtier_file - an open file of /dev/kvtierN
  * @tier: the tier
  * @inode: private anonymous inode whose i_mapping is the file's f_mapping
+ *	until a region is bound; NULL for a kvtierfs file (bound at open)
  * @lock: serialises binding @region (first mmap, KVTIER_IOC_REGION_CREATE,
  *	a name); readers do not take it, see kvtier_file_region()
  * @region: the file's region, or NULL; set once, with smp_store_release()
@@ -1523,6 +1524,7 @@ void kvtier_store_init(struct kvtier_store *st);
 int kvtier_store_open(struct kvtier_tier *tier, bool format);
 void kvtier_store_opened(struct kvtier_tier *tier);
 int kvtier_store_close(struct kvtier_tier *tier);
+int kvtier_store_sync(struct kvtier_tier *tier);
 void kvtier_store_drop_regions(struct kvtier_tier *tier);
 int kvtier_store_commit(struct kvtier_tier *tier);
 int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version);

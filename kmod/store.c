@@ -2689,24 +2689,49 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 }
 
 /*
+ * Write back the dirty pages of every persistent region; with @evict, drop
+ * them all from the pool too. Returns the first error.
+ */
+static int kvtier_store_writeback_all(struct kvtier_tier *tier, bool evict)
+{
+	struct kvtier_region **v;
+	unsigned int i, n;
+	int ret, err;
+
+	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL);
+	for (i = 0; i < n; i++) {
+		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, evict);
+		if (err && !ret)
+			ret = err;
+		kvtier_region_put(v[i]);
+	}
+	kfree(v);
+	return ret;
+}
+
+/*
+ * syncfs() and unmount of a kvtierfs mount: every persistent region's
+ * dirty pages reach the namespace, and a commit makes them durable.
+ * Returns the first write-back or commit error.
+ */
+int kvtier_store_sync(struct kvtier_tier *tier)
+{
+	int ret = kvtier_store_writeback_all(tier, false);
+	int err = kvtier_store_commit(tier);
+
+	return ret ? ret : err;
+}
+
+/*
  * Detach: write back every persistent region, commit, and forget them.
  * Caller holds tier->lock; no file of the tier is open. Returns the first
  * write-back or commit error; the store is closed either way.
  */
 int kvtier_store_close(struct kvtier_tier *tier)
 {
-	struct kvtier_region **v;
-	unsigned int i, n;
-	int ret = 0, err;
+	int ret, err;
 
-	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL);
-	for (i = 0; i < n; i++) {
-		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, true);
-		if (err && !ret)
-			ret = err;
-		kvtier_region_put(v[i]);
-	}
-	kfree(v);
+	ret = kvtier_store_writeback_all(tier, true);
 	/*
 	 * No room, unload or background write-back work from here on: a run
 	 * behind the final commit would commit again, or write, after the

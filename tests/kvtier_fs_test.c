@@ -71,8 +71,11 @@ static int list_dir(char *out, size_t len)
 			if (ents[i]->d_type != DT_REG)
 				files = -1000;
 			files++;
-			strncat(out, ents[i]->d_name, len - strlen(out) - 2);
-			strcat(out, ",");
+			/* As many names as fit, each with its comma. */
+			if (strlen(out) + strlen(ents[i]->d_name) + 2 <= len) {
+				strcat(out, ents[i]->d_name);
+				strcat(out, ",");
+			}
 		}
 		free(ents[i]);
 	}
@@ -168,7 +171,9 @@ TEST_F_TIMEOUT(tier, regions_are_files_both_ways, 300)
 	ASSERT_EQ(1U, st.st_nlink);
 	ASSERT_GE((long long)st.st_blocks * 512, (long long)len - 4 * MiB);
 	ASSERT_EQ(0, stat(MNT, &st));
-	ASSERT_EQ((mode_t)(S_IFDIR | 01777), st.st_mode);
+	ASSERT_EQ((mode_t)(S_IFDIR | 01770), st.st_mode);
+	ASSERT_EQ(0U, st.st_uid);
+	ASSERT_EQ(0U, st.st_gid);
 
 	/* read(): every byte the ioctl file wrote. */
 	ASSERT_EQ(-1, check_file(MNT "/kv:a", len, 1));
@@ -306,6 +311,12 @@ static int try_as_user(void *arg)
 	       (t->unl == -EPERM) << 2;
 }
 
+/* The errno of opening @arg (a path) read-only: 0 if it opens. */
+static int open_as_user(void *arg)
+{
+	return -open_errno(arg, O_RDONLY);
+}
+
 static int try_as_user_after_chmod(void *arg)
 {
 	struct user_try *t = arg;
@@ -327,7 +338,17 @@ TEST_F_TIMEOUT(tier, modes_are_checked_and_chmod_kept, 300)
 	struct stat st;
 
 	ASSERT_EQ(0, make_region("m", MiB, 0600, 8));
+	/* By default the root lets in root alone. */
 	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, chmod(MNT "/m", 0644));
+	ASSERT_EQ(EACCES, kvt_as_user(65534, 65534, NULL, 0, open_as_user,
+				      (void *)(MNT "/m")));
+	ASSERT_EQ(0, chmod(MNT "/m", 0600));
+	/* Opened to a group: the files' own mode bits, the sticky root. */
+	ASSERT_EQ(0, mount(NULL, MNT, NULL, MS_REMOUNT, "gid=65534,mode=1770"));
+	ASSERT_EQ(0, stat(MNT, &st));
+	ASSERT_EQ((mode_t)(S_IFDIR | 01770), st.st_mode);
+	ASSERT_EQ(65534U, st.st_gid);
 	ASSERT_EQ(7, kvt_as_user(65534, 65534, NULL, 0, try_as_user, &t));
 	ASSERT_EQ(0, chmod(MNT "/m", 0644));
 	ASSERT_EQ(0, stat(MNT "/m", &st));
@@ -361,6 +382,16 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0x", 0, NULL));
 	ASSERT_EQ(-ENODEV, kvtierfs_mount("kvtier7", 0, NULL));
 	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0", 0, "size=1"));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0", 0, "mode=17777"));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0", 0, "mode=8"));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0", 0, "uid=root"));
+	ASSERT_EQ(-EINVAL, kvtierfs_mount("kvtier0", 0, "gid=-1"));
+	/* A file of /dev/kvtierN opened read-only maps no region. */
+	fd = kvt_tier_open(0, O_RDONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(MAP_FAILED, mmap(NULL, MiB, PROT_READ, MAP_SHARED, fd, 0));
+	ASSERT_EQ(EINVAL, errno);
+	close(fd);
 	close(self->fd);
 	self->fd = -1;
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
@@ -425,9 +456,152 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(-1, unlink(MNT "/e"));
 	ASSERT_EQ(EROFS, errno);
 	ASSERT_EQ(-1, check_file(MNT "/e", MiB, 9));
+	/* Only the ioctls about the file's own region and tier. */
+	fd = open(MNT "/e", O_RDONLY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, ioctl(fd, KVTIER_IOC_REGION_LIST, &(struct kvtier_region_list){ 0 }));
+	ASSERT_EQ(ENOTTY, errno);
+	ASSERT_EQ(-1, ioctl(fd, KVTIER_IOC_REGION_UNLINK, &fl));
+	ASSERT_EQ(ENOTTY, errno);
+	close(fd);
 	ASSERT_EQ(0, umount(MNT));
+
+	/*
+	 * A tier attached read-only (a namespace shared between hosts):
+	 * mounted ro only, never remounted rw, its sealed files readable.
+	 */
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_knob(0, "read_only", 1));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+	ASSERT_EQ(-EROFS, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", MS_RDONLY, NULL));
+	ASSERT_EQ(-1, check_file(MNT "/e", MiB, 9));
+	ASSERT_EQ(-1, mount(NULL, MNT, NULL, MS_REMOUNT, NULL));
+	ASSERT_EQ(EROFS, errno);
+	ASSERT_EQ(-1, unlink(MNT "/e"));
+	ASSERT_EQ(EROFS, errno);
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_knob(0, "read_only", 0));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
+
 	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
 	ASSERT_EQ(0, unlink(MNT "/e"));
+	ASSERT_EQ(0, umount(MNT));
+}
+
+/*
+ * syncfs() makes every dirty page of the tier's persistent regions durable
+ * without a detach, as fsync() does for one file: with the metadata put
+ * back as it was right after them (a power cut), the bytes are there.
+ */
+TEST_F_TIMEOUT(tier, fsync_and_syncfs_are_durable, 300)
+{
+	const char *ns = kvt_ns("KVTIER_NS0");
+	struct kvt_jsnap snap = {};
+	unsigned char *buf;
+	int fa, fb;
+
+	ASSERT_EQ(0, kvt_knob(0, "discard", 0));
+	ASSERT_EQ(0, make_region("s:a", 2 * MiB, 0600, 20));
+	ASSERT_EQ(0, make_region("s:b", 2 * MiB, 0600, 21));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	buf = malloc(2 * MiB);
+	ASSERT_NE(NULL, buf);
+	fa = open(MNT "/s:a", O_RDWR);
+	fb = open(MNT "/s:b", O_RDWR);
+	ASSERT_GE(fa, 0);
+	ASSERT_GE(fb, 0);
+	kvt_fill(buf, 2 * MiB, 0, 22);
+	ASSERT_EQ((ssize_t)(2 * MiB), pwrite(fa, buf, 2 * MiB, 0));
+	ASSERT_EQ(0, fsync(fa));
+	kvt_fill(buf, 2 * MiB, 0, 23);
+	ASSERT_EQ((ssize_t)(2 * MiB), pwrite(fb, buf, 2 * MiB, 0));
+	ASSERT_EQ(0, syncfs(fb));
+	ASSERT_EQ(0, kvt_jsnap_take(ns, &snap));
+
+	close(fa);
+	close(fb);
+	ASSERT_EQ(0, umount(MNT));
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_jsnap_put(ns, &snap));
+	kvt_jsnap_free(&snap);
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(-1, check_file(MNT "/s:a", 2 * MiB, 22));
+	ASSERT_EQ(-1, check_file(MNT "/s:b", 2 * MiB, 23));
+	ASSERT_EQ(0, unlink(MNT "/s:a"));
+	ASSERT_EQ(0, unlink(MNT "/s:b"));
+	ASSERT_EQ(0, umount(MNT));
+	free(buf);
+}
+
+struct linux_dirent64 {
+	unsigned long long d_ino;
+	long long d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * A listing longer than one getdents64() call: each name once, though
+ * names come and go between the calls; a new listing has the changes.
+ */
+TEST_F_TIMEOUT(tier, long_listing_is_one_moment, 600)
+{
+	enum { N = 200 };
+	char name[32], buf[512], names[256];
+	static unsigned char seen[N];
+	int dfd, i, got = 0, calls = 0;
+	long n;
+
+	for (i = 0; i < N; i++) {
+		int fd = kvt_tier_open(0, O_RDWR);
+
+		ASSERT_GE(fd, 0);
+		snprintf(name, sizeof(name), "l:%03d", i);
+		ASSERT_EQ(0, kvt_bind_name(fd, name, PAGE, KVTIER_OPEN_CREATE |
+					   KVTIER_OPEN_PERSISTENT, 0600));
+		close(fd);
+	}
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	dfd = open(MNT, O_RDONLY | O_DIRECTORY);
+	ASSERT_GE(dfd, 0);
+	memset(seen, 0, sizeof(seen));
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (void *)(buf + off);
+
+			off += d->d_reclen;
+			if (d->d_name[0] == '.')
+				continue;
+			ASSERT_EQ(DT_REG, d->d_type);
+			ASSERT_EQ(1, sscanf(d->d_name, "l:%d", &i));
+			ASSERT_TRUE(i >= 0 && i < N);
+			ASSERT_EQ(0, seen[i]);
+			seen[i] = 1;
+			got++;
+		}
+		/* Between two calls: one name goes, another comes. */
+		if (calls++ == 1) {
+			ASSERT_EQ(0, kvt_unlink_name(self->fd, "l:199"));
+			ASSERT_EQ(0, make_region("l:new", PAGE, 0600, 24));
+		}
+	}
+	ASSERT_EQ(0, n);
+	ASSERT_GT(calls, 10);
+	ASSERT_EQ(N, got);
+	close(dfd);
+	ASSERT_EQ(N, list_dir(names, sizeof(names)));
+	ASSERT_EQ(0, kvt_unlink_name(self->fd, "l:new"));
+	for (i = 0; i < N - 1; i++) {
+		snprintf(name, sizeof(name), MNT "/l:%03d", i);
+		ASSERT_EQ(0, unlink(name));
+	}
+	ASSERT_EQ(0, list_dir(names, sizeof(names)));
 	ASSERT_EQ(0, umount(MNT));
 }
 
