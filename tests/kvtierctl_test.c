@@ -524,6 +524,20 @@ TEST_F_TIMEOUT(ctl, status_json, 300)
 	ASSERT_EQ(0, ctl(self->out, "status 0"));
 	EXPECT_NE(NULL, strstr(self->out, "kvtier0: attached"));
 	EXPECT_NE(NULL, strstr(self->out, "QEMU NVMe Ctrl, serial kvt0"));
+	EXPECT_EQ(NULL, strstr(self->out, "mounted"));
+
+	/* Its kvtierfs mounts, a path with a space in it too. */
+	mkdir(MNT, 0700);
+	mkdir(MNT "/a b", 0700);
+	ASSERT_EQ(0, mount("kvtier0", MNT "/a b", "kvtierfs", MS_RDONLY, NULL));
+	ASSERT_EQ(0, ctl(self->out, "status 0"));
+	EXPECT_NE(NULL, strstr(self->out, "mounted   " MNT "/a b (kvtierfs, ro)"));
+	ASSERT_EQ(0, ctl_json("--json status 0",
+			      "d[0][\"mounts\"] == [{\"path\": \"" MNT "/a b\", "
+			      "\"read_only\": True}]"));
+	ASSERT_EQ(0, ctl_json("--json status 1", "d[0][\"mounts\"] == []"));
+	ASSERT_EQ(0, umount(MNT "/a b"));
+	rmdir(MNT "/a b");
 }
 
 /* A made-up GPU: UUID bytes 0x00..0x0f, as debugfs and kvtierctl print it. */

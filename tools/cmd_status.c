@@ -29,6 +29,12 @@ struct tier_status {
 	uint64_t meta[6];
 	/* sysfs upgrade: the attached namespace's format version; 0 unknown */
 	unsigned int format_version;
+	/* Its kvtierfs mounts (this mount namespace's): point, read-only */
+	unsigned int nr_mounts;
+	struct {
+		char point[4096];
+		bool ro;
+	} mounts[8];
 };
 
 /* The metadata columns, in order (Documentation/ABI/testing/sysfs-class-kvtier). */
@@ -74,6 +80,53 @@ static void read_format(struct tier_status *t)
 		return;
 	if (buf[0] >= '1' && buf[0] <= '4' && !buf[1])
 		t->format_version = (unsigned int)(buf[0] - '0');
+}
+
+/* /proc/self/mounts escapes space, tab, newline and backslash as \ooo. */
+static void unescape_mount(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* The tier's kvtierfs mounts, from /proc/self/mounts (up to 8 shown). */
+static void read_mounts(struct tier_status *t)
+{
+	char src[64], alt[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(src, sizeof(src), "kvtier%u", t->id);
+	snprintf(alt, sizeof(alt), "/dev/kvtier%u", t->id);
+	f = fopen("/proc/self/mounts", "re");
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		char *dev = strtok(line, " "), *point = strtok(NULL, " ");
+		char *type = strtok(NULL, " "), *opts = strtok(NULL, " ");
+
+		if (!opts || strcmp(type, "kvtierfs") ||
+		    (strcmp(dev, src) && strcmp(dev, alt)) ||
+		    t->nr_mounts == sizeof(t->mounts) / sizeof(t->mounts[0]))
+			continue;
+		unescape_mount(point);
+		snprintf(t->mounts[t->nr_mounts].point,
+			 sizeof(t->mounts[t->nr_mounts].point), "%s", point);
+		t->mounts[t->nr_mounts++].ro = !strncmp(opts, "ro", 2) &&
+					      (opts[2] == ',' || !opts[2]);
+	}
+	free(line);
+	fclose(f);
 }
 
 static void read_error(struct tier_status *t)
@@ -122,6 +175,7 @@ static int read_status(unsigned int id, struct tier_status *t)
 	t->pinned = pinned_bytes(id);
 	read_meta(t);
 	read_format(t);
+	read_mounts(t);
 	t->block = block_size(id);
 	t->is_nvme = strcmp(t->backing, "none") &&
 		     !kvt_nvme_identify(t->backing, &t->nvme);
@@ -188,6 +242,9 @@ static void print_status(const struct tier_status *t)
 	}
 	if (t->lease[0] && strcmp(t->lease, "detached"))
 		printf("  lease     %s\n", t->lease);
+	for (unsigned int i = 0; i < t->nr_mounts; i++)
+		printf("  mounted   %s (kvtierfs%s)\n", t->mounts[i].point,
+		       t->mounts[i].ro ? ", ro" : "");
 	if (t->have_error)
 		printf("  error     %ld%s%s\n", t->error, t->error ? " " : "",
 		       t->error ? strerror((int)-t->error) : "");
@@ -278,6 +335,18 @@ static void print_status_json(const struct tier_status *t)
 		printf(",\"error\":%ld", t->error);
 	else
 		json_key_null(stdout, &first, "error");
+	fputs(",\"mounts\":[", stdout);
+	for (unsigned int i = 0; i < t->nr_mounts; i++) {
+		bool f = true;
+
+		if (i)
+			putchar(',');
+		putchar('{');
+		json_key_str(stdout, &f, "path", t->mounts[i].point);
+		json_key_bool(stdout, &f, "read_only", t->mounts[i].ro);
+		putchar('}');
+	}
+	putchar(']');
 	putchar('}');
 }
 
