@@ -247,7 +247,7 @@ static int kvtier_regions_show(struct seq_file *m, void *v)
 		seq_printf(m, "%llu %s %u %llu %llu %llu %llu %llu %ld %ld %u %ld %lu\n",
 			   r->id, r->name[0] ? r->name : "-",
 			   from_kuid_munged(&init_user_ns, r->owner),
-			   (u64)r->nr_pages << PAGE_SHIFT,
+			   (u64)kvtier_region_size(r),
 			   (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT,
 			   (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT,

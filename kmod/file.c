@@ -546,7 +546,7 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	if (!region)
 		return -ENXIO;
 	WRITE_ONCE(region->last_use, jiffies);
-	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	size = kvtier_region_size(region);
 	if (pos >= size || !iov_iter_count(to))
 		return 0;
 	last = (min_t(loff_t, size, pos + iov_iter_count(to)) - 1) >> PAGE_SHIFT;
@@ -728,7 +728,7 @@ static ssize_t kvtier_file_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		return -ENXIO;
 	if (kf->readonly)
 		return -EACCES;
-	size = (loff_t)region->nr_pages << PAGE_SHIFT;
+	size = kvtier_region_size(region);
 	if (iov_iter_count(from) && pos >= size)
 		return -EFBIG;
 	WRITE_ONCE(region->last_use, jiffies);
@@ -937,7 +937,7 @@ static long kvtier_ioctl_region_info(struct file *file,
 	/* name and pinned change under the tier's names mutex: a snapshot. */
 	strscpy(info.name, r->name, sizeof(info.name));
 	info.id = r->id;
-	info.size = (u64)r->nr_pages << PAGE_SHIFT;
+	info.size = kvtier_region_size(r);
 	info.resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;
 	info.namespace = (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT;
 	info.dirty = (u64)atomic_long_read(&r->nr_dirty) << PAGE_SHIFT;
@@ -1036,6 +1036,47 @@ const struct file_operations kvtier_fops = {
 };
 
 /*
+ * write() of a kvtierfs file: one that ends past the end makes the file
+ * larger first (kvtier_region_grow(), under the inode's lock, as sizes
+ * change), O_APPEND at the size found there; then the bytes go as for any
+ * region. A write that fails part-way leaves the file at the size it was
+ * to have, the rest zero. IOCB_NOWAIT: -EAGAIN when it would have to grow.
+ */
+static ssize_t kvtierfs_file_write_iter(struct kiocb *iocb,
+					struct iov_iter *from)
+{
+	struct kvtier_region *region = kvtier_file_region(iocb->ki_filp);
+	struct kvtier_file *kf = iocb->ki_filp->private_data;
+	struct inode *inode = file_inode(iocb->ki_filp);
+	size_t count = iov_iter_count(from);
+	int ret = 0;
+
+	if (!region)
+		return -ENXIO;
+	if (!(iocb->ki_flags & IOCB_APPEND) &&
+	    iocb->ki_pos + (loff_t)count <= kvtier_region_size(region))
+		return kvtier_file_write_iter(iocb, from);
+	if (kf->readonly)
+		return -EACCES;
+	if (iocb->ki_flags & IOCB_NOWAIT)
+		return -EAGAIN;
+	inode_lock(inode);
+	if (iocb->ki_flags & IOCB_APPEND)
+		iocb->ki_pos = kvtier_region_size(region);
+	if (iocb->ki_pos > MAX_LFS_FILESIZE - (loff_t)count)
+		ret = -EFBIG;
+	else
+		ret = kvtier_region_grow(region, iocb->ki_pos + count,
+					 capable(CAP_SYS_RESOURCE));
+	if (!ret)
+		i_size_write(inode, kvtier_region_size(region));
+	inode_unlock(inode);
+	if (ret)
+		return ret;
+	return kvtier_file_write_iter(iocb, from);
+}
+
+/*
  * The ioctls of a kvtierfs file: those about its own region and tier.
  * Listing, creating, unlinking or flagging regions by name, and GPU
  * ranges, stay with /dev/kvtierN, whose mode keeps them to the kvtier
@@ -1064,7 +1105,7 @@ const struct file_operations kvtierfs_file_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = kvtier_file_mmap,
 	.read_iter = kvtier_file_read_iter,
-	.write_iter = kvtier_file_write_iter,
+	.write_iter = kvtierfs_file_write_iter,
 	.fsync = kvtier_file_fsync,
 	.fadvise = kvtier_file_fadvise,
 	/* SEEK_END by the file's inode: f_mapping's host is the region's. */

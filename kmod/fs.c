@@ -139,8 +139,7 @@ static void kvtierfs_attrs_get(struct kvtier_region *r,
 	a->mode = READ_ONCE(r->mode) & 0777;
 	a->uid = r->owner;
 	a->gid = r->gid;
-	/* A region's size is fixed when it is made. */
-	a->size = (loff_t)r->nr_pages << PAGE_SHIFT;
+	a->size = kvtier_region_size(r);
 }
 
 static struct inode *kvtierfs_iget(struct super_block *sb,
@@ -310,7 +309,9 @@ static int kvtierfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 /*
  * chmod is kept with the region (committed before it returns); touch
  * without explicit times marks it used, which is what capacity reclaim
- * orders by. Errors: EOPNOTSUPP (a size change, chown, explicit times),
+ * orders by; truncate may make it larger (kvtier_region_grow()), and
+ * the next commit records that. Errors: EOPNOTSUPP (a smaller size,
+ * chown, explicit times), those of kvtier_region_grow(),
  * EINVAL (set-id or sticky bits), ENOENT, a commit's EIO (the new mode is
  * then in memory and reaches the namespace with the next commit).
  */
@@ -327,7 +328,7 @@ static int kvtierfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		return ret;
 	if (kvtierfs_tier(inode->i_sb)->backing.read_only)
 		return -EROFS;
-	if (((valid & ATTR_SIZE) && attr->ia_size != i_size_read(inode)) ||
+	if (((valid & ATTR_SIZE) && attr->ia_size < i_size_read(inode)) ||
 	    valid & (ATTR_UID | ATTR_GID | ATTR_ATIME_SET | ATTR_MTIME_SET))
 		return -EOPNOTSUPP;
 	if ((valid & ATTR_MODE) && (attr->ia_mode & 07000))
@@ -335,6 +336,16 @@ static int kvtierfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	r = kvtierfs_get(dentry);
 	if (!r)
 		return -ENOENT;
+	/* Larger: the VFS holds the inode's lock, under which sizes change. */
+	if ((valid & ATTR_SIZE) && attr->ia_size > i_size_read(inode)) {
+		ret = kvtier_region_grow(r, attr->ia_size,
+					 capable(CAP_SYS_RESOURCE));
+		if (ret) {
+			kvtier_region_put_user(r);
+			return ret;
+		}
+		i_size_write(inode, kvtier_region_size(r));
+	}
 	if (valid & (ATTR_ATIME | ATTR_MTIME)) {
 		/* Used now: to its place at the end of its owner's LRU. */
 		WRITE_ONCE(r->last_use, jiffies);
@@ -356,11 +367,41 @@ static const struct inode_operations kvtierfs_file_iops = {
 	.setattr = kvtierfs_setattr,
 };
 
-/* See the top of the file: a region is made with its size, not by open. */
+/*
+ * open(O_CREAT) and mknod of a regular file: a new, empty persistent
+ * region of the name, owned by the caller, committed before this returns.
+ * Errors: EOPNOTSUPP (a version-4 namespace, whose regions cannot grow:
+ * kvtierctl upgrade), EINVAL (a name no region can have), EROFS, EEXIST
+ * (made meanwhile through the ioctls), ENOSPC (max_regions, or the
+ * checkpoint's room), EDQUOT, EIO.
+ */
 static int kvtierfs_create(struct mnt_idmap *idmap, struct inode *dir,
 			   struct dentry *dentry, umode_t mode, bool excl)
 {
-	return -EOPNOTSUPP;
+	struct kvtier_tier *tier = kvtierfs_tier(dir->i_sb);
+	char name[KVTIER_NAME_MAX];
+	struct kvtierfs_attrs a;
+	struct kvtier_region *r;
+	struct inode *inode;
+
+	if (tier->backing.read_only)
+		return -EROFS;
+	if (!kvtier_store_file_sizes(&tier->store))
+		return -EOPNOTSUPP;
+	if (!kvtierfs_dentry_name(dentry, name) || kvtier_name_valid(name))
+		return -EINVAL;
+	r = kvtier_name_create_file(tier, name, mode & 0777);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	spin_lock(&tier->regions_lock);
+	kvtierfs_attrs_get(r, &a);
+	spin_unlock(&tier->regions_lock);
+	kvtier_region_put_user(r);
+	inode = kvtierfs_iget(dir->i_sb, &a);
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	d_instantiate(dentry, inode);
+	return 0;
 }
 
 /*

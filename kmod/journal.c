@@ -423,8 +423,14 @@ static int kvtier_replay_set(struct kvtier_tier *tier,
 	memcpy(name, rec->name, sizeof(name));
 	r = kvtier_name_get(tier, name);
 	if (r) {
+		u64 size = le64_to_cpu(rec->size);
+
+		/* Version 5: a file grew; a size never shrinks. */
 		ret = -EUCLEAN;
-		if (le64_to_cpu(rec->size) != (u64)r->nr_pages << PAGE_SHIFT)
+		if (size != kvtier_region_size(r) &&
+		    (!kvtier_store_file_sizes(&tier->store) ||
+		     size < kvtier_region_size(r) ||
+		     kvtier_region_set_size(r, size, true)))
 			goto out;
 		kvtier_record_attrs(r, rec);
 		/* Its records in the checkpoint are what the pages change. */

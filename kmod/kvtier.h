@@ -329,6 +329,15 @@ static inline bool kvtier_store_crc_runs(const struct kvtier_store *st)
 }
 
 /*
+ * Whether @st's region records have sizes in bytes, and a transaction may
+ * make a region larger (version 5, INCOMPAT_FILE_SIZES): files that grow.
+ */
+static inline bool kvtier_store_file_sizes(const struct kvtier_store *st)
+{
+	return st->version >= 5;
+}
+
+/*
  * Blocks of checkpoint area @copy a checkpoint's records may take: all
  * but the CRC section at its end, where version 3 has it there.
  */
@@ -772,7 +781,12 @@ struct kvtier_region_map {
  * @inode: private anonymous inode; its i_mapping is the address_space
  *         every mapping of the region is linked into, so eviction can
  *         unmap a page from all processes with unmap_mapping_range()
- * @nr_pages: size in pages
+ * @nr_pages: size in pages: DIV_ROUND_UP(@size, PAGE_SIZE). Read without
+ *            a lock: it only grows (kvtier_region_grow(), with @size)
+ * @size: size in bytes; a whole number of pages but for a file of a
+ *        kvtierfs mount (format version 5). Changes with @nr_pages, under
+ *        tier->regions_lock and the kvtierfs inode's lock; read with
+ *        kvtier_region_size()
  * @pages: index -> struct kvtier_page * (resident) or xa_mk_value(slot)
  *         (only on the namespace); absent means never written (zero).
  *         Entries change under the xa_lock with the page locked, or, for a
@@ -857,6 +871,7 @@ struct kvtier_region {
 	struct kvtier_tier *tier;
 	struct inode *inode;
 	pgoff_t nr_pages;
+	loff_t size;
 	struct xarray pages;
 	refcount_t ref;
 	int err;
@@ -1141,6 +1156,16 @@ void kvtier_region_dirtied(struct kvtier_region *region);
 int kvtier_region_publish(struct kvtier_region *region);
 void kvtier_region_put_user(struct kvtier_region *region);
 time64_t kvtier_region_last_used(struct kvtier_region *region);
+int kvtier_region_set_size(struct kvtier_region *region, loff_t size,
+			   bool exempt);
+int kvtier_region_grow(struct kvtier_region *region, loff_t size, bool exempt);
+
+/* Bytes in @region: its pages, or less for a kvtierfs file (version 5). */
+static inline loff_t kvtier_region_size(struct kvtier_region *region)
+{
+	/* Pairs with kvtier_region_set_size(): its pages are there. */
+	return smp_load_acquire(&region->size);
+}
 
 /* users.c */
 int kvtier_user_prepare(struct kvtier_tier *tier, kuid_t uid);
@@ -1150,6 +1175,8 @@ int kvtier_region_admit_early(struct kvtier_tier *tier, pgoff_t nr_pages,
 			      bool exempt);
 void kvtier_region_list_add(struct kvtier_region *region);
 void kvtier_region_list_del(struct kvtier_region *region);
+int kvtier_user_charge_pages(struct kvtier_region *region, pgoff_t nr,
+			     bool exempt);
 void kvtier_user_lru_add(struct kvtier_region *region, bool sorted);
 void kvtier_user_lru_closed(struct kvtier_region *region);
 void kvtier_users_lru_sort(struct kvtier_tier *tier);
@@ -1297,6 +1324,8 @@ int kvtier_name_valid(const char *name);
 struct kvtier_region *kvtier_name_find(struct kvtier_tier *tier,
 				       const char *name);
 int kvtier_name_may_bind(struct kvtier_region *region, bool rdonly);
+struct kvtier_region *kvtier_name_create_file(struct kvtier_tier *tier,
+					      const char *name, umode_t mode);
 int kvtier_name_hash(struct kvtier_region *region);
 bool kvtier_name_unhash(struct kvtier_region *region);
 u64 kvtier_nr_persistent(struct kvtier_tier *tier);

@@ -351,39 +351,40 @@ out_store:
 }
 
 /*
- * Create a named region for @kf and link it, unless a region of that name
- * appeared meanwhile: then that one is returned (with a user reference) and
- * nothing is created. A persistent one is committed before it is returned.
+ * Create region @name of @size bytes, whose mappings share @inode's
+ * address_space, and link it, unless a region of that name appeared
+ * meanwhile: then that one is returned (with a user reference) and nothing
+ * is created. A persistent one is committed before it is returned.
  */
-static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
-						const struct kvtier_region_open *arg,
+static struct kvtier_region *kvtier_name_create(struct kvtier_tier *tier,
+						struct inode *inode,
+						const char *name, u64 size,
+						umode_t mode, bool persistent,
 						bool *created)
 {
-	struct kvtier_tier *tier = kf->tier;
-	bool persistent = arg->flags & KVTIER_OPEN_PERSISTENT;
 	struct kvtier_region *region, *other;
 	bool exempt = capable(CAP_SYS_RESOURCE);
 	int ret = 0;
 
-	if (persistent && round_up(arg->size, PAGE_SIZE) >> PAGE_SHIFT >
+	if (persistent && round_up(size, PAGE_SIZE) >> PAGE_SHIFT >
 	    (u64)U32_MAX + 1)
 		return ERR_PTR(-EINVAL);
-	ret = kvtier_region_admit_early(tier, round_up(arg->size, PAGE_SIZE) >>
+	ret = kvtier_region_admit_early(tier, round_up(size, PAGE_SIZE) >>
 					PAGE_SHIFT, exempt);
 	if (ret)
 		return ERR_PTR(ret);
-	region = kvtier_region_new(tier, kf->inode,
-				   round_up(arg->size, PAGE_SIZE));
+	region = kvtier_region_new(tier, inode,
+				   round_up(size, PAGE_SIZE));
 	if (IS_ERR(region))
 		return region;
-	strscpy_pad(region->name, arg->name, sizeof(region->name));
-	region->mode = arg->mode;
+	strscpy_pad(region->name, name, sizeof(region->name));
+	region->mode = mode;
 	region->persistent = persistent;
 	kvtier_journal_region_changed(region);
 	refcount_inc(&region->users);		/* the name's reference */
 
 	spin_lock(&tier->regions_lock);
-	other = kvtier_name_lookup(tier, arg->name);
+	other = kvtier_name_lookup(tier, name);
 	if (!other && persistent &&
 	    kvtier_nr_persistent(tier) >= tier->store.max_regions)
 		ret = -ENOSPC;
@@ -413,6 +414,32 @@ static struct kvtier_region *kvtier_name_create(struct kvtier_file *kf,
 	}
 	*created = true;
 	return region;
+}
+
+/*
+ * A new, empty persistent region called @name with permission bits @mode,
+ * owned by the caller (a file created on a kvtierfs mount), with a user
+ * reference; committed before it is returned. Errors: EEXIST (a region
+ * has the name: made meanwhile through the ioctls), ENOSPC, EDQUOT, EIO,
+ * ENOMEM.
+ */
+struct kvtier_region *kvtier_name_create_file(struct kvtier_tier *tier,
+					      const char *name, umode_t mode)
+{
+	struct kvtier_region *r;
+	struct inode *inode;
+	bool created;
+
+	inode = alloc_anon_inode(kvtier_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		return ERR_CAST(inode);
+	r = kvtier_name_create(tier, inode, name, 0, mode, true, &created);
+	iput(inode);		/* the region holds its own */
+	if (!IS_ERR(r) && !created) {
+		kvtier_region_put_user(r);
+		return ERR_PTR(-EEXIST);
+	}
+	return r;
 }
 
 /*
@@ -495,7 +522,9 @@ long kvtier_ioctl_region_open(struct file *file,
 		ret = -ENOSPC;
 		if (arg.size > capacity)
 			goto out;
-		region = kvtier_name_create(kf, &arg, &created);
+		region = kvtier_name_create(tier, kf->inode, arg.name, arg.size,
+					    arg.mode, arg.flags & KVTIER_OPEN_PERSISTENT,
+					    &created);
 		ret = PTR_ERR_OR_ZERO(region);
 		if (ret)
 			goto out;
@@ -673,7 +702,7 @@ static void kvtier_region_entry_fill(struct kvtier_region *r,
 {
 	memset(e, 0, sizeof(*e));
 	strscpy(e->name, r->name, sizeof(e->name));
-	e->size = (u64)r->nr_pages << PAGE_SHIFT;
+	e->size = kvtier_region_size(r);
 	e->resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;
 	e->namespace = (u64)atomic_long_read(&r->nr_slots) << PAGE_SHIFT;
 	e->created = r->created;

@@ -12,6 +12,7 @@
 
 #include <linux/fs.h>
 #include <linux/mm.h>
+#include <linux/highmem.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
 
@@ -31,7 +32,8 @@ void kvtier_region_put(struct kvtier_region *region)
 }
 
 /*
- * A new region of @size bytes whose mappings share @inode's address_space,
+ * A new region of @size bytes (a whole number of pages, but for a file
+ * of a version-5 namespace) whose mappings share @inode's address_space,
  * with one user (the caller's file). Not yet visible: see
  * kvtier_region_publish().
  */
@@ -49,7 +51,8 @@ struct kvtier_region *kvtier_region_new(struct kvtier_tier *tier,
 	region->inode = inode;
 	if (inode)	/* none for a region whose map is unloaded */
 		ihold(inode);
-	region->nr_pages = size >> PAGE_SHIFT;
+	region->nr_pages = DIV_ROUND_UP(size, PAGE_SIZE);
+	region->size = size;
 	xa_init(&region->pages);
 	INIT_WORK(&region->ra_work, kvtier_ra_work);
 	spin_lock_init(&region->pf_lock);
@@ -82,6 +85,102 @@ void kvtier_region_dirtied(struct kvtier_region *region)
 	if (list_empty(&region->dirty_node) && !list_empty(&region->node))
 		list_add_tail(&region->dirty_node, &tier->dirty_regions);
 	spin_unlock(&tier->regions_lock);
+}
+
+/*
+ * Make @region @size bytes long, @size larger than it is: its owner is
+ * charged for the new pages (unless @exempt), which are absent (zero).
+ * Also how a replay applies a size a transaction recorded. Errors: EDQUOT.
+ */
+int kvtier_region_set_size(struct kvtier_region *region, loff_t size,
+			   bool exempt)
+{
+	struct kvtier_tier *tier = region->tier;
+	pgoff_t pages = DIV_ROUND_UP(size, PAGE_SIZE), old = region->nr_pages;
+	int ret = 0;
+
+	spin_lock(&tier->regions_lock);
+	if (pages > old)
+		ret = kvtier_user_charge_pages(region, pages - old, exempt);
+	if (!ret) {
+		/* Pages first: a fault checks them, a read the size. */
+		WRITE_ONCE(region->nr_pages, pages);
+		/* Pairs with kvtier_region_size(): a size read covers pages. */
+		smp_store_release(&region->size, size);
+	}
+	spin_unlock(&tier->regions_lock);
+	return ret;
+}
+
+/*
+ * The bytes after the end of @region in its last page, which a mapping may
+ * have written, zeroed and on the namespace before the region grows over
+ * them, as a file's are: a commit that records the larger size finds the
+ * zeroed page's slot recorded already. Nothing is done when they are zero.
+ * Caller as kvtier_region_grow().
+ */
+static int kvtier_region_zero_tail(struct kvtier_region *region)
+{
+	size_t tail = offset_in_page(region->size);
+	pgoff_t last = region->nr_pages - 1;
+	struct kvtier_page *kp;
+	enum kvtier_get how;
+	bool junk;
+	void *p;
+	int ret;
+
+	if (!tail || !xa_load(&region->pages, last))
+		return 0;
+	kp = kvtier_get_page(region, last, &how);
+	if (IS_ERR(kp))
+		return PTR_ERR(kp);
+	p = kmap_local_page(kp->page);
+	junk = memchr_inv(p + tail, 0, PAGE_SIZE - tail);
+	kunmap_local(p);
+	ret = junk ? kvtier_page_wait_writeback(kp) : 0;
+	if (junk && !ret) {
+		memzero_page(kp->page, tail, PAGE_SIZE - tail);
+		kvtier_pool_mark_dirty(region->tier, kp);
+	}
+	unlock_page(kp->page);
+	put_page(kp->page);
+	if (!junk || ret)
+		return ret;
+	return kvtier_store_writeback(region, last, last, false);
+}
+
+/*
+ * Make @region @size bytes long, if that is longer: a kvtierfs file
+ * written or truncated past its end (persistent, format version 5); the
+ * next commit records the size. Caller holds the kvtierfs inode's lock:
+ * a region's size changes under it. Errors: EFBIG (a version-4
+ * namespace, whose sizes are fixed; more pages than a record can say),
+ * ENOSPC (larger than the namespace), EDQUOT (its owner's quota, unless
+ * @exempt), those of the last page's read back and write-back.
+ */
+int kvtier_region_grow(struct kvtier_region *region, loff_t size, bool exempt)
+{
+	struct kvtier_tier *tier = region->tier;
+	loff_t capacity = kvtier_backing_capacity(tier);
+	int ret;
+
+	if (size <= region->size)
+		return 0;
+	if (!region->persistent || !kvtier_store_file_sizes(&tier->store) ||
+	    DIV_ROUND_UP_ULL(size, PAGE_SIZE) > (u64)U32_MAX + 1)
+		return -EFBIG;
+	if (capacity < 0)
+		return capacity;
+	if (size > capacity)
+		return -ENOSPC;
+	ret = kvtier_region_zero_tail(region);
+	if (!ret)
+		ret = kvtier_region_set_size(region, size, exempt);
+	if (ret)
+		return ret;
+	kvtier_journal_region_changed(region);
+	atomic64_inc(&tier->store.changes);
+	return 0;
 }
 
 /* Seconds since the epoch of the region's last fault, read or write. */

@@ -65,7 +65,7 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 {
 	u32 version = le32_to_cpu(sb->version);
 	u64 incompat = le64_to_cpu(sb->feature_incompat);
-	bool extents, v3, v4, runs;
+	bool extents, v3, v4, v5, runs, sizes;
 
 	if (le64_to_cpu(sb->magic) != KVTIER_SB_MAGIC)
 		return KVT_SB_NONE;
@@ -80,15 +80,17 @@ static enum kvtier_sb_state kvtier_sb_check(const struct kvtier_disk_super *sb)
 		return KVT_SB_NEWER;
 	/*
 	 * Version 2 is the journal, 3 the journal and extents, 4 those and
-	 * CRC runs; 1 has none.
+	 * CRC runs, 5 those and file sizes; 1 has none.
 	 */
 	extents = incompat & KVTIER_FEATURE_INCOMPAT_EXTENTS;
 	runs = incompat & KVTIER_FEATURE_INCOMPAT_CRC_RUNS;
+	sizes = incompat & KVTIER_FEATURE_INCOMPAT_FILE_SIZES;
 	v3 = version >= 3;
 	v4 = version >= 4;
+	v5 = version >= 5;
 	if (version == 1 ? incompat & KVTIER_FEATURE_INCOMPAT_SUPP :
 	    !(incompat & KVTIER_FEATURE_INCOMPAT_JOURNAL) || extents != v3 ||
-	    runs != v4 ||
+	    runs != v4 || sizes != v5 ||
 	    (!extents && incompat & KVTIER_FEATURE_INCOMPAT_CRCS_RUN))
 		return KVT_SB_DAMAGED;
 	if (le64_to_cpu(sb->feature_ro_compat) & ~KVTIER_FEATURE_RO_COMPAT_SUPP)
@@ -163,6 +165,9 @@ static void kvtier_sb_fill(struct kvtier_store *st, struct kvtier_disk_super *sb
 		if (kvtier_store_crc_runs(st))
 			sb->feature_incompat |=
 				cpu_to_le64(KVTIER_FEATURE_INCOMPAT_CRC_RUNS);
+		if (kvtier_store_file_sizes(st))
+			sb->feature_incompat |=
+				cpu_to_le64(KVTIER_FEATURE_INCOMPAT_FILE_SIZES);
 		sb->crcs_block[0] = cpu_to_le64(st->crcs_block[0]);
 		sb->crcs_block[1] = cpu_to_le64(st->crcs_block[1]);
 	}
@@ -1117,7 +1122,7 @@ void kvtier_region_record(struct kvtier_region *r, struct kvtier_disk_region *re
 {
 	memset(rec, 0, sizeof(*rec));
 	strscpy_pad(rec->name, r->name, sizeof(rec->name));
-	rec->size = cpu_to_le64((u64)r->nr_pages << PAGE_SHIFT);
+	rec->size = cpu_to_le64(kvtier_region_size(r));
 	rec->created = cpu_to_le64(r->created);
 	rec->last_used = cpu_to_le64(kvtier_region_last_used(r));
 	rec->owner = cpu_to_le32(from_kuid(&init_user_ns, r->owner));
@@ -1590,11 +1595,35 @@ static int kvtier_upgrade_crc_runs(struct kvtier_tier *tier)
 }
 
 /*
- * Upgrade the attached namespace to format @version (2 to 4) in place,
+ * Give the attached version-4 namespace version 5's file sizes: one
+ * checkpoint written as version 5. Every size of a version-4 record is a
+ * whole number of blocks, which version 5 reads alike. Caller as
+ * kvtier_upgrade_journal(). Errors: those of the commit, with the
+ * namespace still version 4.
+ */
+static int kvtier_upgrade_file_sizes(struct kvtier_tier *tier)
+{
+	struct kvtier_store *st = &tier->store;
+	int ret;
+
+	st->version = 5;
+	ret = kvtier_upgrade_commit(tier);
+	if (ret) {
+		st->version = 4;
+		return ret;
+	}
+	dev_info(&tier->dev, "%s: upgraded to format version 5: regions have sizes in bytes (kvtierfs files)\n",
+		 tier->backing.path);
+	return 0;
+}
+
+/*
+ * Upgrade the attached namespace to format @version (2 to 5) in place,
  * a version at a time: kvtier_upgrade_journal(), kvtier_upgrade_extents(),
- * kvtier_upgrade_crc_runs(). Caller holds tier->lock, the tier attached.
+ * kvtier_upgrade_crc_runs(), kvtier_upgrade_file_sizes(). Caller holds
+ * tier->lock, the tier attached.
  * Returns 0, also when the namespace has that version already; -EINVAL
- * (not 2 to 4), -EROFS (a
+ * (not 2 to 5), -EROFS (a
  * read-only attach), -EBUSY (the lease was lost), and their errors, with
  * the namespace at the last version it reached.
  */
@@ -1626,6 +1655,8 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 		ret = kvtier_upgrade_extents(tier);
 	if (!ret && version >= 4 && st->version == 3)
 		ret = kvtier_upgrade_crc_runs(tier);
+	if (!ret && version >= 5 && st->version == 4)
+		ret = kvtier_upgrade_file_sizes(tier);
 	memalloc_noio_restore(noio);
 out:
 	mutex_unlock(&st->lock);
@@ -1973,13 +2004,17 @@ int kvtier_record_check(struct kvtier_tier *tier,
 			const struct kvtier_disk_region *rec)
 {
 	u64 size = le64_to_cpu(rec->size);
+	u64 blocks = DIV_ROUND_UP_ULL(size, KVTIER_BLOCK_SIZE);
 	char name[KVTIER_NAME_MAX];
 
 	memcpy(name, rec->name, sizeof(name));
-	if (kvtier_name_valid(name) || !size || size % KVTIER_BLOCK_SIZE ||
-	    size / KVTIER_BLOCK_SIZE > (u64)U32_MAX + 1 ||
+	/* Version 5: any size, 0 included (a file); else whole blocks. */
+	if (!kvtier_store_file_sizes(&tier->store) &&
+	    (!size || size % KVTIER_BLOCK_SIZE))
+		return -EUCLEAN;
+	if (kvtier_name_valid(name) || blocks > (u64)U32_MAX + 1 ||
 	    size > tier->store.nr_slots * KVTIER_BLOCK_SIZE ||
-	    le64_to_cpu(rec->nr_pages) > size / KVTIER_BLOCK_SIZE ||
+	    le64_to_cpu(rec->nr_pages) > blocks ||
 	    le32_to_cpu(rec->mode) & ~0777U ||
 	    le32_to_cpu(rec->flags) & ~(KVTIER_DISK_REGION_PINNED |
 					KVTIER_DISK_REGION_SEALED))

@@ -268,7 +268,7 @@ static struct kvtier_knob kvtier_knobs[] = {
 	  .def = 1000, .min = 100, .max = 60000, .align = 1, .unit = "ms",
 	  .detached = true },
 	{ KNOB_ATTR(format_version), KNOB_OFF(format_version),
-	  .def = 4, .min = 1, .max = 4, .align = 1, .unit = "version",
+	  .def = 5, .min = 1, .max = 5, .align = 1, .unit = "version",
 	  .detached = true },
 };
 

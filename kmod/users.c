@@ -144,6 +144,28 @@ void kvtier_region_list_add(struct kvtier_region *region)
 	}
 }
 
+/*
+ * Charge @region's owner for @nr more pages of it (a file that grows),
+ * within user_quota_mb unless @exempt. Caller holds regions_lock, and
+ * adds them to region->nr_pages in the same section, so that
+ * kvtier_region_list_del() gives back what was charged. Errors: EDQUOT.
+ */
+int kvtier_user_charge_pages(struct kvtier_region *region, pgoff_t nr,
+			     bool exempt)
+{
+	struct kvtier_tier *tier = region->tier;
+	unsigned long quota = READ_ONCE(tier->knobs.user_quota_mb);
+	struct kvtier_user *u = kvtier_user_find(tier, region->owner);
+
+	lockdep_assert_held(&tier->regions_lock);
+	if (WARN_ON_ONCE(!u || list_empty(&region->node)))
+		return -ENOENT;
+	if (!exempt && quota && (u64)u->pages + nr > kvtier_mb_pages(quota))
+		return -EDQUOT;
+	u->pages += nr;
+	return 0;
+}
+
 /* Undo kvtier_region_list_add(), if it was linked. Caller holds regions_lock. */
 void kvtier_region_list_del(struct kvtier_region *region)
 {

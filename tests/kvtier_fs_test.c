@@ -195,8 +195,6 @@ TEST_F_TIMEOUT(tier, regions_are_files_both_ways, 300)
 	kvt_fill(p + 12 * MiB, 4 * MiB, 12 * MiB, 4);
 	ASSERT_EQ(0, fsync(fd));
 	ASSERT_EQ((off_t)len, lseek(fd, 0, SEEK_END));
-	ASSERT_EQ(-1, pwrite(fd, buf, 1, len));
-	ASSERT_EQ(EFBIG, errno);
 
 	/* The ioctl API sees the same bytes. */
 	fb = kvt_tier_open(0, O_RDONLY);
@@ -399,9 +397,9 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", kvt_ns("KVTIER_NS0")));
 	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
 
-	/* Not supported yet: creating, size changes, directories, links. */
-	ASSERT_EQ(-EOPNOTSUPP, open_errno(MNT "/new", O_CREAT | O_RDWR));
+	/* Not supported yet: smaller sizes, directories, links. */
 	ASSERT_EQ(-EOPNOTSUPP, open_errno(MNT "/e", O_RDWR | O_TRUNC));
+	ASSERT_EQ(-EINVAL, open_errno(MNT "/new file", O_CREAT | O_RDWR));
 	ASSERT_EQ(-1, truncate(MNT "/e", 4096));
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	ASSERT_EQ(0, truncate(MNT "/e", MiB));
@@ -681,6 +679,209 @@ TEST_F_TIMEOUT(tier, rename_is_one_checkpoint_and_survives_a_crash, 300)
 	ASSERT_EQ(0, unlink(MNT "/r:new"));
 	ASSERT_EQ(0, umount(MNT));
 	ASSERT_EQ(0, wait_used(0));
+}
+
+static ssize_t write_seed(int fd, size_t len, unsigned long long base,
+			  unsigned long long seed, bool append)
+{
+	unsigned char *buf = malloc(len + 32);
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	/* The pattern of offsets [base, base + len), from its word boundary. */
+	kvt_fill(buf, (len + (base & 7) + 7) & ~7ULL, base & ~7ULL, seed);
+	n = append ? write(fd, buf + (base & 7), len) :
+		     pwrite(fd, buf + (base & 7), len, base);
+	free(buf);
+	return n;
+}
+
+/* Bytes [@off, @off + @len) of @path are @seed's pattern (or zero, seed 0). */
+static int range_is(const char *path, off_t off, size_t len,
+		    unsigned long long seed)
+{
+	unsigned char *buf = malloc(len + 32), *want = malloc(len + 32);
+	int fd = open(path, O_RDONLY), ret = -1;
+
+	if (fd >= 0 && buf && want &&
+	    pread(fd, buf, len, off) == (ssize_t)len) {
+		memset(want, 0, len + 32);
+		if (seed)
+			kvt_fill(want, (len + (off & 7) + 15) & ~7ULL,
+				 off & ~7LL, seed);
+		ret = memcmp(buf, want + (seed ? (off & 7) : 0), len) ? -2 : 0;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	free(want);
+	return ret;
+}
+
+static off_t size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -errno : st.st_size;
+}
+
+/*
+ * Format version 5: files made on the mount, empty, written to any size,
+ * appended to, truncated larger, written past their end; their sizes in
+ * bytes and their bytes through an unmount, a detach and an attach, and
+ * through a crash (the metadata as the last fsync left it). Bytes a
+ * mapping wrote past the end are zero once the file grows over them.
+ */
+TEST_F_TIMEOUT(tier, files_are_made_and_grow, 300)
+{
+	const char *ns = kvt_ns("KVTIER_NS0");
+	struct kvt_jsnap snap = {};
+	unsigned char *p;
+	struct stat st;
+	int fd, fa;
+
+	ASSERT_EQ(0, kvt_knob(0, "discard", 0));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	fd = open(MNT "/g:a", O_CREAT | O_EXCL | O_RDWR, 0640);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fstat(fd, &st));
+	ASSERT_EQ(0, st.st_size);
+	ASSERT_EQ((mode_t)(S_IFREG | 0640), st.st_mode);
+	ASSERT_EQ(-EEXIST, open_errno(MNT "/g:a", O_CREAT | O_EXCL | O_RDWR));
+	ASSERT_EQ(100, write_seed(fd, 100, 0, 30, false));
+	ASSERT_EQ(100, size_of(MNT "/g:a"));
+	ASSERT_EQ(100, lseek(fd, 0, SEEK_END));
+	fa = open(MNT "/g:a", O_WRONLY | O_APPEND);
+	ASSERT_GE(fa, 0);
+	ASSERT_EQ(5000, write_seed(fa, 5000, 100, 30, true));
+	close(fa);
+	ASSERT_EQ(5100, size_of(MNT "/g:a"));
+	ASSERT_EQ(0, range_is(MNT "/g:a", 0, 5100, 30));
+	ASSERT_EQ(0, ftruncate(fd, 3 * MiB + 17));
+	ASSERT_EQ(0, range_is(MNT "/g:a", 5100, 3 * MiB + 17 - 5100, 0));
+	ASSERT_EQ(-1, ftruncate(fd, MiB));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+
+	/* Past the end: a hole, then the bytes. */
+	fd = open(MNT "/g:b", O_CREAT | O_RDWR, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(4096, write_seed(fd, 4096, 10 * MiB + 3, 31, false));
+	ASSERT_EQ(10 * MiB + 4099, size_of(MNT "/g:b"));
+	ASSERT_EQ(0, range_is(MNT "/g:b", 0, 10 * MiB + 3, 0));
+	ASSERT_EQ(0, range_is(MNT "/g:b", 10 * MiB + 3, 4096, 31));
+	close(fd);
+
+	/* A mapping writes past the end of its last page: zero once grown. */
+	fa = open(MNT "/g:c", O_CREAT | O_RDWR, 0600);
+	ASSERT_GE(fa, 0);
+	ASSERT_EQ(100, write_seed(fa, 100, 0, 32, false));
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fa, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p + 100, 0xa5, PAGE - 100);
+	ASSERT_EQ(0, msync(p, PAGE, MS_SYNC));
+	munmap(p, PAGE);
+	ASSERT_EQ(0, ftruncate(fa, 2 * PAGE));
+	ASSERT_EQ(0, range_is(MNT "/g:c", 0, 100, 32));
+	ASSERT_EQ(0, range_is(MNT "/g:c", 100, 2 * PAGE - 100, 0));
+	close(fa);
+
+	/* Python writes a file as the engines' tiers do. */
+	ASSERT_EQ(0, kvt_run("python3 -c 'open(\"" MNT "/g:py\", \"wb\")"
+			     ".write(bytes(range(256)) * 1000 + b\"end\")'"));
+	ASSERT_EQ(256003, size_of(MNT "/g:py"));
+	fd = open(MNT "/g:empty", O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, syncfs(fd));
+	close(fd);
+	close(self->fd);
+	self->fd = -1;
+
+	/* The crash: the metadata as the syncs left it. */
+	ASSERT_EQ(0, kvt_jsnap_take(ns, &snap));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_jsnap_put(ns, &snap));
+	kvt_jsnap_free(&snap);
+	for (int round = 0; round < 2; round++) {
+		/* Round 0 replays the journal; round 1 reads a checkpoint. */
+		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
+		ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+		ASSERT_EQ(3 * MiB + 17, size_of(MNT "/g:a"));
+		ASSERT_EQ(0, range_is(MNT "/g:a", 0, 5100, 30));
+		ASSERT_EQ(0, range_is(MNT "/g:a", 5100, 3 * MiB + 17 - 5100, 0));
+		ASSERT_EQ(10 * MiB + 4099, size_of(MNT "/g:b"));
+		ASSERT_EQ(0, range_is(MNT "/g:b", 10 * MiB + 3, 4096, 31));
+		ASSERT_EQ(2 * PAGE, size_of(MNT "/g:c"));
+		ASSERT_EQ(0, range_is(MNT "/g:c", 100, 2 * PAGE - 100, 0));
+		ASSERT_EQ(256003, size_of(MNT "/g:py"));
+		ASSERT_EQ(0, kvt_run("python3 -c 'import sys; d = open(\"" MNT
+				     "/g:py\", \"rb\").read(); "
+				     "sys.exit(d != bytes(range(256)) * 1000 + b\"end\")'"));
+		ASSERT_EQ(0, size_of(MNT "/g:empty"));
+		ASSERT_EQ(0, umount(MNT));
+		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	}
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, kvt_run("rm " MNT "/g:*"));
+	ASSERT_EQ(0, umount(MNT));
+	ASSERT_EQ(0, wait_used(0));
+}
+
+static int create_big_as_user(void *arg)
+{
+	int fd = open(MNT "/q:u", O_CREAT | O_RDWR, 0600);
+	int ret;
+
+	(void)arg;
+	if (fd < 0)
+		return 100;
+	ret = write_seed(fd, 2 * MiB, 0, 33, false) < 0 ? errno : 0;
+	close(fd);
+	unlink(MNT "/q:u");
+	return ret;
+}
+
+/*
+ * A version-4 namespace has fixed sizes: no file is made or grows on it
+ * (EOPNOTSUPP, EFBIG) until it is upgraded to 5; growth is charged to the
+ * owner's quota (EDQUOT).
+ */
+TEST_F_TIMEOUT(tier, sizes_need_version_5_and_quota, 300)
+{
+	const char *ns = kvt_ns("KVTIER_NS0");
+	int fd;
+
+	close(self->fd);
+	self->fd = -1;
+	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format_version", "4"));
+	ASSERT_EQ(0, kvt_tier_write(0, "format", ns));
+	ASSERT_EQ(0, make_region("v4", MiB, 0600, 34));
+	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(-EOPNOTSUPP, open_errno(MNT "/new", O_CREAT | O_RDWR));
+	fd = open(MNT "/v4", O_RDWR);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, write_seed(fd, 1, MiB, 35, false));
+	ASSERT_EQ(EFBIG, errno);
+	close(fd);
+	ASSERT_EQ(0, kvt_tier_write(0, "upgrade", "5"));
+	fd = open(MNT "/v4", O_RDWR);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(1, write_seed(fd, 1, MiB, 35, false));
+	close(fd);
+	ASSERT_EQ(MiB + 1, size_of(MNT "/v4"));
+	ASSERT_EQ(0, range_is(MNT "/v4", 0, MiB, 34));
+
+	ASSERT_EQ(0, kvt_knob(0, "user_quota_mb", 1));
+	ASSERT_EQ(0, mount(NULL, MNT, NULL, MS_REMOUNT, "mode=1777"));
+	ASSERT_EQ(EDQUOT, kvt_as_user(65534, 65534, NULL, 0, create_big_as_user, NULL));
+	ASSERT_EQ(0, unlink(MNT "/v4"));
+	ASSERT_EQ(0, umount(MNT));
 }
 
 static int fio_run(const char *args)

@@ -45,6 +45,10 @@
  * its extent records, so that a checkpoint rewrites the CRCs of regions
  * that changed, not of every region; the CRC section holds only what did
  * not fit in free slots.
+ * Version 5 (version 4's flags and INCOMPAT_FILE_SIZES) gives a region a
+ * size in bytes, any number of them, 0 included, so that a region is a
+ * file (kvtierfs): its pages are the blocks its size covers. A journal
+ * transaction may give a region of the checkpoint a larger size.
  */
 #ifndef _UAPI_LINUX_KVTIER_FORMAT_H
 #define _UAPI_LINUX_KVTIER_FORMAT_H
@@ -57,7 +61,7 @@
 #define KVTIER_LEASE_MAGIC		0x5341454c54564b00ULL	/* "\0KVTLEAS" LE */
 #define KVTIER_TXN_MAGIC		0x4c4e524a54564b00ULL	/* "\0KVTJRNL" LE */
 /* The newest version this header describes; a module formats 1 to 4. */
-#define KVTIER_FORMAT_VERSION		4
+#define KVTIER_FORMAT_VERSION		5
 
 /* Bounds of the version-2 journal: its size, and its virtual positions. */
 #define KVTIER_JOURNAL_MAX_BLOCKS	65536ULL
@@ -120,13 +124,24 @@
  * know it would read CRC run records as extent records.
  */
 #define KVTIER_FEATURE_INCOMPAT_CRC_RUNS	(1ULL << 4)
+/*
+ * INCOMPAT_FILE_SIZES: a region record's @size is any number of bytes,
+ * 0 included, not a multiple of the block size; the region's pages are
+ * the DIV_ROUND_UP(@size, KVTIER_BLOCK_SIZE) blocks it covers. A region
+ * record of a transaction may give a region a larger size than the
+ * checkpoint or an earlier transaction did (a file that grew). Set
+ * exactly when the version is 5, with version 4's flags: a module that
+ * does not know it would refuse such a size as damage.
+ */
+#define KVTIER_FEATURE_INCOMPAT_FILE_SIZES	(1ULL << 5)
 
 /* Refuse attach if unknown. */
 #define KVTIER_FEATURE_INCOMPAT_SUPP	(KVTIER_FEATURE_INCOMPAT_JOURNAL | \
 					 KVTIER_FEATURE_INCOMPAT_JOURNAL_RUN | \
 					 KVTIER_FEATURE_INCOMPAT_EXTENTS | \
 					 KVTIER_FEATURE_INCOMPAT_CRCS_RUN | \
-					 KVTIER_FEATURE_INCOMPAT_CRC_RUNS)
+					 KVTIER_FEATURE_INCOMPAT_CRC_RUNS | \
+					 KVTIER_FEATURE_INCOMPAT_FILE_SIZES)
 
 /**
  * struct kvtier_disk_super - one superblock copy (block 0 or 1)
@@ -249,7 +264,8 @@ struct kvtier_disk_ckpt {
 /**
  * struct kvtier_disk_region - one persistent named region
  * @name: 1..63 bytes of 0x21..0x7e except '/', zero-padded
- * @size: bytes, a multiple of KVTIER_BLOCK_SIZE
+ * @size: bytes, a multiple of KVTIER_BLOCK_SIZE and not 0 (version 5:
+ *        any number, 0 included; its pages are the blocks it covers)
  * @nr_pages: its page records (pages with data on the namespace);
  *            version 3: the pages its extent records map, and its CRCs
  * @created: seconds since the epoch
