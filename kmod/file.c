@@ -934,8 +934,10 @@ static long kvtier_ioctl_region_info(struct file *file,
 
 	if (!r)
 		return -ENXIO;
-	/* name and pinned change under the tier's names mutex: a snapshot. */
+	/* The name changes under regions_lock (a rename); the rest: a snapshot. */
+	spin_lock(&r->tier->regions_lock);
 	strscpy(info.name, r->name, sizeof(info.name));
+	spin_unlock(&r->tier->regions_lock);
 	info.id = r->id;
 	info.size = kvtier_region_size(r);
 	info.resident = (u64)atomic_long_read(&r->nr_resident) << PAGE_SHIFT;

@@ -48,6 +48,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/namei.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
 
@@ -569,14 +570,24 @@ static int kvtierfs_dir_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * unlink, rename and chmod commit before they return; one whose commit
+ * failed is in memory until the next commit: this one, whose error is
+ * returned (a no-op when nothing is pending).
+ */
+static int kvtierfs_dir_fsync(struct file *file, loff_t start, loff_t end,
+			      int datasync)
+{
+	return kvtier_store_commit(kvtierfs_tier(file_inode(file)->i_sb));
+}
+
 static const struct file_operations kvtierfs_dir_fops = {
 	.owner = THIS_MODULE,
 	.iterate_shared = kvtierfs_readdir,
 	.release = kvtierfs_dir_release,
 	.read = generic_read_dir,
 	.llseek = generic_file_llseek,
-	/* unlink, rename and chmod commit before they return. */
-	.fsync = noop_fsync,
+	.fsync = kvtierfs_dir_fsync,
 };
 
 /*
@@ -619,8 +630,23 @@ static int kvtierfs_sync_fs(struct super_block *sb, int wait)
 	return kvtier_store_sync(tier);
 }
 
+/* /proc/mounts: the options that are not the defaults. */
+static int kvtierfs_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct inode *inode = d_inode(root);
+
+	if (!uid_eq(inode->i_uid, GLOBAL_ROOT_UID))
+		seq_printf(m, ",uid=%u", from_kuid_munged(&init_user_ns, inode->i_uid));
+	if (!gid_eq(inode->i_gid, GLOBAL_ROOT_GID))
+		seq_printf(m, ",gid=%u", from_kgid_munged(&init_user_ns, inode->i_gid));
+	if ((inode->i_mode & 07777) != KVTIERFS_ROOT_MODE)
+		seq_printf(m, ",mode=%o", inode->i_mode & 07777);
+	return 0;
+}
+
 static const struct super_operations kvtierfs_sops = {
 	.statfs = kvtierfs_statfs,
+	.show_options = kvtierfs_show_options,
 	.sync_fs = kvtierfs_sync_fs,
 	/* No inode outlives its last reference: the region is the truth. */
 	.drop_inode = generic_delete_inode,
@@ -659,12 +685,12 @@ static int kvtierfs_parse_param(struct fs_context *fc,
 		return opt;
 	switch (opt) {
 	case KVTIERFS_OPT_UID:
-		o->uid = make_kuid(current_user_ns(), result.uint_32);
+		o->uid = make_kuid(fc->user_ns, result.uint_32);
 		if (!uid_valid(o->uid))
 			return invalfc(fc, "bad uid %u", result.uint_32);
 		break;
 	case KVTIERFS_OPT_GID:
-		o->gid = make_kgid(current_user_ns(), result.uint_32);
+		o->gid = make_kgid(fc->user_ns, result.uint_32);
 		if (!gid_valid(o->gid))
 			return invalfc(fc, "bad gid %u", result.uint_32);
 		break;
@@ -763,7 +789,9 @@ static int kvtierfs_reconfigure(struct fs_context *fc)
 	struct kvtier_tier *tier = kvtierfs_tier(sb);
 	struct inode *root = d_inode(fc->root);
 
-	if (!(fc->sb_flags & SB_RDONLY) && tier->backing.read_only) {
+	/* Only a remount that asks for read-write (fspick may ask nothing). */
+	if ((fc->sb_flags_mask & SB_RDONLY) && !(fc->sb_flags & SB_RDONLY) &&
+	    tier->backing.read_only) {
 		errorfc(fc, "kvtier%u is attached read-only", tier->id);
 		return -EROFS;
 	}

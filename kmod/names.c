@@ -284,6 +284,26 @@ int kvtier_name_unlink(struct kvtier_region *region)
 }
 
 /*
+ * Put unlinked @region, whose name is now @target's, in linked @target's
+ * place in the name table: the same key, so nothing is allocated and it
+ * cannot fail. Both are persistent (the count of linked ones is one less
+ * than before @region was unhashed, as it should be). Caller holds
+ * regions_lock.
+ */
+static void kvtier_name_replace(struct kvtier_region *target,
+				struct kvtier_region *region)
+{
+	lockdep_assert_held(&region->tier->regions_lock);
+	WARN_ON_ONCE(rhashtable_replace_fast(&region->tier->names,
+					     &target->name_node,
+					     &region->name_node,
+					     kvtier_name_params));
+	target->linked = false;
+	list_del_init(&target->lru_node);
+	region->linked = true;
+}
+
+/*
  * Rename persistent region @region to @to, replacing @target: the region
  * called @to, or NULL if there is none. The caller holds a user reference
  * of both. In memory the names change in one regions_lock section; on the
@@ -292,7 +312,9 @@ int kvtier_name_unlink(struct kvtier_region *region)
  * with only the pages changed since the last commit. So a crash leaves
  * the old names or the new ones, never a mix. Errors: ENOENT (@region or
  * @target was unlinked meanwhile), EEXIST (another region took @to
- * meanwhile), ENOMEM (nothing changes), those of reading @target's page
+ * meanwhile), ENOMEM (the name table could not grow under the spinlock:
+ * nothing changes, unless a create took the old name in the moment it
+ * was free, which is logged), those of reading @target's page
  * map back (nothing changes) and of the commit (EIO: the rename is done
  * in memory and reaches the namespace with the next commit).
  */
@@ -317,29 +339,38 @@ int kvtier_name_rename(struct kvtier_region *region, const char *to,
 	ret = -EEXIST;
 	if (kvtier_name_find(tier, to) != target)
 		goto out;
-	if (target)
-		kvtier_name_unhash(target);
+	ret = 0;
 	memcpy(from, region->name, sizeof(from));
 	kvtier_name_unhash(region);
 	strscpy_pad(region->name, to, sizeof(region->name));
-	ret = kvtier_name_hash(region);
-	if (ret) {
+	if (target) {
+		kvtier_name_replace(target, region);
+		/* No journal record: the checkpoint records the target's going. */
+		kvtier_journal_unlinked(target, NULL);
+	} else if (kvtier_name_hash(region)) {
 		/*
-		 * The table could not grow under the spinlock: put both back
-		 * as they were, into the places they just left.
+		 * The table could not grow under the spinlock: the old name
+		 * back, linked once the lock is let go of.
 		 */
 		memcpy(region->name, from, sizeof(from));
-		WARN_ON_ONCE(kvtier_name_hash(region));
-		if (target)
-			WARN_ON_ONCE(kvtier_name_hash(target));
+		ret = -ENOMEM;
 		goto out;
 	}
-	/* No journal record: the checkpoint records the target's going. */
-	if (target)
-		kvtier_journal_unlinked(target, NULL);
+	/* A rename is not a use: to its place in its owner's LRU. */
+	kvtier_user_lru_add(region, true);
 	WRITE_ONCE(tier->store.need_full, true);
 out:
 	spin_unlock(&tier->regions_lock);
+	if (ret == -ENOMEM && !kvtier_name_relink(region)) {
+		/*
+		 * A create took the old name in the moment it was free: the
+		 * region is gone, as if unlinked, and the checkpoint says so.
+		 */
+		dev_warn(&tier->dev, "rename of %s: the name table could not grow and the name was taken meanwhile: unlinked\n",
+			 from);
+		WRITE_ONCE(tier->store.need_full, true);
+		kvtier_region_put_user(region);	/* the name's reference */
+	}
 out_store:
 	mutex_unlock(&tier->store.lock);
 	if (ret)

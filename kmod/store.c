@@ -1858,9 +1858,14 @@ int kvtier_store_wait_room(struct kvtier_tier *tier, unsigned int ticket)
 int kvtier_store_writeback(struct kvtier_region *region, pgoff_t first,
 			   pgoff_t last, bool evict)
 {
+	pgoff_t pages = READ_ONCE(region->nr_pages);
 	unsigned int ticket;
 	int ret, err;
 
+	/* An empty file (version 5) has no page; a range may say "to the end". */
+	if (first >= pages)
+		return 0;
+	last = min(last, pages - 1);
 	for (;;) {
 		ticket = kvtier_store_room_ticket(region->tier);
 		ret = kvtier_region_writeback(region, first, last, evict);
@@ -2751,9 +2756,46 @@ static int kvtier_store_writeback_all(struct kvtier_tier *tier, bool evict)
  */
 int kvtier_store_sync(struct kvtier_tier *tier)
 {
-	int ret = kvtier_store_writeback_all(tier, false);
-	int err = kvtier_store_commit(tier);
+	struct kvtier_region **v = NULL, *r;
+	unsigned long n = 0, room = 0, i;
+	int ret = 0, err;
 
+	/*
+	 * Only regions with pages in the pool (dirty ones, and those whose
+	 * write-back is in flight, are among them), each held until its
+	 * turn: a held region is no victim for capacity reclaim.
+	 */
+	for (;;) {
+		spin_lock(&tier->regions_lock);
+		n = 0;
+		list_for_each_entry(r, &tier->regions, node) {
+			if (!r->persistent || !atomic_long_read(&r->nr_resident))
+				continue;
+			if (n < room && kvtier_region_tryget(r))
+				v[n] = r;
+			else if (n < room)
+				continue;
+			n++;
+		}
+		spin_unlock(&tier->regions_lock);
+		if (n <= room)
+			break;
+		for (i = 0; i < room; i++)
+			kvtier_region_put(v[i]);
+		kvfree(v);
+		room = n + n / 8 + 8;
+		v = kvmalloc_array(room, sizeof(*v), GFP_KERNEL);
+		if (!v)
+			return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, false);
+		if (err && !ret)
+			ret = err;
+		kvtier_region_put(v[i]);
+	}
+	kvfree(v);
+	err = kvtier_store_commit(tier);
 	return ret ? ret : err;
 }
 

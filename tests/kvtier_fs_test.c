@@ -347,6 +347,7 @@ TEST_F_TIMEOUT(tier, modes_are_checked_and_chmod_kept, 300)
 	ASSERT_EQ(0, stat(MNT, &st));
 	ASSERT_EQ((mode_t)(S_IFDIR | 01770), st.st_mode);
 	ASSERT_EQ(65534U, st.st_gid);
+	ASSERT_EQ(0, kvt_run("grep -q '^kvtier0 " MNT " kvtierfs rw,.*gid=65534' /proc/self/mounts"));
 	ASSERT_EQ(7, kvt_as_user(65534, 65534, NULL, 0, try_as_user, &t));
 	ASSERT_EQ(0, chmod(MNT "/m", 0644));
 	ASSERT_EQ(0, stat(MNT "/m", &st));
@@ -369,6 +370,7 @@ TEST_F_TIMEOUT(tier, modes_are_checked_and_chmod_kept, 300)
 /* Every refusal, with the errno the documentation gives. */
 TEST_F_TIMEOUT(tier, errors, 300)
 {
+	struct stat st;
 	char long_name[sizeof(MNT) + 80];
 	struct kvtier_region_flags fl = { .set = KVTIER_REGION_SEALED };
 	struct statfs sf;
@@ -407,6 +409,10 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	ASSERT_EQ(-1, chmod(MNT, 0755));
 	ASSERT_EQ(EOPNOTSUPP, errno);
+	fd = open(MNT, O_RDONLY | O_DIRECTORY);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
 	ASSERT_EQ(-1, mkdir(MNT "/d", 0755));
 	ASSERT_EQ(EPERM, errno);
 	ASSERT_EQ(-1, link(MNT "/e", MNT "/f"));
@@ -476,6 +482,14 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(-1, check_file(MNT "/e", MiB, 9));
 	ASSERT_EQ(-1, mount(NULL, MNT, NULL, MS_REMOUNT, NULL));
 	ASSERT_EQ(EROFS, errno);
+	/* A reconfigure that does not ask for read-write (fspick) is fine. */
+	fd = fspick(AT_FDCWD, MNT, 0);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, fsconfig(fd, FSCONFIG_SET_STRING, "mode", "1775", 0));
+	ASSERT_EQ(0, fsconfig(fd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0));
+	close(fd);
+	ASSERT_EQ(0, stat(MNT, &st));
+	ASSERT_EQ((mode_t)(S_IFDIR | 01775), st.st_mode);
 	ASSERT_EQ(-1, unlink(MNT "/e"));
 	ASSERT_EQ(EROFS, errno);
 	ASSERT_EQ(0, umount(MNT));
@@ -551,7 +565,7 @@ struct linux_dirent64 {
 TEST_F_TIMEOUT(tier, long_listing_is_one_moment, 600)
 {
 	enum { N = 200 };
-	char name[32], buf[512], names[256];
+	char name[32], buf[512], names[8192];
 	static unsigned char seen[N];
 	int dfd, i, got = 0, calls = 0;
 	long n;
@@ -594,6 +608,8 @@ TEST_F_TIMEOUT(tier, long_listing_is_one_moment, 600)
 	ASSERT_EQ(N, got);
 	close(dfd);
 	ASSERT_EQ(N, list_dir(names, sizeof(names)));
+	ASSERT_NE(NULL, strstr(names, "l:new,"));
+	ASSERT_EQ(NULL, strstr(names, "l:199,"));
 	ASSERT_EQ(0, kvt_unlink_name(self->fd, "l:new"));
 	for (i = 0; i < N - 1; i++) {
 		snprintf(name, sizeof(name), MNT "/l:%03d", i);
