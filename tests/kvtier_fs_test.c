@@ -444,6 +444,12 @@ TEST_F_TIMEOUT(tier, errors, 300)
 		  (long long)(sf.f_blocks - sf.f_bfree) * 4096);
 	ASSERT_GT(sf.f_bfree, 0ULL);
 
+	fd = open(MNT "/e", O_RDWR);
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(-1, fallocate(fd, 0, 0, PAGE));
+	ASSERT_EQ(EOPNOTSUPP, errno);
+	close(fd);
+
 	/* Sealed: read-only for good. */
 	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);

@@ -424,8 +424,11 @@ TEST_F_TIMEOUT(persist, zero_device_is_formatted_then_loaded, 300)
 		  le32toh(sb.version) == 2 ? KVTIER_FEATURE_INCOMPAT_JOURNAL :
 		  le32toh(sb.version) == 3 ?
 		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS :
+		  le32toh(sb.version) == 4 ?
 		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS |
-		  KVTIER_FEATURE_INCOMPAT_CRC_RUNS,
+		  KVTIER_FEATURE_INCOMPAT_CRC_RUNS :
+		  KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS |
+		  KVTIER_FEATURE_INCOMPAT_CRC_RUNS | KVTIER_FEATURE_INCOMPAT_FILE_SIZES,
 		  le64toh(sb.feature_incompat));
 	EXPECT_GE(le64toh(sb.meta_start), 2ULL);
 	EXPECT_GE(le64toh(sb.data_start),
@@ -2738,7 +2741,7 @@ static bool upgrade_reads(int id, const char *want)
  * changes nothing. Then on to version 4 with 2 slots free: CRCs in runs,
  * the rest left in the CRC section until slots are free.
  */
-TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_to_v4_in_place, 300)
+TEST_F_TIMEOUT(persist, upgrade_v2_through_v5_in_place, 300)
 {
 	const size_t np = 32;
 	struct kvtier_disk_super sb;
@@ -2882,6 +2885,22 @@ TEST_F_TIMEOUT(persist, upgrade_v2_to_v3_to_v4_in_place, 300)
 	free(hdr);
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
 	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "v:fill", fill0, 125));
+
+	/* To version 5: one checkpoint; the sizes read as they were. */
+	ASSERT_EQ(0, kvt_tier_write(1, "upgrade", "5"));
+	EXPECT_TRUE(upgrade_reads(1, "5"));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
+	ASSERT_EQ(0, kvt_super_read(dev, &sb, &newest));
+	EXPECT_EQ(5U, le32toh(sb.version));
+	EXPECT_EQ(KVTIER_FEATURE_INCOMPAT_JOURNAL | KVTIER_FEATURE_INCOMPAT_EXTENTS |
+		  KVTIER_FEATURE_INCOMPAT_CRCS_RUN | KVTIER_FEATURE_INCOMPAT_CRC_RUNS |
+		  KVTIER_FEATURE_INCOMPAT_FILE_SIZES, le64toh(sb.feature_incompat));
+	EXPECT_EQ(0, kvt_ckpt_check(dev, newest));
+	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", dev));
+	EXPECT_TRUE(upgrade_reads(1, "5"));
+	EXPECT_EQ(-1, check_name(1, "v:seq", 2 * MiB, 120));
+	EXPECT_EQ(-1, check_name(1, "v:back", np * PAGE, 121));
 	EXPECT_EQ(-1, check_name(1, "v:fill", fill0, 125));
 	ASSERT_EQ(0, kvt_tier_write(1, "backing_dev", "none"));
 	loop_detach(lfd, UPGRADE_IMG);
@@ -3106,7 +3125,7 @@ TEST_F_TIMEOUT(persist, upgrade_v1_in_place, 300)
 	EXPECT_EQ(0, kvt_stat(1, "journal_blocks"));
 	ASSERT_EQ(0, unlink_on(1, "u:fill"));
 	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "1"));
-	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "5"));
+	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "6"));
 	EXPECT_EQ(-EINVAL, kvt_tier_write(1, "upgrade", "two"));
 	EXPECT_TRUE(upgrade_reads(1, "1"));
 

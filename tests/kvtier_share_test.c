@@ -322,7 +322,7 @@ TEST_F_TIMEOUT(tier, feature_bits, 300)
 	memcpy(blk, orig, sizeof(blk));
 	ASSERT_EQ(0, kvt_dev_write(ns, blk, sizeof(blk), 0));
 	ASSERT_EQ(0, kvt_super_read(ns, &sb, &newest));
-	(newest ? s0 : s1)->feature_incompat |= htole64(1ULL << 5);
+	(newest ? s0 : s1)->feature_incompat ^= htole64(1ULL << 6);
 	ASSERT_EQ(0, kvt_dev_write(ns, blk, sizeof(blk), 0));
 	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
 	ASSERT_EQ(0, kvt_tier_read(0, "state", state, sizeof(state)));

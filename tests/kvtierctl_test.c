@@ -309,6 +309,16 @@ static void mixed_super_v3(struct kvtier_disk_super *sb)
 	kvt_super_seal(sb);
 }
 
+/* Version 4 that says it has version 5's file sizes: damage too. */
+static void mixed_super_v4(struct kvtier_disk_super *sb)
+{
+	sb->version = htole32(4);
+	sb->feature_incompat |= htole64(KVTIER_FEATURE_INCOMPAT_EXTENTS |
+					KVTIER_FEATURE_INCOMPAT_CRC_RUNS |
+					KVTIER_FEATURE_INCOMPAT_FILE_SIZES);
+	kvt_super_seal(sb);
+}
+
 /* The module refuses a damaged and a newer format; kvtierctl says so. */
 TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 {
@@ -331,8 +341,9 @@ TEST_F_TIMEOUT(ctl, attach_damaged_and_newer_format, 300)
 	ASSERT_TRUE(tier_is(1, ns));
 	ASSERT_EQ(0, ctl(self->out, "detach 1"));
 
-	for (i = 0; i < 2; i++) {
-		ASSERT_LT(0, edit_supers(ns, i ? mixed_super_v3 : mixed_super));
+	for (i = 0; i < 3; i++) {
+		ASSERT_LT(0, edit_supers(ns, i == 2 ? mixed_super_v4 :
+					     i ? mixed_super_v3 : mixed_super));
 		ASSERT_EQ(1, ctl(self->out, "attach 1 %s", ns));
 		TH_LOG("%s", self->out);
 		EXPECT_NE(NULL, strstr(self->out, "holds a damaged kvtier format"));

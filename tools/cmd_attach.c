@@ -262,18 +262,33 @@ int cmd_detach(const struct cmd *cmd, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* What format version @v adds, for the line upgrade prints. */
+static const char *version_says(const char *v)
+{
+	switch (*v) {
+	case '5':
+		return "commits go to a journal, pages mapped by extents, CRCs in runs of their own, sizes in bytes: kvtierfs files are made and grow";
+	case '4':
+		return "commits go to a journal, pages mapped by extents, CRCs in runs of their own; the loaded module knows no version 5";
+	default:
+		return "commits go to a journal, pages mapped by extents; the loaded module knows no version 4";
+	}
+}
+
 /*
- * upgrade TIER: the attached namespace to format version 4, the newest,
+ * upgrade TIER: the attached namespace to format version 5, the newest,
  * in place (sysfs upgrade; Documentation/kvtier-format.rst, "Upgrade from
- * version 1", "from version 2" and "from version 3"): a version at a
- * time. A module that knows only version 3 (EINVAL for 4) gets 3.
+ * version 1" to "from version 4"): a version at a time. A module that
+ * knows only an older version (EINVAL for 5, then 4) gets the newest it
+ * knows.
  */
 int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 {
-	const char *to = "4";
+	static const char *const newest[] = { "5", "4", "3" };
+	const char *to = newest[0];
 	char was[32], now[32];
+	unsigned int id, i;
 	bool moved;
-	unsigned int id;
 	int ret;
 
 	if (opt_json)
@@ -291,14 +306,21 @@ int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 		return fail("upgrade kvtier%u: reading its format version: %s", id, strerror(-ret));
 	if (!strcmp(was, "none"))
 		return fail("upgrade kvtier%u: no namespace attached", id);
-	if (!strcmp(was, "4")) {
-		printf("kvtier%u: the namespace is format version 4 already\n", id);
+	if (!strcmp(was, newest[0])) {
+		printf("kvtier%u: the namespace is format version %s already\n", id, was);
 		return EXIT_OK;
 	}
-	ret = kvtier_tier_attr_set(id, "upgrade", to);
-	if (ret == -EINVAL && strcmp(was, "3")) {
-		to = "3";
+	/* An older module refuses a version it does not know: the next. */
+	for (i = 0; i < sizeof(newest) / sizeof(newest[0]); i++) {
+		to = newest[i];
+		if (strcmp(was, to) >= 0 && strlen(was) == 1) {
+			printf("kvtier%u: the namespace is format version %s, the newest the loaded module knows\n",
+			       id, was);
+			return EXIT_OK;
+		}
 		ret = kvtier_tier_attr_set(id, "upgrade", to);
+		if (ret != -EINVAL)
+			break;
 	}
 	if (ret) {
 		/* A failed step may have left an earlier version (2 from 1). */
@@ -316,8 +338,6 @@ int cmd_upgrade(const struct cmd *cmd, int argc, char **argv)
 			    moved ? " (see dmesg)" : " (see dmesg; the namespace is still as it was)");
 	}
 	printf("kvtier%u: upgraded the namespace from format version %s to %s (%s)\n",
-	       id, was, to, *to == '4' ?
-	       "commits go to a journal, pages mapped by extents, CRCs in runs of their own" :
-	       "commits go to a journal, pages mapped by extents; the loaded module knows no version 4");
+	       id, was, to, version_says(to));
 	return EXIT_OK;
 }

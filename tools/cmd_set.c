@@ -33,7 +33,7 @@ const struct knob knobs[] = {
 	{ "user_max_regions", 0, 2147483647, 1, 0 },
 	{ "read_only", 0, 1, 1, 1 },
 	{ "lease_interval_ms", 100, 60000, 1, 1 },
-	{ "format_version", 1, 4, 1, 1 },
+	{ "format_version", 1, 5, 1, 1 },
 };
 
 const size_t nr_knobs = sizeof(knobs) / sizeof(knobs[0]);

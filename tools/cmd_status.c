@@ -71,14 +71,14 @@ static uint64_t pinned_bytes(unsigned int id)
 	return sum;
 }
 
-/* The namespace's format version: 1 to 4; 0 detached, or an older module. */
+/* The namespace's format version: 1 to 5; 0 detached, or an older module. */
 static void read_format(struct tier_status *t)
 {
 	char buf[16];
 
 	if (kvtier_tier_attr_get(t->id, "upgrade", buf, sizeof(buf)))
 		return;
-	if (buf[0] >= '1' && buf[0] <= '4' && !buf[1])
+	if (buf[0] >= '1' && buf[0] <= '9' && !buf[1])
 		t->format_version = (unsigned int)(buf[0] - '0');
 }
 
@@ -229,8 +229,11 @@ static void print_status(const struct tier_status *t)
 		printf("  format    version 2: commits go to a journal\n");
 	else if (t->format_version == 3)
 		printf("  format    version 3: commits go to a journal, pages mapped by extents\n");
+	else if (t->format_version == 4)
+		printf("  format    version 4: commits go to a journal, pages mapped by extents, CRCs in runs of their own (kvtierctl upgrade %u gives it version 5's files that grow)\n",
+		       t->id);
 	else if (t->format_version)
-		printf("  format    version %u: commits go to a journal, pages mapped by extents, CRCs in runs of their own\n",
+		printf("  format    version %u: commits go to a journal, pages mapped by extents, CRCs in runs of their own, sizes in bytes\n",
 		       t->format_version);
 	if (t->have_meta) {
 		char c[32], d[32], e[32], f[32];

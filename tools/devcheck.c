@@ -171,7 +171,9 @@ static enum kvt_format_state super_state(const struct kvtier_disk_super *sb)
 	     (le32toh(sb->version) == 2 &&
 	      (le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_CRCS_RUN)) ||
 	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_CRC_RUNS) !=
-	     (le32toh(sb->version) < 4)))
+	     (le32toh(sb->version) < 4) ||
+	     !(le64toh(sb->feature_incompat) & KVTIER_FEATURE_INCOMPAT_FILE_SIZES) !=
+	     (le32toh(sb->version) < 5)))
 		return KVT_FORMAT_DAMAGED;
 	return KVT_FORMAT_OK;
 }

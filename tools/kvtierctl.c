@@ -38,13 +38,14 @@ static const struct cmd cmds[] = {
 	  cmd_attach },
 	{ "detach", "TIER", "detach TIER's namespace", NULL, cmd_detach },
 	{ "upgrade", "TIER",
-	  "upgrade TIER's attached namespace to format version 4, in place",
+	  "upgrade TIER's attached namespace to format version 5, in place",
 	  "A version-1 namespace (a full checkpoint per commit) gets the journal\n"
 	  "of version 2 in a free run of its data slots, a version-2 one the\n"
 	  "extent-mapped checkpoints of version 3, their CRC sections in two more\n"
-	  "runs, and a version-3 one version 4's CRC runs, each region's CRCs in\n"
-	  "data slots of its own; its regions stay. Modules older than the new\n"
-	  "version no longer attach it afterwards.\n",
+	  "runs, a version-3 one version 4's CRC runs, each region's CRCs in\n"
+	  "data slots of its own, and a version-4 one version 5's sizes in bytes\n"
+	  "(kvtierfs files are made and grow); its regions stay. Modules older\n"
+	  "than the new version no longer attach it afterwards.\n",
 	  cmd_upgrade },
 	{ "stat", "[TIER] [INTERVAL [COUNT]]  (TIER: kvtierN or /dev/kvtierN)",
 	  "rates per interval: faults, major %, MB/s, refaults, fault latency",

@@ -132,6 +132,41 @@ t() {
 	"$tool" "$@"
 }
 
+# The newest format version: what kvtierctl upgrade takes the images to.
+NEWEST=5
+
+# compat_file write|verify: compat-file, 5,100 bytes ("k" x 5,000 then
+# 100 x "5"), made on a kvtierfs mount of tier 0 (format version 5), and
+# synced; or its size and bytes read back there.
+compat_file() {
+	local mnt=/tmp/kvtierfs-compat want got
+	want=$( (head -c 5000 /dev/zero | tr '\0' k; head -c 100 /dev/zero | tr '\0' 5) | md5sum)
+	mkdir -p "$mnt" && mount -t kvtierfs kvtier0 "$mnt" || {
+		check not-ok "compat-file: mount kvtierfs"
+		return 1
+	}
+	local rc=0
+	if [[ $1 == write ]]; then
+		{ head -c 5000 /dev/zero | tr '\0' k; head -c 100 /dev/zero | tr '\0' 5; } \
+			>"$mnt/compat-file" && sync -f "$mnt/compat-file" || rc=$?
+		if ((rc == 0)); then
+			check ok "compat-file: made on the mount, 5100 bytes, synced"
+		else
+			check not-ok "compat-file: made on the mount (exit $rc)"
+		fi
+	else
+		got="$(stat -c %s "$mnt/compat-file" 2>&1) $(md5sum <"$mnt/compat-file" 2>&1)"
+		if [[ $got == "5100 $want" ]]; then
+			check ok "compat-file: 5100 bytes, every one"
+		else
+			check not-ok "compat-file: 5100 bytes, every one (got $got)"
+			rc=1
+		fi
+	fi
+	umount "$mnt" || rc=1
+	return $rc
+}
+
 # compat_regions write|verify: each of COMPAT_REGIONS.
 compat_regions() {
 	local op=$1
@@ -453,6 +488,11 @@ compat-make)
 	if ((v >= 3)); then
 		t detach && t attach "$ns0" && t write compat-late 64K $SEED_COMPAT_LATE
 	fi
+	# From version 5 on, a file made on a kvtierfs mount, of a size that
+	# is not whole pages, in the journal too.
+	if ((v >= 5)); then
+		compat_file write || exit 1
+	fi
 	;;
 compat)
 	v=${1:?compat VERSION}
@@ -464,6 +504,9 @@ compat)
 		if ((v >= 3)); then
 			t verify compat-late 64K $SEED_COMPAT_LATE || rc=1
 		fi
+		if ((v >= 5)); then
+			compat_file verify || rc=1
+		fi
 		if ((pass == 1)); then
 			t write compat-new 64K $SEED_COMPAT_NEW || rc=1
 		else
@@ -472,23 +515,26 @@ compat)
 		t detach || rc=1
 		sb_versions "$v" "pass $pass" || rc=1
 	done
-	if ((v < 4)) && t attach "$ns0"; then
+	if ((v < NEWEST)) && t attach "$ns0"; then
 		# What an operator runs: kvtierctl upgrade, in place, attached.
 		out=$(ctl upgrade 0)
-		expect_out "kvtierctl upgrade 0: version $v to 4" 0 \
-			"^kvtier0: upgraded the namespace from format version $v to 4 " $? "$out" || rc=1
+		expect_out "kvtierctl upgrade 0: version $v to $NEWEST" 0 \
+			"^kvtier0: upgraded the namespace from format version $v to $NEWEST " $? "$out" || rc=1
 		out=$(ctl upgrade 0)
 		expect_out "kvtierctl upgrade 0 again: nothing to do" 0 \
-			"^kvtier0: the namespace is format version 4 already$" $? "$out" || rc=1
+			"^kvtier0: the namespace is format version $NEWEST already$" $? "$out" || rc=1
 		compat_regions verify && t verify compat-new 64K $SEED_COMPAT_NEW || rc=1
 		t write compat-up 64K $SEED_COMPAT_UP || rc=1
+		# Upgraded to version 5: files are made and grow.
+		compat_file write || rc=1
 		t detach || rc=1
-		sb_versions 4 "after the upgrade" || rc=1
+		sb_versions $NEWEST "after the upgrade" || rc=1
 		t attach "$ns0" || rc=1
 		compat_regions verify && t verify compat-new 64K $SEED_COMPAT_NEW &&
 			t verify compat-up 64K $SEED_COMPAT_UP || rc=1
+		compat_file verify || rc=1
 		t detach || rc=1
-	elif ((v < 4)); then
+	elif ((v < NEWEST)); then
 		rc=1
 	fi
 	t unload || rc=1

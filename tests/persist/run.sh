@@ -353,7 +353,7 @@ test_compat() {
 
 test_compat-make() {
 	local v img
-	for v in ${KVTIER_COMPAT_VERSIONS:-1 2 3 4}; do
+	for v in ${KVTIER_COMPAT_VERSIONS:-1 2 3 4 5}; do
 		img=$images/v$v.img.xz
 		if [[ -e $img ]]; then
 			note "host: $img is kept, not made again"

@@ -140,9 +140,13 @@ expect 0 '^  format    version 3: commits go to a journal, pages mapped by exten
 	"status: a version-3 namespace" -- status 0
 pycheck "status --json: format_version 3" 'd[0]["format_version"] == 3' -- --json status
 echo 4 >"$cls/upgrade"
-expect 0 '^  format    version 4: commits go to a journal, pages mapped by extents, CRCs in runs of their own$' \
-	"status: a version-4 namespace" -- status 0
+expect 0 '^  format    version 4: commits go to a journal, pages mapped by extents, CRCs in runs of their own \(kvtierctl upgrade 0 gives it version 5.s files that grow\)$' \
+	"status: a version-4 namespace and the way to upgrade it" -- status 0
 pycheck "status --json: format_version 4" 'd[0]["format_version"] == 4' -- --json status
+echo 5 >"$cls/upgrade"
+expect 0 '^  format    version 5: commits go to a journal, pages mapped by extents, CRCs in runs of their own, sizes in bytes$' \
+	"status: a version-5 namespace" -- status 0
+pycheck "status --json: format_version 5" 'd[0]["format_version"] == 5' -- --json status
 echo none >"$cls/upgrade"
 if "$ctl" status 0 2>&1 | grep -q "format  "; then
 	notok "status: no format line while detached"
@@ -831,20 +835,22 @@ expect 2 "no --json output" "upgrade --json: exit 2" -- --json upgrade 0
 expect 1 "cannot upgrade a namespace \(no upgrade attribute\)" "upgrade with an older module: says so" -- upgrade 0
 echo none >"$cls/upgrade"
 expect 1 "upgrade kvtier0: no namespace attached" "upgrade of a detached tier" -- upgrade 0
+echo 5 >"$cls/upgrade"
+expect 0 "^kvtier0: the namespace is format version 5 already$" "upgrade of a version-5 namespace: nothing to do" -- upgrade 0
 echo 4 >"$cls/upgrade"
-expect 0 "^kvtier0: the namespace is format version 4 already$" "upgrade of a version-4 namespace: nothing to do" -- upgrade 0
-echo 3 >"$cls/upgrade"
-expect 0 "^kvtier0: upgraded the namespace from format version 3 to 4 \(commits go to a journal, pages mapped by extents, CRCs in runs of their own\)$" \
-	"upgrade of a version-3 namespace" -- upgrade 0
-if [[ $(cat "$cls/upgrade") == 4 ]]; then
-	ok "upgrade writes 4 to the attribute"
+expect 0 "^kvtier0: upgraded the namespace from format version 4 to 5 \(commits go to a journal, pages mapped by extents, CRCs in runs of their own, sizes in bytes: kvtierfs files are made and grow\)$" \
+	"upgrade of a version-4 namespace" -- upgrade 0
+if [[ $(cat "$cls/upgrade") == 5 ]]; then
+	ok "upgrade writes 5 to the attribute"
 else
-	notok "upgrade writes 4 to the attribute (it holds '$(cat "$cls/upgrade")')"
+	notok "upgrade writes 5 to the attribute (it holds '$(cat "$cls/upgrade")')"
 fi
+echo 3 >"$cls/upgrade"
+expect 0 "^kvtier0: upgraded the namespace from format version 3 to 5 " "upgrade of a version-3 namespace" -- upgrade 0
 echo 2 >"$cls/upgrade"
-expect 0 "^kvtier0: upgraded the namespace from format version 2 to 4 " "upgrade of a version-2 namespace" -- upgrade 0
+expect 0 "^kvtier0: upgraded the namespace from format version 2 to 5 " "upgrade of a version-2 namespace" -- upgrade 0
 echo 1 >"$cls/upgrade"
-expect 0 "^kvtier0: upgraded the namespace from format version 1 to 4 " "upgrade of a version-1 namespace" -- upgrade 0
+expect 0 "^kvtier0: upgraded the namespace from format version 1 to 5 " "upgrade of a version-1 namespace" -- upgrade 0
 fresh
 
 echo "1..$n"
