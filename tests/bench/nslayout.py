@@ -10,7 +10,7 @@
       the data slots of region NAME, or of every region whose name starts
       with PREFIX, from the newest valid superblock copy and the
       checkpoint it names (include/uapi/linux/kvtier_format.h, format
-      versions 1 to 4): "OFFSET NR_PAGES LO HI WHAT", OFFSET the byte offset of
+      versions 1 to 5): "OFFSET NR_PAGES LO HI WHAT", OFFSET the byte offset of
       the lowest slot, LO..HI the slot range, WHAT genG (or no-superblock,
       no-region with OFFSET the data area's start and NR_PAGES 0)
 
