@@ -573,8 +573,11 @@ static ssize_t kvtier_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 				done = -EINTR;
 			break;
 		}
-		if (direct && index >= pool_to) {
-			ssize_t got = kvtier_direct_read(region, index, last,
+		/* Whole pages only: a file's last page may end before it. */
+		if (direct && index >= pool_to && index < size >> PAGE_SHIFT) {
+			ssize_t got = kvtier_direct_read(region, index,
+							 min_t(pgoff_t, last,
+							       (size >> PAGE_SHIFT) - 1),
 							 to, &pool_to);
 
 			if (got < 0) {
@@ -1038,6 +1041,29 @@ const struct file_operations kvtier_fops = {
 };
 
 /*
+ * How much of a write of @count bytes at @pos a kvtierfs file takes:
+ * RLIMIT_FSIZE (SIGXFSZ past it) and the largest size cut it, as
+ * generic_write_check_limits() does (6.1 does not export it). Errors:
+ * EFBIG.
+ */
+static int kvtierfs_write_limits(loff_t pos, loff_t *count)
+{
+	unsigned long limit = rlimit(RLIMIT_FSIZE);
+
+	if (limit != RLIM_INFINITY) {
+		if ((u64)pos >= limit) {
+			send_sig(SIGXFSZ, current, 0);
+			return -EFBIG;
+		}
+		*count = min_t(u64, *count, limit - pos);
+	}
+	if (pos >= MAX_LFS_FILESIZE)
+		return -EFBIG;
+	*count = min_t(loff_t, *count, MAX_LFS_FILESIZE - pos);
+	return 0;
+}
+
+/*
  * write() of a kvtierfs file: one that ends past the end makes the file
  * larger first (kvtier_region_grow(), under the inode's lock, as sizes
  * change), O_APPEND at the size found there; then the bytes go as for any
@@ -1053,8 +1079,13 @@ static ssize_t kvtierfs_file_write_iter(struct kiocb *iocb,
 	size_t count = iov_iter_count(from);
 	int ret = 0;
 
+	loff_t checked;
+
 	if (!region)
 		return -ENXIO;
+	/* Nothing to write grows nothing, wherever it is. */
+	if (!count)
+		return 0;
 	if (!(iocb->ki_flags & IOCB_APPEND) &&
 	    iocb->ki_pos + (loff_t)count <= kvtier_region_size(region))
 		return kvtier_file_write_iter(iocb, from);
@@ -1063,13 +1094,19 @@ static ssize_t kvtierfs_file_write_iter(struct kiocb *iocb,
 	if (iocb->ki_flags & IOCB_NOWAIT)
 		return -EAGAIN;
 	inode_lock(inode);
+	/*
+	 * O_APPEND's position is the region's size (generic_write_checks()
+	 * would read f_mapping's host, the region's inode).
+	 */
 	if (iocb->ki_flags & IOCB_APPEND)
 		iocb->ki_pos = kvtier_region_size(region);
-	if (iocb->ki_pos > MAX_LFS_FILESIZE - (loff_t)count)
-		ret = -EFBIG;
-	else
-		ret = kvtier_region_grow(region, iocb->ki_pos + count,
+	checked = count;
+	ret = kvtierfs_write_limits(iocb->ki_pos, &checked);
+	if (!ret) {
+		iov_iter_truncate(from, checked);
+		ret = kvtier_region_grow(region, iocb->ki_pos + checked,
 					 capable(CAP_SYS_RESOURCE));
+	}
 	if (!ret)
 		i_size_write(inode, kvtier_region_size(region));
 	inode_unlock(inode);

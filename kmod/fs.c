@@ -385,9 +385,15 @@ static int kvtierfs_create(struct mnt_idmap *idmap, struct inode *dir,
 	struct kvtier_region *r;
 	struct inode *inode;
 
+	bool sizes;
+
 	if (tier->backing.read_only)
 		return -EROFS;
-	if (!kvtier_store_file_sizes(&tier->store))
+	/* Under the lock an upgrade to version 5 is one once committed. */
+	mutex_lock(&tier->store.lock);
+	sizes = kvtier_store_file_sizes(&tier->store);
+	mutex_unlock(&tier->store.lock);
+	if (!sizes)
 		return -EOPNOTSUPP;
 	if (!kvtierfs_dentry_name(dentry, name) || kvtier_name_valid(name))
 		return -EINVAL;

@@ -59,6 +59,9 @@
  *
  * Lock order (outermost first; Documentation/kvtier-design.rst has the
  * same list with what each lock is for):
+ *   i_rwsem of a kvtierfs inode (fs.c: a file's size grows under it,
+ *     kvtier_region_grow(), which takes page locks, then store.lock;
+ *     never taken under mmap_lock or any lock below)
  *   mmap_lock / per-VMA lock (fault path)
  *     kvtier_file.lock (binding a region to a file), then
  *     kvtier_tier.lock (attach/detach, open/release, region creation, a

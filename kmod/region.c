@@ -152,11 +152,12 @@ static int kvtier_region_zero_tail(struct kvtier_region *region)
 /*
  * Make @region @size bytes long, if that is longer: a kvtierfs file
  * written or truncated past its end (persistent, format version 5); the
- * next commit records the size. Caller holds the kvtierfs inode's lock:
- * a region's size changes under it. Errors: EFBIG (a version-4
- * namespace, whose sizes are fixed; more pages than a record can say),
- * ENOSPC (larger than the namespace), EDQUOT (its owner's quota, unless
- * @exempt), those of the last page's read back and write-back.
+ * next commit records the size. Caller holds the kvtierfs inode's lock
+ * (a region's size changes under it) and a user reference. Errors: EFBIG
+ * (a version-4 namespace, whose sizes are fixed; more pages than a record
+ * can say), EPERM (sealed), ENOSPC (larger than the namespace), EDQUOT
+ * (its owner's quota, unless @exempt), those of loading its page map and
+ * of the last page's read back and write-back.
  */
 int kvtier_region_grow(struct kvtier_region *region, loff_t size, bool exempt)
 {
@@ -166,16 +167,31 @@ int kvtier_region_grow(struct kvtier_region *region, loff_t size, bool exempt)
 
 	if (size <= region->size)
 		return 0;
-	if (!region->persistent || !kvtier_store_file_sizes(&tier->store) ||
+	if (!region->persistent ||
 	    DIV_ROUND_UP_ULL(size, PAGE_SIZE) > (u64)U32_MAX + 1)
 		return -EFBIG;
+	if (READ_ONCE(region->sealed))
+		return -EPERM;
 	if (capacity < 0)
 		return capacity;
 	if (size > capacity)
 		return -ENOSPC;
-	ret = kvtier_region_zero_tail(region);
+	/* The last page may be on the namespace only, its map unloaded. */
+	ret = kvtier_pagemap_load(region);
 	if (!ret)
-		ret = kvtier_region_set_size(region, size, exempt);
+		ret = kvtier_region_zero_tail(region);
+	if (ret)
+		return ret;
+	/*
+	 * A commit reads a region's size, then walks its pages, under
+	 * store.lock: a size that changed in between would leave pages past
+	 * the recorded end, which attach refuses. And an upgrade to version
+	 * 5 is version 5 under the lock only once it is committed.
+	 */
+	mutex_lock(&tier->store.lock);
+	ret = kvtier_store_file_sizes(&tier->store) ?
+	      kvtier_region_set_size(region, size, exempt) : -EFBIG;
+	mutex_unlock(&tier->store.lock);
 	if (ret)
 		return ret;
 	kvtier_journal_region_changed(region);

@@ -1570,57 +1570,38 @@ static int kvtier_upgrade_extents(struct kvtier_tier *tier)
 }
 
 /*
- * Give the attached version-3 namespace version 4's CRC runs: its next
- * checkpoint, written as version 4, moves every region's CRCs from the
- * CRC section to runs of free data slots (those that find none stay in
- * the section, as version 4 allows). Until its superblock is on the
- * media the namespace is version 3, whole: the runs were free in its
- * checkpoint. Caller as kvtier_upgrade_journal(). Errors: those of the
- * commit, with the namespace still version 3.
+ * Upgrade the attached namespace from version @to - 1 to @to by its next
+ * checkpoint, written as @to, when @to needs no new run: version 4 (a
+ * version-3 checkpoint reads as a version-4 one without CRC runs, and
+ * this one moves every region's CRCs from the CRC section to runs of
+ * free data slots; those that find none stay in the section, as version
+ * 4 allows) and version 5 (every version-4 size is a whole number of
+ * blocks, which version 5 reads alike). Until its superblock is on the
+ * media the namespace is the older version, whole: the runs were free in
+ * its checkpoint. Caller as kvtier_upgrade_journal(). Errors: those of
+ * the commit, with the namespace still at the older version.
  */
-static int kvtier_upgrade_crc_runs(struct kvtier_tier *tier)
+static int kvtier_upgrade_by_checkpoint(struct kvtier_tier *tier,
+					unsigned int to, const char *what)
 {
 	struct kvtier_store *st = &tier->store;
 	int ret;
 
-	st->version = 4;
+	st->version = to;
 	ret = kvtier_upgrade_commit(tier);
 	if (ret) {
-		st->version = 3;
+		st->version = to - 1;
 		return ret;
 	}
-	dev_info(&tier->dev, "%s: upgraded to format version 4: regions' CRCs in runs of data slots\n",
-		 tier->backing.path);
-	return 0;
-}
-
-/*
- * Give the attached version-4 namespace version 5's file sizes: one
- * checkpoint written as version 5. Every size of a version-4 record is a
- * whole number of blocks, which version 5 reads alike. Caller as
- * kvtier_upgrade_journal(). Errors: those of the commit, with the
- * namespace still version 4.
- */
-static int kvtier_upgrade_file_sizes(struct kvtier_tier *tier)
-{
-	struct kvtier_store *st = &tier->store;
-	int ret;
-
-	st->version = 5;
-	ret = kvtier_upgrade_commit(tier);
-	if (ret) {
-		st->version = 4;
-		return ret;
-	}
-	dev_info(&tier->dev, "%s: upgraded to format version 5: regions have sizes in bytes (kvtierfs files)\n",
-		 tier->backing.path);
+	dev_info(&tier->dev, "%s: upgraded to format version %u: %s\n",
+		 tier->backing.path, to, what);
 	return 0;
 }
 
 /*
  * Upgrade the attached namespace to format @version (2 to 5) in place,
  * a version at a time: kvtier_upgrade_journal(), kvtier_upgrade_extents(),
- * kvtier_upgrade_crc_runs(), kvtier_upgrade_file_sizes(). Caller holds
+ * kvtier_upgrade_by_checkpoint() (to 4, then 5). Caller holds
  * tier->lock, the tier attached.
  * Returns 0, also when the namespace has that version already; -EINVAL
  * (not 2 to 5), -EROFS (a
@@ -1654,9 +1635,11 @@ int kvtier_store_upgrade(struct kvtier_tier *tier, unsigned int version)
 	if (!ret && version >= 3 && st->version == 2)
 		ret = kvtier_upgrade_extents(tier);
 	if (!ret && version >= 4 && st->version == 3)
-		ret = kvtier_upgrade_crc_runs(tier);
+		ret = kvtier_upgrade_by_checkpoint(tier, 4,
+						   "regions' CRCs in runs of data slots");
 	if (!ret && version >= 5 && st->version == 4)
-		ret = kvtier_upgrade_file_sizes(tier);
+		ret = kvtier_upgrade_by_checkpoint(tier, 5,
+						   "regions have sizes in bytes (kvtierfs files)");
 	memalloc_noio_restore(noio);
 out:
 	mutex_unlock(&st->lock);

@@ -140,6 +140,27 @@ static void drop_all(void)
 	close(fd);
 }
 
+/*
+ * The crash: unmount, detach, put @snap (the metadata as it was when it was
+ * taken) back over the namespace, attach and mount again. The caller closed
+ * every file of the tier.
+ */
+static int crash_to(struct kvt_jsnap *snap)
+{
+	const char *ns = kvt_ns("KVTIER_NS0");
+	int ret;
+
+	if (umount(MNT))
+		return -errno;
+	ret = kvt_tier_write(0, "backing_dev", "none");
+	if (!ret)
+		ret = kvt_jsnap_put(ns, snap);
+	kvt_jsnap_free(snap);
+	if (!ret)
+		ret = kvt_tier_write(0, "backing_dev", ns);
+	return ret ? ret : kvtierfs_mount("kvtier0", 0, NULL);
+}
+
 KVT_TIER_FIXTURE("", 4, , , drop_all());
 
 /*
@@ -450,12 +471,14 @@ TEST_F_TIMEOUT(tier, errors, 300)
 	ASSERT_EQ(EOPNOTSUPP, errno);
 	close(fd);
 
-	/* Sealed: read-only for good. */
+	/* Sealed: read-only for good, its size too. */
 	fd = kvt_tier_open(0, O_RDWR);
 	ASSERT_GE(fd, 0);
 	strcpy(fl.name, "e");
 	ASSERT_EQ(0, ioctl(fd, KVTIER_IOC_REGION_SETFLAGS, &fl));
 	ASSERT_EQ(-EPERM, open_errno(MNT "/e", O_RDWR));
+	ASSERT_EQ(-1, truncate(MNT "/e", 2 * MiB));
+	ASSERT_EQ(EPERM, errno);
 	ASSERT_EQ(-1, check_file(MNT "/e", MiB, 9));
 	close(fd);
 
@@ -540,14 +563,9 @@ TEST_F_TIMEOUT(tier, fsync_and_syncfs_are_durable, 300)
 
 	close(fa);
 	close(fb);
-	ASSERT_EQ(0, umount(MNT));
 	close(self->fd);
 	self->fd = -1;
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_EQ(0, kvt_jsnap_put(ns, &snap));
-	kvt_jsnap_free(&snap);
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
-	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, crash_to(&snap));
 	ASSERT_EQ(-1, check_file(MNT "/s:a", 2 * MiB, 22));
 	ASSERT_EQ(-1, check_file(MNT "/s:b", 2 * MiB, 23));
 	ASSERT_EQ(0, unlink(MNT "/s:a"));
@@ -685,14 +703,9 @@ TEST_F_TIMEOUT(tier, rename_is_one_checkpoint_and_survives_a_crash, 300)
 	/* The crash: the metadata as the renames left it. */
 	ASSERT_EQ(0, kvt_jsnap_take(ns, &snap));
 	close(fd);
-	ASSERT_EQ(0, umount(MNT));
 	close(self->fd);
 	self->fd = -1;
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", "none"));
-	ASSERT_EQ(0, kvt_jsnap_put(ns, &snap));
-	kvt_jsnap_free(&snap);
-	ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
-	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
+	ASSERT_EQ(0, crash_to(&snap));
 	ASSERT_EQ(2, list_dir(names, sizeof(names)));
 	ASSERT_STREQ("r:new,r:old,", names);
 	ASSERT_EQ(-1, check_file(MNT "/r:old", MiB, 11));
@@ -741,6 +754,29 @@ static int range_is(const char *path, off_t off, size_t len,
 	return ret;
 }
 
+/*
+ * A read of 2 pages at @off (page-aligned, into page-aligned memory: the
+ * direct path) of @path returns its @want bytes to the end, and writes
+ * nothing past them.
+ */
+static int aligned_tail_is(const char *path, off_t off, ssize_t want)
+{
+	int fd = open(path, O_RDONLY), ret = -1;
+	unsigned char *buf = NULL;
+	ssize_t n;
+
+	if (fd < 0 || posix_memalign((void **)&buf, PAGE, 2 * PAGE))
+		goto out;
+	memset(buf, 0xff, 2 * PAGE);
+	n = pread(fd, buf, 2 * PAGE, off);
+	ret = n != want ? -2 : buf[n] != 0xff ? -3 : 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return ret;
+}
+
 static off_t size_of(const char *path)
 {
 	struct stat st;
@@ -784,6 +820,14 @@ TEST_F_TIMEOUT(tier, files_are_made_and_grow, 300)
 	ASSERT_EQ(0, range_is(MNT "/g:a", 5100, 3 * MiB + 17 - 5100, 0));
 	ASSERT_EQ(-1, ftruncate(fd, MiB));
 	ASSERT_EQ(EOPNOTSUPP, errno);
+	/* RLIMIT_FSIZE (bash's ulimit -f, KiB): cut at the limit, then EFBIG. */
+	ASSERT_NE(0, kvt_run("bash -c 'ulimit -f 8; trap \"\" XFSZ; "
+			     "head -c 20000 /dev/zero >" MNT "/g:lim' 2>/dev/null"));
+	ASSERT_EQ(8192, size_of(MNT "/g:lim"));
+	ASSERT_EQ(0, unlink(MNT "/g:lim"));
+	/* Nothing written past the end grows nothing. */
+	ASSERT_EQ(0, pwrite(fd, "", 0, 1LL << 30));
+	ASSERT_EQ(3 * MiB + 17, size_of(MNT "/g:a"));
 	ASSERT_EQ(0, fsync(fd));
 	close(fd);
 
@@ -833,6 +877,10 @@ TEST_F_TIMEOUT(tier, files_are_made_and_grow, 300)
 		ASSERT_EQ(0, kvt_tier_write(0, "backing_dev", ns));
 		ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
 		ASSERT_EQ(3 * MiB + 17, size_of(MNT "/g:a"));
+		/* Page-aligned reads of a last page on the namespace: its bytes. */
+		ASSERT_EQ(0, aligned_tail_is(MNT "/g:a", 3 * MiB, 17));
+		ASSERT_EQ(0, aligned_tail_is(MNT "/g:b", 10 * MiB + PAGE, 3));
+		ASSERT_EQ(0, kvt_run("test $(cat " MNT "/g:a | wc -c) -eq 3145745"));
 		ASSERT_EQ(0, range_is(MNT "/g:a", 0, 5100, 30));
 		ASSERT_EQ(0, range_is(MNT "/g:a", 5100, 3 * MiB + 17 - 5100, 0));
 		ASSERT_EQ(10 * MiB + 4099, size_of(MNT "/g:b"));
@@ -854,18 +902,30 @@ TEST_F_TIMEOUT(tier, files_are_made_and_grow, 300)
 	ASSERT_EQ(0, wait_used(0));
 }
 
+/*
+ * As another user, under a 1 MiB quota: 768 KiB twice, the first file
+ * unlinked in between (its pages given back), then 2 MiB: EDQUOT.
+ */
 static int create_big_as_user(void *arg)
 {
-	int fd = open(MNT "/q:u", O_CREAT | O_RDWR, 0600);
-	int ret;
+	static const char *const names[] = { MNT "/q:1", MNT "/q:2", MNT "/q:3" };
+	static const size_t lens[] = { 768 * 1024, 768 * 1024, 2 * MiB };
+	int i, fd, ret = 0;
 
 	(void)arg;
-	if (fd < 0)
-		return 100;
-	ret = write_seed(fd, 2 * MiB, 0, 33, false) < 0 ? errno : 0;
-	close(fd);
-	unlink(MNT "/q:u");
-	return ret;
+	for (i = 0; i < 3 && !ret; i++) {
+		fd = open(names[i], O_CREAT | O_RDWR, 0600);
+		if (fd < 0)
+			return 100 + i;
+		if (write_seed(fd, lens[i], 0, 33, false) < 0)
+			ret = i == 2 ? errno : 110 + i;
+		close(fd);
+		if (i == 0 && unlink(names[0]))
+			ret = 120;
+	}
+	unlink(names[1]);
+	unlink(names[2]);
+	return i == 3 ? ret : ret ? ret : 130;
 }
 
 /*
