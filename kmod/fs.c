@@ -26,17 +26,23 @@
  * through the ioctls since the dentry was made is never taken for the old
  * file (kvtierfs_d_revalidate() drops such a dentry).
  *
- * Not supported yet (#24's later steps): creating files (-EOPNOTSUPP: a
- * region's size is fixed when it is made, through the ioctls or
- * libkvtier), a size change (truncate: -EOPNOTSUPP), directories and
- * links (-EPERM, the VFS's answer for an operation a filesystem lacks),
- * chown and explicit times (-EOPNOTSUPP), xattrs (-EOPNOTSUPP).
+ * Files are made (open(O_CREAT): an empty persistent region) and grow
+ * (a write or truncate past the end: kvtier_region_grow()) on a namespace
+ * of format version 5, whose sizes are in bytes; on version 4 sizes are
+ * fixed (-EOPNOTSUPP to create, -EFBIG to grow).
+ *
+ * Not supported yet (#24's later steps): making a file smaller
+ * (-EOPNOTSUPP), directories and links (-EPERM, the VFS's answer for an
+ * operation a filesystem lacks), chown, explicit times, fallocate and
+ * xattrs (-EOPNOTSUPP), names over 63 bytes (-ENAMETOOLONG).
  *
  * Locking: tier->lock for the mount count (struct kvtier_tier.nr_mounts);
- * tier->regions_lock around every look at a region found by name; the VFS's
- * directory i_rwsem around lookup, unlink and rename; names.c's for the
- * names themselves. Nothing of this file is on
- * the data path.
+ * tier->regions_lock around every look at a region found by name; the
+ * VFS's directory i_rwsem around lookup, create, unlink and rename, and a
+ * file's i_rwsem around its growth (kvtier.h's lock order); names.c's
+ * locks for the names themselves. Nothing of this file is on the data
+ * path; a write that grows a file takes its inode's lock in file.c
+ * (kvtierfs_file_write_iter()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

@@ -285,12 +285,15 @@ TEST_F_TIMEOUT(lib, hints_pin_sync_info_stats, 300)
 	ASSERT_EQ(0, info_of(r, &info));
 	ASSERT_EQ(0ULL, info.resident);
 
-	/* prefetch: asynchronous, the pages arrive. */
+	/*
+	 * prefetch: asynchronous, the pages arrive. The worker charges them
+	 * as it submits each bio and counts them just after: wait for both.
+	 */
 	prefetched = lib_stat("prefetch_pages");
 	ASSERT_EQ(0, kvtier_region_prefetch(r, 0, MiB));
 	for (i = 0; i < 200; i++) {
 		ASSERT_EQ(0, info_of(r, &info));
-		if (info.resident == MiB)
+		if (info.resident == MiB && lib_stat("prefetch_pages") > prefetched)
 			break;
 		usleep(50 * 1000);
 	}
