@@ -967,7 +967,7 @@ TEST_F_TIMEOUT(tier, sizes_need_version_5_and_quota, 300)
 }
 
 /*
- * The engines' file tiers (tests/kvtierfs_engine.py): 1,000 blocks named by
+ * The engines' file tiers (tests/kvtierfs_engine.py): 400 blocks named by
  * hashes, two writers racing to store each under a temporary name renamed
  * over the final one, a reader reading meanwhile; every read whole, one
  * writer's; the listing, then deleting all.
@@ -978,7 +978,7 @@ TEST_F_TIMEOUT(tier, engine_pattern_two_writers, 600)
 		SKIP(return, "python3 is not installed");
 	ASSERT_EQ(0, kvt_knob(0, "host_budget_mb", 16));
 	ASSERT_EQ(0, kvtierfs_mount("kvtier0", 0, NULL));
-	ASSERT_EQ(0, kvt_run("python3 %s/tests/kvtierfs_engine.py " MNT " 1000",
+	ASSERT_EQ(0, kvt_run("python3 %s/tests/kvtierfs_engine.py " MNT " 400",
 			     kvt_repo_root()));
 	ASSERT_EQ(0, umount(MNT));
 	ASSERT_EQ(0, wait_used(0));
