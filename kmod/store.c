@@ -2712,24 +2712,36 @@ void kvtier_store_drop_regions(struct kvtier_tier *tier)
 }
 
 /*
- * Write back the dirty pages of every persistent region; with @evict, drop
- * them all from the pool too. Returns the first error.
+ * Write back the dirty pages of the @n regions of @v, each let go of after
+ * its turn; with @evict, drop them all from the pool too. Returns the
+ * first error.
  */
-static int kvtier_store_writeback_all(struct kvtier_tier *tier, bool evict)
+static int kvtier_writeback_each(struct kvtier_region **v, unsigned long n,
+				 bool evict)
 {
-	struct kvtier_region **v;
-	unsigned int i, n;
-	int ret, err;
+	unsigned long i;
+	int ret = 0, err;
 
-	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL);
 	for (i = 0; i < n; i++) {
 		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, evict);
 		if (err && !ret)
 			ret = err;
 		kvtier_region_put(v[i]);
 	}
-	kfree(v);
 	return ret;
+}
+
+/* kvtier_writeback_each() of every persistent region. */
+static int kvtier_store_writeback_all(struct kvtier_tier *tier, bool evict)
+{
+	struct kvtier_region **v;
+	unsigned int n;
+	int ret, err;
+
+	ret = kvtier_persistent_get(tier, &v, &n, KVT_GET_ALL, NULL);
+	err = kvtier_writeback_each(v, n, evict);
+	kfree(v);
+	return ret ? ret : err;
 }
 
 /*
@@ -2741,7 +2753,7 @@ int kvtier_store_sync(struct kvtier_tier *tier)
 {
 	struct kvtier_region **v = NULL, *r;
 	unsigned long n = 0, room = 0, i;
-	int ret = 0, err;
+	int ret, err;
 
 	/*
 	 * Only regions with pages in the pool (dirty ones, and those whose
@@ -2771,12 +2783,7 @@ int kvtier_store_sync(struct kvtier_tier *tier)
 		if (!v)
 			return -ENOMEM;
 	}
-	for (i = 0; i < n; i++) {
-		err = kvtier_store_writeback(v[i], 0, v[i]->nr_pages - 1, false);
-		if (err && !ret)
-			ret = err;
-		kvtier_region_put(v[i]);
-	}
+	ret = kvtier_writeback_each(v, n, false);
 	kvfree(v);
 	err = kvtier_store_commit(tier);
 	return ret ? ret : err;
